@@ -1,0 +1,1 @@
+"""Benchmarks and the launcher for the reference Java metastore they compare against."""

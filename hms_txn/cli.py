@@ -1,0 +1,114 @@
+"""The ``hms-txn`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from . import __version__
+
+
+def _load_config(args: argparse.Namespace):
+    from .config import ConfigError, load
+    overrides = dict(kv.split("=", 1) for kv in getattr(args, "hiveconf", None) or [])
+    try:
+        return load(args.conf, overrides)
+    except ConfigError as err:
+        sys.exit(f"hms-txn: {err}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .config import ConfigError
+    from .server import create_server
+    from .store import SchemaError
+
+    config = _load_config(args)
+    try:
+        server = create_server(config, data_dir=args.data_dir, host=args.host, port=args.port)
+        server.start()
+    except (ConfigError, SchemaError) as err:
+        print(f"hms-txn: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"hms-txn: cannot listen: {err}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+
+    def on_signal(signum, _frame):
+        logging.getLogger("hms_txn").info("received %s, stopping", signal.Signals(signum).name)
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    print(f"hms-txn listening on {server.address}", flush=True)
+    done.wait()
+    server.stop()
+    return 0
+
+
+def cmd_upgrade_schema(args: argparse.Namespace) -> int:
+    from .store import SchemaError, Store, ensure_schema
+    from .store.schema import SCHEMA_VERSION
+    import os
+
+    config = _load_config(args)
+    store = Store(config.database_url(os.path.abspath(args.data_dir)))
+    try:
+        found = ensure_schema(store, auto_upgrade=True)
+    except SchemaError as err:
+        print(f"hms-txn: {err}", file=sys.stderr)
+        return 2
+    finally:
+        store.dispose()
+    print(f"schema version {found or 'none'} -> {SCHEMA_VERSION}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hms-txn",
+        description="A Thrift-compatible Hive Metastore focused on ACID transactions.",
+    )
+    parser.add_argument("--version", action="version", version=f"hms-txn {__version__}")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add_common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--conf", metavar="FILE",
+                       help="hive-site.xml to read (default: embedded SQLite under --data-dir)")
+        p.add_argument("--data-dir", default="metastore_data", metavar="DIR",
+                       help="where the embedded database and default warehouse live "
+                            "(default ./metastore_data)")
+        p.add_argument("--hiveconf", action="append", metavar="KEY=VALUE",
+                       help="override a configuration key (repeatable)")
+
+    serve = sub.add_parser("serve", help="run the metastore Thrift server until SIGTERM/SIGINT",
+                           description="Run the metastore. Prints one line with the address it "
+                                       "listens on, serves until SIGTERM or SIGINT, then stops.")
+    add_common(serve)
+    serve.add_argument("--port", type=int, help="port (default hive.metastore.port, 9083)")
+    serve.add_argument("--host", help="address to bind (default hive.metastore.bind.host, 0.0.0.0)")
+    serve.set_defaults(func=cmd_serve)
+
+    upgrade = sub.add_parser("upgrade-schema", help="create or upgrade the metastore database schema")
+    add_common(upgrade)
+    upgrade.set_defaults(func=cmd_upgrade_schema)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

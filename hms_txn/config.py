@@ -1,0 +1,322 @@
+"""Server configuration read from a Hadoop-style ``hive-site.xml``.
+
+Users already have a hive-site.xml for their metastore, so we read that format and the
+keys they know. Each key we honour is declared once in ``KEYS`` with its default, a parser
+and its ``metastore.*`` alias (the names Hive 3's standalone metastore uses in
+``metastore-site.xml``). Keys we do not know are ignored, because real hive-site.xml files
+carry hundreds of keys for other components; a value we cannot parse for a key we do honour
+stops start-up with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+from urllib.parse import quote, urlsplit
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file or key."""
+
+
+# ---------------------------------------------------------------------------- value parsers
+
+_TIME_UNITS = {
+    "ns": 1e-9, "nsec": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "usec": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "msec": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+_TIME_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_duration(text: str, default_unit: str = "s") -> float:
+    """Parse Hive's time values ("300", "300s", "5m", "1500ms") into seconds."""
+    match = _TIME_RE.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 300s, 5m, 1500ms)")
+    number, unit = match.groups()
+    unit = (unit or default_unit).lower()
+    if unit not in _TIME_UNITS:
+        raise ValueError(f"unknown time unit {unit!r} in {text!r}")
+    seconds = float(number) * _TIME_UNITS[unit]
+    if seconds < 0:
+        raise ValueError(f"negative duration: {text!r}")
+    return seconds
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r} (use true or false)")
+
+
+def parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def parse_nonneg_int(text: str) -> int:
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError(f"must not be negative: {text!r}")
+    return value
+
+
+def parse_positive_int(text: str) -> int:
+    value = int(text.strip())
+    if value <= 0:
+        raise ValueError(f"must be positive: {text!r}")
+    return value
+
+
+def parse_port(text: str) -> int:
+    value = int(text.strip())
+    if not 0 <= value <= 65535:
+        raise ValueError(f"not a TCP port: {text!r}")
+    return value
+
+
+def parse_float(text: str) -> float:
+    return float(text.strip())
+
+
+def parse_str(text: str) -> str:
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------- declared keys
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    doc: str
+    aliases: tuple[str, ...] = ()
+
+
+def _seconds(default_unit: str = "s") -> Callable[[str], float]:
+    return lambda text: parse_duration(text, default_unit)
+
+
+KEYS: dict[str, Key] = {}
+
+
+def _key(name: str, default: Any, parse: Callable[[str], Any], doc: str, *aliases: str) -> None:
+    KEYS[name] = Key(name, default, parse, doc, tuple(aliases))
+
+
+# Server
+_key("hive.metastore.port", 9083, parse_port, "Port `hms-txn serve` listens on.",
+     "metastore.thrift.port")
+_key("hive.metastore.bind.host", "0.0.0.0", parse_str, "Address to listen on.",
+     "metastore.thrift.bind.host")
+_key("hive.metastore.warehouse.dir", None, parse_str,
+     "Root of managed databases and tables (a local path or file:// URL).",
+     "metastore.warehouse.dir")
+_key("hive.metastore.thrift.framed.transport.enabled", False, parse_bool,
+     "Use the framed transport instead of the plain socket stream.",
+     "metastore.thrift.framed.transport.enabled")
+_key("hive.metastore.thrift.compact.protocol.enabled", False, parse_bool,
+     "Use the compact protocol instead of the binary protocol.",
+     "metastore.thrift.compact.protocol.enabled")
+_key("hive.metastore.server.max.threads", 1000, parse_positive_int,
+     "Maximum number of concurrent client connections.", "metastore.server.max.threads")
+_key("hive.metastore.client.socket.timeout", 600.0, _seconds("s"),
+     "Idle time after which a silent client connection is closed.",
+     "metastore.client.socket.timeout")
+# Database
+_key("javax.jdo.option.ConnectionURL", None, parse_str,
+     "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",
+     "metastore.jdo.option.ConnectionURL")
+_key("javax.jdo.option.ConnectionUserName", None, parse_str, "Database user.")
+_key("javax.jdo.option.ConnectionPassword", None, parse_str, "Database password.")
+_key("hms_txn.db.pool.size", 10, parse_positive_int,
+     "Connections kept open to a client/server database (PostgreSQL, MySQL).")
+_key("hms_txn.schema.auto.upgrade", True, parse_bool,
+     "Upgrade an older metastore schema at start-up (false: refuse to start).")
+# Transactions
+_key("hive.txn.timeout", 300.0, _seconds("s"),
+     "A transaction or txn-less lock not heartbeated for this long is aborted.",
+     "metastore.txn.timeout")
+_key("hive.timedout.txn.reaper.start", 100.0, _seconds("ms"),
+     "Delay before the first timed-out transaction sweep.",
+     "metastore.timedout.txn.reaper.start")
+_key("hive.timedout.txn.reaper.interval", 180.0, _seconds("ms"),
+     "Interval between timed-out transaction sweeps.",
+     "metastore.timedout.txn.reaper.interval")
+_key("hive.txn.max.open.batch", 1000, parse_positive_int,
+     "Most transactions one open_txns call may open.", "metastore.txn.max.open.batch")
+_key("hive.max.open.txns", 100000, parse_positive_int,
+     "Open transactions allowed at once; new ones are refused until below 90%.",
+     "metastore.max.open.txns")
+# Notifications
+_key("hive.metastore.event.db.listener.timetolive", 86400.0, _seconds("s"),
+     "Notification events older than this are purged.",
+     "metastore.event.db.listener.timetolive")
+
+# Keys handed out by get_config_value / getMetaConf even though the server itself does not
+# act on them; clients read them to decide features.
+PASSTHROUGH_DEFAULTS: dict[str, str] = {
+    "hive.metastore.try.direct.sql": "true",
+    "hive.metastore.try.direct.sql.ddl": "true",
+    "hive.metastore.client.capability.check": "false",
+    "hive.metastore.disallow.incompatible.col.type.changes": "true",
+    "hive.support.concurrency": "true",
+    "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+    "hive.metastore.batch.retrieve.max": "300",
+    "hive.exec.default.partition.name": "__HIVE_DEFAULT_PARTITION__",
+}
+
+_ALIAS_TO_KEY = {alias: key.name for key in KEYS.values() for alias in key.aliases}
+
+
+class Config:
+    """Typed view of configuration values (raw strings from hive-site.xml, plus overrides)."""
+
+    def __init__(self, raw: Mapping[str, str] | None = None, *, source: str = "<defaults>"):
+        self.source = source
+        self.raw: dict[str, str] = {}
+        for name, value in (raw or {}).items():
+            self.raw[_ALIAS_TO_KEY.get(name, name)] = value
+        self._values: dict[str, Any] = {}
+        for key in KEYS.values():
+            if key.name in self.raw:
+                try:
+                    self._values[key.name] = key.parse(self.raw[key.name])
+                except (ValueError, TypeError) as err:
+                    raise ConfigError(
+                        f"{source}: invalid value {self.raw[key.name]!r} for {key.name}: {err}"
+                    ) from None
+            else:
+                self._values[key.name] = key.default
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[_ALIAS_TO_KEY.get(name, name)]
+
+    def with_overrides(self, **overrides: str) -> "Config":
+        raw = dict(self.raw)
+        raw.update({k: str(v) for k, v in overrides.items()})
+        return Config(raw, source=self.source)
+
+    def lookup_string(self, name: str) -> str | None:
+        """The value a client asking for ``name`` should get (get_config_value, getMetaConf)."""
+        canonical = _ALIAS_TO_KEY.get(name, name)
+        if canonical in self.raw:
+            return self.raw[canonical]
+        if canonical in KEYS:
+            return format_value(KEYS[canonical], self._values[canonical])
+        return PASSTHROUGH_DEFAULTS.get(canonical)
+
+    # -- derived settings -----------------------------------------------------------------
+
+    def database_url(self, data_dir: str) -> str:
+        """SQLAlchemy URL of the backing database."""
+        jdbc = self["javax.jdo.option.ConnectionURL"]
+        if not jdbc:
+            path = os.path.abspath(os.path.join(data_dir, "metastore.sqlite"))
+            return f"sqlite:///{path}"
+        try:
+            return jdbc_to_sqlalchemy(
+                jdbc,
+                self["javax.jdo.option.ConnectionUserName"],
+                self["javax.jdo.option.ConnectionPassword"],
+            )
+        except ValueError as err:
+            raise ConfigError(f"{self.source}: javax.jdo.option.ConnectionURL: {err}") from None
+
+    def warehouse_dir(self, data_dir: str) -> str:
+        """Absolute local path of the warehouse root."""
+        configured = self["hive.metastore.warehouse.dir"]
+        if not configured:
+            return os.path.abspath(os.path.join(data_dir, "warehouse"))
+        parts = urlsplit(configured)
+        if parts.scheme in ("", "file"):
+            return os.path.abspath(parts.path if parts.scheme else configured)
+        raise ConfigError(
+            f"{self.source}: hive.metastore.warehouse.dir: only local paths and file:// URLs "
+            f"are supported, got {configured!r}"
+        )
+
+
+def format_value(key: Key, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and key.parse not in (parse_float,):
+        # durations: Hive clients parse "300s" style values
+        return f"{int(value) if value == int(value) else value}s"
+    return str(value)
+
+
+def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None = None) -> str:
+    """Map a JDBC URL (as found in hive-site.xml) to an SQLAlchemy URL.
+
+    SQLAlchemy URLs (``postgresql://...``, ``sqlite:///...``) are accepted unchanged.
+    """
+    if not url.startswith("jdbc:"):
+        if "://" in url:
+            return url
+        raise ValueError(f"not a JDBC or SQLAlchemy URL: {url!r}")
+    rest = url[len("jdbc:"):]
+    if rest.startswith("sqlite:"):
+        path = rest[len("sqlite:"):]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise ValueError("jdbc:sqlite: needs a file path")
+        return f"sqlite:///{os.path.abspath(path)}"
+    for jdbc_scheme, sa_scheme in (("postgresql:", "postgresql+psycopg2"), ("mysql:", "mysql+pymysql"),
+                                   ("mariadb:", "mysql+pymysql")):
+        if rest.startswith(jdbc_scheme):
+            parts = urlsplit(rest)
+            if not parts.hostname:
+                raise ValueError(f"no host in {url!r}")
+            auth = ""
+            if user:
+                auth = quote(user, safe="")
+                if password:
+                    auth += ":" + quote(password, safe="")
+                auth += "@"
+            host = parts.hostname + (f":{parts.port}" if parts.port else "")
+            query = f"?{parts.query}" if parts.query and sa_scheme.startswith("mysql") else ""
+            return f"{sa_scheme}://{auth}{host}{parts.path}{query}"
+    raise ValueError(f"unsupported database in {url!r} (PostgreSQL, MySQL and SQLite are)")
+
+
+def read_site_xml(path: str) -> dict[str, str]:
+    """Read ``<configuration><property><name/><value/></property>...`` into a dict."""
+    try:
+        tree = ET.parse(path)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file not found: {path}") from None
+    except ET.ParseError as err:
+        raise ConfigError(f"{path}: not well-formed XML: {err}") from None
+    root = tree.getroot()
+    if root.tag != "configuration":
+        raise ConfigError(f"{path}: root element must be <configuration>, found <{root.tag}>")
+    values: dict[str, str] = {}
+    for prop in root.iter("property"):
+        name = prop.findtext("name")
+        if name is None or not name.strip():
+            raise ConfigError(f"{path}: a <property> has no <name>")
+        values[name.strip()] = (prop.findtext("value") or "").strip()
+    return values
+
+
+def load(path: str | None = None, overrides: Mapping[str, str] | None = None) -> Config:
+    """Load hive-site.xml (or nothing: the embedded defaults) plus ``overrides``."""
+    raw: dict[str, str] = read_site_xml(path) if path else {}
+    if overrides:
+        raw.update(overrides)
+    return Config(raw, source=path or "<defaults>")

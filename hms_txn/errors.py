@@ -1,0 +1,62 @@
+"""Domain errors.
+
+Domain modules raise these; the Thrift handler maps each to the exception the called
+method declares (see ``hms_txn.handler.errors``). Keeping them free of Thrift types lets the
+domain be used and tested without the wire layer.
+"""
+
+
+class MetastoreError(Exception):
+    """Base class. ``str(err)`` is the message the client sees."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class NoSuchObject(MetastoreError):
+    """A database, table, partition or function does not exist."""
+
+
+class AlreadyExists(MetastoreError):
+    """The object to create exists already."""
+
+
+class InvalidObject(MetastoreError):
+    """The object is malformed: bad name, type, missing storage descriptor, ..."""
+
+
+class InvalidOperation(MetastoreError):
+    """The object is fine but the operation is not allowed on it."""
+
+
+class InvalidInput(MetastoreError):
+    """A malformed argument (e.g. a partition filter that does not parse)."""
+
+
+class Unsupported(MetastoreError):
+    """A declared call or option this server does not implement."""
+
+
+class Internal(MetastoreError):
+    """A generic server-side failure; mapped to MetaException."""
+
+
+class NoSuchTxn(MetastoreError):
+    pass
+
+
+class TxnAborted(MetastoreError):
+    pass
+
+
+class TxnOpen(MetastoreError):
+    pass
+
+
+class NoSuchLock(MetastoreError):
+    pass
+
+
+class NoSuchCompaction(MetastoreError):
+    pass

@@ -1,0 +1,227 @@
+"""Names, patterns and partition-name encoding, following the Java metastore's rules."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .errors import InvalidObject
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+MAX_NAME_LENGTH = 128
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def check_name(kind: str, name: str | None) -> str:
+    """Validate a database or table name and return it lower-cased."""
+    if not name or not _NAME_RE.match(name):
+        raise InvalidObject(f"{name!r} is not a valid {kind} name: use letters, digits and _")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidObject(f"{kind} name {name!r} is longer than {MAX_NAME_LENGTH} characters")
+    return name.lower()
+
+
+def lower(name: str | None) -> str:
+    return (name or "").lower()
+
+
+@lru_cache(maxsize=256)
+def _pattern_regex(pattern: str) -> re.Pattern:
+    alternatives = [p.strip() for p in pattern.split("|")]
+    body = "|".join(re.escape(p).replace(r"\*", ".*").replace(r"\.\*", ".*") for p in alternatives)
+    return re.compile(f"^(?:{body})$", re.IGNORECASE)
+
+
+def matches(pattern: str | None, name: str) -> bool:
+    """Hive's metastore name patterns: ``*`` matches anything, ``|`` separates choices."""
+    if pattern is None or pattern in ("", "*", ".*"):
+        return True
+    return bool(_pattern_regex(pattern).match(name))
+
+
+# Characters Hive escapes in partition path components (FileUtils.escapePathName).
+_ESCAPED = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def escape_path_name(value: str) -> str:
+    if not value:
+        return DEFAULT_PARTITION_NAME
+    if not any(ch in _ESCAPED for ch in value):
+        return value
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
+
+
+def unescape_path_name(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 2 < len(text):
+            try:
+                out.append(chr(int(text[i + 1:i + 3], 16)))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def make_partition_name(keys: list[str], values: list[str]) -> str:
+    """``k1=v1/k2=v2`` with Hive's escaping (keys lower-case)."""
+    return "/".join(
+        f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values)
+    )
+
+
+def split_partition_name(name: str) -> list[tuple[str, str]]:
+    """Inverse of ``make_partition_name``: ``[(key, value), ...]``."""
+    pairs = []
+    for component in name.split("/"):
+        if "=" not in component:
+            raise InvalidObject(f"invalid partition name {name!r}: expected key=value components")
+        key, _, value = component.partition("=")
+        pairs.append((unescape_path_name(key), unescape_path_name(value)))
+    return pairs
+
+
+def partition_values_from_name(keys: list[str], name: str) -> list[str]:
+    pairs = split_partition_name(name)
+    if [k.lower() for k, _ in pairs] != [k.lower() for k in keys]:
+        raise InvalidObject(
+            f"partition name {name!r} does not match the partition keys {', '.join(keys)}"
+        )
+    return [v for _, v in pairs]
+
+
+# -------------------------------------------------------------------------- column types
+
+_PRIMITIVES = {
+    "void", "boolean", "tinyint", "smallint", "int", "integer", "bigint", "float", "double",
+    "double precision", "real", "string", "binary", "timestamp", "date", "decimal", "numeric",
+    "char", "varchar", "interval_year_month", "interval_day_time",
+    "timestamp with local time zone", "timestamplocaltz",
+}
+_PARAMETERIZED = {"decimal": 2, "numeric": 2, "char": 1, "varchar": 1}
+
+
+class _TypeParser:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def fail(self) -> None:
+        raise ValueError(self.text)
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, ch: str) -> None:
+        if self.peek() != ch:
+            self.fail()
+        self.pos += 1
+
+    def word(self) -> str:
+        self.skip_ws()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
+            self.pos += 1
+        if start == self.pos:
+            self.fail()
+        return self.text[start:self.pos].lower()
+
+    def field_name(self) -> None:
+        self.skip_ws()
+        if self.peek() == "`":
+            end = self.text.find("`", self.pos + 1)
+            if end < 0:
+                self.fail()
+            self.pos = end + 1
+            return
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos] not in ":<>,":
+            self.pos += 1
+        if not self.text[start:self.pos].strip():
+            self.fail()
+
+    def parse_type(self) -> None:
+        name = self.word()
+        if name in ("array",):
+            self.expect("<"); self.parse_type(); self.expect(">")
+        elif name == "map":
+            self.expect("<"); self.parse_type(); self.expect(","); self.parse_type(); self.expect(">")
+        elif name == "struct":
+            self.expect("<")
+            if self.peek() != ">":
+                while True:
+                    self.field_name(); self.expect(":"); self.parse_type()
+                    if self.peek() == ",":
+                        self.pos += 1
+                        continue
+                    break
+            self.expect(">")
+        elif name == "uniontype":
+            self.expect("<")
+            while True:
+                self.parse_type()
+                if self.peek() == ",":
+                    self.pos += 1
+                    continue
+                break
+            self.expect(">")
+        else:
+            # multi-word primitives
+            rest = self.text[self.pos:].lower()
+            for suffix in (" precision", " with local time zone"):
+                if name + suffix in _PRIMITIVES and rest.lstrip().startswith(suffix.strip()):
+                    self.skip_ws()
+                    self.pos += len(suffix.strip())
+                    name = name + suffix
+            if name not in _PRIMITIVES:
+                self.fail()
+            if self.peek() == "(":
+                if name not in _PARAMETERIZED:
+                    self.fail()
+                self.pos += 1
+                for i in range(_PARAMETERIZED[name]):
+                    self.skip_ws()
+                    start = self.pos
+                    while self.pos < len(self.text) and self.text[self.pos].isdigit():
+                        self.pos += 1
+                    if start == self.pos:
+                        self.fail()
+                    if self.peek() == "," and i + 1 < _PARAMETERIZED[name]:
+                        self.pos += 1
+                    else:
+                        break
+                self.expect(")")
+
+
+def is_valid_type(text: str | None) -> bool:
+    if not text or not text.strip():
+        return False
+    parser = _TypeParser(text)
+    try:
+        parser.parse_type()
+        return parser.peek() == ""
+    except ValueError:
+        return False
+
+
+def check_columns(kind: str, cols: list[dict] | None) -> None:
+    seen: set[str] = set()
+    for col in cols or []:
+        name = (col.get("name") or "").strip()
+        if not name:
+            raise InvalidObject(f"{kind} has a column without a name")
+        if name.lower() in seen:
+            raise InvalidObject(f"{kind} has the column {name!r} twice")
+        seen.add(name.lower())
+        if not is_valid_type(col.get("type")):
+            raise InvalidObject(f"invalid type {col.get('type')!r} for column {name!r} of {kind}")

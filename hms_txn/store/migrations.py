@@ -1,0 +1,73 @@
+"""Schema versioning: create a fresh schema, upgrade an older one, refuse a newer one.
+
+Every table carries the version that introduced it (``info["since"]``). Upgrading from
+version V creates the tables introduced after V and runs the data steps registered for
+the versions in between, all in one database transaction, then records the new version.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from sqlalchemy import inspect, select, update
+from sqlalchemy.engine import Connection
+
+from .engine import Store
+from .schema import SCHEMA_VERSION, metadata, schema_version
+
+log = logging.getLogger(__name__)
+
+
+class SchemaError(Exception):
+    """The database schema cannot be used by this version of hms-txn."""
+
+
+# version -> callable(conn) run after the tables of that version are created.
+DATA_STEPS: dict[int, Callable[[Connection], None]] = {}
+
+
+def current_version(conn: Connection) -> int | None:
+    if not inspect(conn).has_table(schema_version.name):
+        return None
+    return conn.execute(select(schema_version.c.version)).scalar_one_or_none()
+
+
+def ensure_schema(store: Store, *, auto_upgrade: bool = True) -> int:
+    """Bring the database to ``SCHEMA_VERSION``; returns the version found before."""
+    with store.write() as conn:
+        found = current_version(conn)
+        if found is None:
+            if inspect(conn).get_table_names():
+                unknown = sorted(inspect(conn).get_table_names())[:5]
+                log.warning("database has tables but no hms-txn schema version: %s", unknown)
+            metadata.create_all(conn)
+            conn.execute(schema_version.insert().values(id=1, version=SCHEMA_VERSION))
+            log.info("created metastore schema version %d", SCHEMA_VERSION)
+            return 0
+        if found == SCHEMA_VERSION:
+            return found
+        if found > SCHEMA_VERSION:
+            raise SchemaError(
+                f"the database has metastore schema version {found}, newer than the "
+                f"version {SCHEMA_VERSION} this hms-txn supports; upgrade hms-txn"
+            )
+        if not auto_upgrade:
+            raise SchemaError(
+                f"the database has metastore schema version {found}; this hms-txn needs "
+                f"version {SCHEMA_VERSION}. Run `hms-txn upgrade-schema` or set "
+                f"hms_txn.schema.auto.upgrade=true"
+            )
+        upgrade(conn, found)
+        return found
+
+
+def upgrade(conn: Connection, found: int) -> None:
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        new_tables = [t for t in metadata.sorted_tables if t.info.get("since") == version]
+        metadata.create_all(conn, tables=new_tables)
+        if version in DATA_STEPS:
+            DATA_STEPS[version](conn)
+        log.info("upgraded metastore schema to version %d (%s)", version,
+                 ", ".join(t.name for t in new_tables) or "no new tables")
+    conn.execute(update(schema_version).values(version=SCHEMA_VERSION))

@@ -1,0 +1,297 @@
+"""The metastore's relational schema (SQLAlchemy Core).
+
+Catalog objects are stored as JSON documents mirroring the Thrift structs, next to the
+columns we look them up by. Documents keep every field a client sent, including ones this
+server does not interpret, so a table round-trips unchanged; the columns are what queries
+and uniqueness need.
+
+Each table records in ``info["since"]`` the schema version that introduced it; the
+migration code creates the tables newer than a database's version when it upgrades it.
+"""
+
+from sqlalchemy import (
+    BigInteger, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text,
+    UniqueConstraint,
+)
+
+SCHEMA_VERSION = 2
+
+metadata = MetaData()
+
+NAME = String(128)          # Hive's identifier limit
+PART_NAME = String(767)     # Hive's PART_NAME column width
+DOC = Text                  # JSON document
+
+schema_version = Table(
+    "hms_schema_version", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("version", Integer, nullable=False),
+    info={"since": 1},
+)
+
+# ------------------------------------------------------------------------------ catalog (v1)
+
+dbs = Table(
+    "dbs", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 1},
+)
+
+tbls = Table(
+    "tbls", metadata,
+    Column("tbl_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("db_name", NAME, ForeignKey("dbs.name"), nullable=False),
+    Column("tbl_name", NAME, nullable=False),
+    Column("tbl_type", String(64), nullable=False),
+    Column("doc", DOC, nullable=False),
+    UniqueConstraint("db_name", "tbl_name", name="uq_tbls_db_name"),
+    info={"since": 1},
+)
+
+partitions = Table(
+    "partitions", metadata,
+    Column("part_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("tbl_id", BigInteger, ForeignKey("tbls.tbl_id", ondelete="CASCADE"),
+           nullable=False),
+    Column("part_name", PART_NAME, nullable=False),
+    Column("doc", DOC, nullable=False),
+    UniqueConstraint("tbl_id", "part_name", name="uq_partitions_name"),
+    info={"since": 1},
+)
+
+functions = Table(
+    "functions", metadata,
+    Column("db_name", NAME, ForeignKey("dbs.name"), primary_key=True),
+    Column("func_name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 1},
+)
+
+Index("ix_tbls_db", tbls.c.db_name)
+
+# ------------------------------------------------------------------ notification log (v2)
+
+notification_log = Table(
+    "notification_log", metadata,
+    Column("event_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("event_time", Integer, nullable=False),
+    Column("event_type", String(64), nullable=False),
+    Column("cat_name", NAME),
+    Column("db_name", NAME),
+    Column("tbl_name", NAME),
+    Column("message", Text, nullable=False),
+    Column("message_format", String(32)),
+    info={"since": 2},
+)
+
+# Single-row counter: the next event id. Updated under a row lock so ids are dense and
+# strictly increasing in commit order even with several server processes.
+notification_sequence = Table(
+    "notification_sequence", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("next_event_id", BigInteger, nullable=False),
+    info={"since": 2},
+)
+
+Index("ix_notification_log_time", notification_log.c.event_time)
+
+# ------------------------------------------------------- transactions, write ids, locks (v2)
+#
+# Owned by hms_txn.txn / writeids / locks / compaction / housekeeping. Every id counter is a
+# single row read with SELECT ... FOR UPDATE and bumped in the same database transaction that
+# uses the ids, so two server processes on one PostgreSQL database can never hand out the
+# same id; on SQLite every write transaction is serialized anyway.
+#
+# Operation types are stored as DataOperationType numbers (SELECT=1, INSERT=2, UPDATE=3,
+# DELETE=4, UNSET=5, NO_TXN=6); lock types and states as LockType / LockState numbers.
+
+TXN_ID = BigInteger().with_variant(Integer, "sqlite")
+
+txns = Table(
+    "txns", metadata,
+    Column("txn_id", TXN_ID, primary_key=True, autoincrement=False),
+    # 'o' open, 'a' aborted, 'c' committed (committed rows are kept: "already committed")
+    Column("state", String(1), nullable=False),
+    Column("txn_type", Integer, nullable=False, default=0),
+    Column("started_ms", BigInteger, nullable=False),
+    Column("last_heartbeat_ms", BigInteger, nullable=False),
+    Column("heartbeat_count", Integer, nullable=False, default=0),
+    Column("user_name", String(128), nullable=False),
+    Column("host", String(128), nullable=False),
+    Column("agent_info", String(128)),
+    Column("meta_info", String(1024)),
+    # highest txn id allocated when this txn committed (Hive's WS_COMMIT_ID)
+    Column("commit_id", BigInteger),
+    Column("ended_ms", BigInteger),
+    info={"since": 2},
+)
+# open_txns / snapshots / timeouts scan the (few) non-committed rows only.
+Index("ix_txns_state", txns.c.state, txns.c.txn_id)
+
+next_txn_id = Table(
+    "next_txn_id", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("next_id", BigInteger, nullable=False),
+    info={"since": 2},
+)
+
+# What an open transaction writes (from lock() and add_dynamic_partitions).
+txn_components = Table(
+    "txn_components", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("txn_id", TXN_ID, nullable=False),
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME),
+    Column("part_name", PART_NAME),
+    Column("operation_type", Integer, nullable=False),
+    Column("write_id", BigInteger),
+    info={"since": 2},
+)
+Index("ix_txn_components_txn", txn_components.c.txn_id)
+
+# What committed transactions wrote: the compactor's work list.
+completed_txn_components = Table(
+    "completed_txn_components", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("txn_id", TXN_ID, nullable=False),
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME),
+    Column("part_name", PART_NAME),
+    Column("write_id", BigInteger),
+    Column("update_delete", String(1), nullable=False, default="N"),
+    Column("commit_ms", BigInteger),
+    info={"since": 2},
+)
+Index("ix_ctc_object", completed_txn_components.c.db_name, completed_txn_components.c.tbl_name,
+      completed_txn_components.c.part_name)
+Index("ix_ctc_txn", completed_txn_components.c.txn_id)
+
+# UPDATE/DELETE writes of committed transactions, for write-write conflict detection.
+write_set = Table(
+    "write_set", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME, nullable=False),
+    Column("part_name", PART_NAME),
+    Column("txn_id", TXN_ID, nullable=False),
+    Column("commit_id", BigInteger, nullable=False),
+    Column("operation_type", Integer, nullable=False),
+    info={"since": 2},
+)
+Index("ix_write_set_object", write_set.c.db_name, write_set.c.tbl_name, write_set.c.commit_id)
+
+txn_to_write_id = Table(
+    "txn_to_write_id", metadata,
+    Column("txn_id", TXN_ID, nullable=False),
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME, nullable=False),
+    Column("write_id", BigInteger, nullable=False),
+    UniqueConstraint("db_name", "tbl_name", "txn_id", name="uq_t2w_txn"),
+    UniqueConstraint("db_name", "tbl_name", "write_id", name="uq_t2w_write_id"),
+    info={"since": 2},
+)
+Index("ix_t2w_txn", txn_to_write_id.c.txn_id)
+
+next_write_id = Table(
+    "next_write_id", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("next_id", BigInteger, nullable=False),
+    info={"since": 2},
+)
+
+hive_locks = Table(
+    "hive_locks", metadata,
+    Column("ext_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("int_id", Integer, primary_key=True, autoincrement=False),
+    Column("txn_id", TXN_ID, nullable=False, default=0),
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME),
+    Column("part_name", PART_NAME),
+    Column("state", Integer, nullable=False),          # LockState
+    Column("lock_type", Integer, nullable=False),      # LockType
+    Column("operation_type", Integer),
+    Column("last_heartbeat_ms", BigInteger, nullable=False),
+    Column("acquired_ms", BigInteger),
+    Column("heartbeat_count", Integer, nullable=False, default=0),
+    Column("user_name", String(128), nullable=False),
+    Column("host", String(128), nullable=False),
+    Column("agent_info", String(128)),
+    Column("blocked_by_ext_id", BigInteger),
+    Column("blocked_by_int_id", Integer),
+    info={"since": 2},
+)
+Index("ix_hive_locks_txn", hive_locks.c.txn_id)
+Index("ix_hive_locks_db", hive_locks.c.db_name, hive_locks.c.ext_id)
+
+next_lock_id = Table(
+    "next_lock_id", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("next_id", BigInteger, nullable=False),
+    info={"since": 2},
+)
+
+# Named rows locked FOR UPDATE to serialize a critical section across server processes
+# (e.g. "locks": deciding which waiting locks may be granted).
+txn_mutex = Table(
+    "txn_mutex", metadata,
+    Column("name", String(64), primary_key=True),
+    info={"since": 2},
+)
+
+_COMPACTION_COLUMNS = lambda: [  # noqa: E731 - shared by the queue and the history
+    Column("db_name", NAME, nullable=False),
+    Column("tbl_name", NAME, nullable=False),
+    Column("part_name", PART_NAME),
+    Column("state", String(1), nullable=False),
+    Column("ctype", Integer, nullable=False),             # CompactionType
+    Column("properties", Text),                           # JSON map
+    Column("worker_id", String(128)),
+    Column("worker_version", String(128)),
+    Column("start_ms", BigInteger),
+    Column("enqueue_ms", BigInteger),
+    Column("run_as", String(128)),
+    Column("highest_write_id", BigInteger),
+    Column("meta_info", Text),
+    Column("hadoop_job_id", String(128)),
+    Column("error_message", Text),
+    Column("initiator_id", String(128)),
+    Column("initiator_version", String(128)),
+    Column("pool_name", String(128)),
+    Column("number_of_buckets", Integer),
+    Column("order_by", Text),
+    Column("txn_id", BigInteger),
+    Column("next_txn_id", BigInteger),
+    Column("commit_ms", BigInteger),
+    Column("cleaner_start_ms", BigInteger),
+]
+
+compaction_queue = Table(
+    "compaction_queue", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    *_COMPACTION_COLUMNS(),
+    info={"since": 2},
+)
+Index("ix_compaction_queue_object", compaction_queue.c.db_name, compaction_queue.c.tbl_name,
+      compaction_queue.c.part_name)
+
+completed_compactions = Table(
+    "completed_compactions", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    *_COMPACTION_COLUMNS(),
+    Column("end_ms", BigInteger),
+    info={"since": 2},
+)
+
+next_compaction_id = Table(
+    "next_compaction_id", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("next_id", BigInteger, nullable=False),
+    info={"since": 2},
+)

@@ -1,0 +1,66 @@
+"""Default locations and directory housekeeping for managed databases, tables, partitions.
+
+Locations are stored as Hadoop-style URIs (``file:/abs/path``), which is what the Java
+metastore hands back for a local warehouse and what Spark, Hive and pyiceberg all accept.
+Only local (``file``) locations are created or deleted here; locations on other file
+systems are recorded but never touched, because the engines own those file systems.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from urllib.parse import unquote, urlsplit
+
+log = logging.getLogger(__name__)
+
+
+def to_uri(path: str) -> str:
+    return "file:" + os.path.abspath(path)
+
+
+def local_path(location: str | None) -> str | None:
+    """The local path of a ``file:`` (or scheme-less) location, else None."""
+    if not location:
+        return None
+    parts = urlsplit(location)
+    if parts.scheme not in ("", "file"):
+        return None
+    return unquote(parts.path) or None
+
+
+class Warehouse:
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+
+    def database_location(self, db_name: str) -> str:
+        if db_name == "default":
+            return to_uri(self.root)
+        return to_uri(os.path.join(self.root, f"{db_name}.db"))
+
+    @staticmethod
+    def child(location: str, name: str) -> str:
+        return location.rstrip("/") + "/" + name
+
+    @staticmethod
+    def mkdirs(location: str | None) -> None:
+        path = local_path(location)
+        if path:
+            os.makedirs(path, exist_ok=True)
+
+    @staticmethod
+    def delete(location: str | None) -> None:
+        path = local_path(location)
+        if path and os.path.exists(path):
+            try:
+                shutil.rmtree(path)
+            except OSError as err:  # the metadata change stands; leave a trace for operators
+                log.warning("could not delete %s: %s", path, err)
+
+    @staticmethod
+    def rename(old: str, new: str) -> None:
+        src, dst = local_path(old), local_path(new)
+        if src and dst and os.path.exists(src):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.rename(src, dst)

@@ -1,0 +1,71 @@
+"""Suite-wide fixtures: the database backends and running metastore servers.
+
+Every server-level test runs against both backends: the embedded SQLite default and a
+real PostgreSQL server that this suite starts itself (see ``support/postgres.py``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support.postgres import PostgresServer
+from tests.support.servers import InProcessServer
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def db_overrides(request, backend, tmp_path) -> dict[str, str]:
+    """hive-site values selecting a fresh database of the test's backend."""
+    if backend == "postgres":
+        pg = request.getfixturevalue("postgres")
+        return {"javax.jdo.option.ConnectionURL": pg.create_database()}
+    return {"javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite"}
+
+
+@pytest.fixture
+def hms_factory(tmp_path, db_overrides):
+    """Start in-process servers on the test's backend: ``hms_factory({"hive.txn.timeout": "2s"})``."""
+    started: list[InProcessServer] = []
+
+    def start(conf: dict[str, str] | None = None) -> InProcessServer:
+        overrides = dict(db_overrides)
+        overrides.setdefault("hive.metastore.warehouse.dir", str(tmp_path / "warehouse"))
+        overrides.update({k: str(v) for k, v in (conf or {}).items()})
+        server = InProcessServer(str(tmp_path / f"data{len(started)}"), overrides)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def hms(hms_factory) -> InProcessServer:
+    return hms_factory()
+
+
+@pytest.fixture
+def client(hms):
+    c = hms.client()
+    yield c
+    c._transport.close()
+
+
+def pytest_report_header(config):
+    return [f"hms-txn tests; CI={os.environ.get('CI', '')}"]

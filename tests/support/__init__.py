@@ -1,0 +1,1 @@
+"""Helpers the test suite uses to start real components (PostgreSQL, servers, Spark)."""
