@@ -93,6 +93,16 @@ def parse_str(text: str) -> str:
     return text.strip()
 
 
+AUTH_MODES = ("NOSASL", "NONE", "CONFIG", "KERBEROS", "LDAP", "CUSTOM")
+
+
+def _choice(text: str, choices: tuple[str, ...]) -> str:
+    value = text.strip().upper()
+    if value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}")
+    return value
+
+
 # ---------------------------------------------------------------------------- declared keys
 
 @dataclass(frozen=True)
@@ -134,6 +144,26 @@ _key("hive.metastore.server.max.threads", 1000, parse_positive_int,
 _key("hive.metastore.client.socket.timeout", 600.0, _seconds("s"),
      "Idle time after which a silent client connection is closed.",
      "metastore.client.socket.timeout")
+_key("hive.metastore.server.max.message.size", 100 * 1024 * 1024, parse_positive_int,
+     "Largest Thrift message (bytes) a client may send; larger ones close that connection.",
+     "metastore.server.max.message.size")
+_key("hms_txn.connection.idle.timeout", 3600.0, _seconds("s"),
+     "A client connection idle for this long is closed (0 = never); clients reconnect.")
+# Authentication
+_key("hive.metastore.sasl.enabled", False, parse_bool,
+     "Require SASL (mechanism PLAIN) before any call.", "metastore.sasl.enabled")
+_key("hive.metastore.authentication", "NOSASL", lambda v: _choice(v, AUTH_MODES),
+     "NOSASL, NONE or CONFIG (SASL PLAIN against configured users). KERBEROS and LDAP are "
+     "not supported yet.", "metastore.authentication")
+_key("hive.metastore.authentication.config.username", None, parse_str,
+     "User accepted by CONFIG authentication.", "metastore.authentication.config.username")
+_key("hive.metastore.authentication.config.password", None, lambda v: v,
+     "Password of that user.", "metastore.authentication.config.password")
+_key("hms_txn.authentication.users.file", None, parse_str,
+     "File of `user:password` or `user:sha256:<hex>` lines accepted by SASL PLAIN.")
+# Observability
+_key("hms_txn.metrics.port", 0, parse_port,
+     "Port of the HTTP endpoint serving /metrics (Prometheus) and /health; 0 = off.")
 # Database
 _key("javax.jdo.option.ConnectionURL", None, parse_str,
      "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",
@@ -163,6 +193,22 @@ _key("hive.max.open.txns", 100000, parse_positive_int,
 _key("hive.metastore.event.db.listener.timetolive", 86400.0, _seconds("s"),
      "Notification events older than this are purged.",
      "metastore.event.db.listener.timetolive")
+# Metadata cache (hms_txn.cache)
+_key("hms_txn.cache.enabled", True, parse_bool,
+     "Serve get_table/get_table_req/get_partitions_by_names from an in-memory cache kept "
+     "current by tailing the notification log (false: every read goes to the database).")
+_key("hms_txn.cache.tail.interval", 0.1, _seconds("s"),
+     "How often the cache's log tailer polls the notification log for new events.")
+_key("hms_txn.cache.max.entries", 10000, parse_positive_int,
+     "Most tables the cache holds; least recently used tables are dropped beyond it.")
+_key("hms_txn.cache.max.bytes", 256 * 1024 * 1024, parse_positive_int,
+     "Estimated memory bound of the cache (tables and partitions, with their wire forms).")
+_key("hms_txn.cache.strict.writeids", False, parse_bool,
+     "Reject get_table_req on a transactional table that carries no validWriteIdList "
+     "(the original design's rule); by default such reads are answered from the database.")
+_key("hms_txn.cache.tailer.pausable", False, parse_bool,
+     "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
+     "pause and resume the cache's log tailer.")
 
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.
@@ -233,6 +279,15 @@ class Config:
             )
         except ValueError as err:
             raise ConfigError(f"{self.source}: javax.jdo.option.ConnectionURL: {err}") from None
+
+    def sasl_required(self) -> bool:
+        """Whether clients must authenticate; raises ConfigError for unsupported modes."""
+        mode = self["hive.metastore.authentication"]
+        if mode in ("KERBEROS", "LDAP", "CUSTOM"):
+            raise ConfigError(
+                f"{self.source}: hive.metastore.authentication={mode} is not supported by hms-txn "
+                f"yet (Kerberos/GSSAPI included); use CONFIG for SASL PLAIN, or NOSASL")
+        return self["hive.metastore.sasl.enabled"] or mode == "CONFIG"
 
     def warehouse_dir(self, data_dir: str) -> str:
         """Absolute local path of the warehouse root."""

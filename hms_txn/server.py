@@ -22,8 +22,13 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.protocol.TCompactProtocol import TCompactProtocolAcceleratedFactory
 from thrift.transport import TSocket, TTransport
 
+from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TMessageType
+
+from .auth import AuthenticationFailed, PasswordBook, SaslPlainServer
 from .config import Config
 from .handler import make_processor
+from .handler.session import set_authenticated_user
 from .handler.wire import object_json
 from .metastore import Metastore
 
@@ -38,12 +43,18 @@ class MetastoreServer:
         self.requested_port = config["hive.metastore.port"] if port is None else port
         self.framed = config["hive.metastore.thrift.framed.transport.enabled"]
         self.compact = config["hive.metastore.thrift.compact.protocol.enabled"]
-        self.transport_factory = (TTransport.TFramedTransportFactory() if self.framed
-                                  else TTransport.TBufferedTransportFactory())
-        self.protocol_factory = (TCompactProtocolAcceleratedFactory() if self.compact
-                                 else TBinaryProtocolAcceleratedFactory())
+        self.max_message = config["hive.metastore.server.max.message.size"]
+        idle = config["hms_txn.connection.idle.timeout"]
+        self.idle_timeout = idle if idle > 0 else None
+        # SASL wraps every message in a length-prefixed frame after the handshake.
+        self.sasl = SaslPlainServer(PasswordBook.from_config(config)) if config.sasl_required() else None
+        limits = {"string_length_limit": self.max_message, "container_length_limit": self.max_message}
+        self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact
+                                 else TBinaryProtocolAcceleratedFactory(**limits))
         self.processor = make_processor(ms)
-        self._slots = threading.BoundedSemaphore(config["hive.metastore.server.max.threads"])
+        self.max_connections = config["hive.metastore.server.max.threads"]
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+        self._rejecters = threading.BoundedSemaphore(16)
         self._listener: socket.socket | None = None
         self._clients: set[socket.socket] = set()
         self._workers: set[threading.Thread] = set()
@@ -76,16 +87,17 @@ class MetastoreServer:
     def _accept_loop(self) -> None:
         assert self._listener is not None
         while not self._stopping.is_set():
-            self._slots.acquire()
             try:
                 sock, peer = self._listener.accept()
             except OSError:
-                self._slots.release()
                 if self._stopping.is_set():
                     return
                 log.exception("accept failed")
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not self._slots.acquire(blocking=False):
+                self._reject(sock, peer)
+                continue
             worker = threading.Thread(target=self._serve_client, args=(sock, peer),
                                       name=f"hms-client-{peer[1]}", daemon=True)
             with self._lock:
@@ -93,28 +105,75 @@ class MetastoreServer:
                 self._workers.add(worker)
             worker.start()
 
+    def _transports(self, client: TSocket.TSocket, framed: bool):
+        if framed:
+            make = lambda: TTransport.TFramedTransport(client, max_frame_size=self.max_message)  # noqa: E731
+        else:
+            make = lambda: TTransport.TBufferedTransport(client)  # noqa: E731
+        return make(), make()
+
     def _serve_client(self, sock: socket.socket, peer: Any) -> None:
         client = TSocket.TSocket()
         client.setHandle(sock)
-        itrans = self.transport_factory.getTransport(client)
-        otrans = self.transport_factory.getTransport(client)
-        iprot = self.protocol_factory.getProtocol(itrans)
-        oprot = self.protocol_factory.getProtocol(otrans)
+        itrans = otrans = None
         try:
+            user = None
+            if self.sasl is not None:
+                user = self.sasl.handshake(sock)
+            set_authenticated_user(user)
+            sock.settimeout(self.idle_timeout)
+            itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
+            iprot = self.protocol_factory.getProtocol(itrans)
+            oprot = self.protocol_factory.getProtocol(otrans)
             while not self._stopping.is_set():
                 self.processor.process(iprot, oprot)
+        except AuthenticationFailed as err:
+            log.warning("refused connection from %s: %s", peer, err)
         except TTransport.TTransportException:
-            pass  # the client hung up
+            pass  # the client hung up, or was idle past the timeout
         except (ConnectionError, OSError):
             pass
         except Exception:  # a malformed message: drop this connection, keep serving others
             log.warning("closing connection from %s after a protocol error", peer, exc_info=True)
         finally:
-            itrans.close()
+            set_authenticated_user(None)
+            client.close()
             with self._lock:
                 self._clients.discard(sock)
                 self._workers.discard(threading.current_thread())
             self._slots.release()
+
+    def _reject(self, sock: socket.socket, peer: Any) -> None:
+        """Answer a connection over the limit with a clear error instead of a hang."""
+        log.warning("refusing connection from %s: %d connections are open (limit)", peer,
+                    self.max_connections)
+        if not self._rejecters.acquire(blocking=False):
+            sock.close()
+            return
+
+        def answer() -> None:
+            try:
+                sock.settimeout(5)
+                client = TSocket.TSocket()
+                client.setHandle(sock)
+                trans = TTransport.TBufferedTransport(client)
+                proto = TBinaryProtocol(trans, string_length_limit=4096, container_length_limit=64)
+                name, _mtype, seqid = proto.readMessageBegin()
+                err = TApplicationException(
+                    TApplicationException.INTERNAL_ERROR,
+                    f"hms-txn is at its connection limit ({self.max_connections}, "
+                    f"hive.metastore.server.max.threads); try again later")
+                proto.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+                err.write(proto)
+                proto.writeMessageEnd()
+                trans.flush()
+            except Exception:  # whatever the client sent, it only gets the refusal
+                pass
+            finally:
+                sock.close()
+                self._rejecters.release()
+
+        threading.Thread(target=answer, name="hms-reject", daemon=True).start()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, let in-flight calls finish, close connections and the service."""

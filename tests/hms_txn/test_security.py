@@ -1,0 +1,155 @@
+"""SASL PLAIN authentication, connection limits, message-size limits, idle timeouts."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from puresasl.client import SASLClient
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+from thrift_sasl import TSaslClientTransport
+
+from hms_txn.config import Config, ConfigError
+from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from tests.support.servers import client_for
+
+SASL_CONF = {
+    "hive.metastore.sasl.enabled": "true",
+    "hive.metastore.authentication": "CONFIG",
+    "hive.metastore.authentication.config.username": "alice",
+    "hive.metastore.authentication.config.password": "s3cret",
+}
+
+
+def sasl_client(port: int, user: str, password: str):
+    sock = TSocket.TSocket("127.0.0.1", port)
+    sock.setTimeout(20000)
+
+    def factory():
+        return SASLClient("127.0.0.1", "hive", mechanism="PLAIN", username=user, password=password)
+
+    class _Adapter:
+        """thrift_sasl expects the old sasl module's API; puresasl offers process()."""
+
+        def __init__(self):
+            self.client = factory()
+
+        def start(self, mechanism):
+            return True, mechanism, self.client.process()
+
+        def step(self, challenge):
+            return True, self.client.process(challenge)
+
+        def encode(self, data):
+            return True, data
+
+        def decode(self, data):
+            return True, data
+
+        def getError(self):
+            return "sasl error"
+
+    transport = TSaslClientTransport(_Adapter, "PLAIN", sock)
+    transport.open()
+    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+    client._transport = transport
+    return client
+
+
+@pytest.fixture
+def sasl_hms(hms_factory, tmp_path):
+    users = tmp_path / "users"
+    import hashlib
+    users.write_text("# test users\nbob:sha256:%s\n" % hashlib.sha256(b"hunter2").hexdigest())
+    return hms_factory({**SASL_CONF, "hms_txn.authentication.users.file": str(users)})
+
+
+def test_sasl_right_password_works(sasl_hms):
+    client = sasl_client(sasl_hms.port, "alice", "s3cret")
+    try:
+        client.create_database(t.Database(name="authed"))
+        assert client.get_all_databases() == ["authed", "default"]
+    finally:
+        client._transport.close()
+    other = sasl_client(sasl_hms.port, "bob", "hunter2")  # from the users file, hashed
+    try:
+        assert "authed" in other.get_all_databases()
+    finally:
+        other._transport.close()
+
+
+@pytest.mark.parametrize("user, password", [("alice", "wrong"), ("mallory", "s3cret"), ("bob", "s3cret")])
+def test_sasl_wrong_credentials_refused(sasl_hms, user, password):
+    with pytest.raises(TTransportException, match="Bad status: 3"):
+        sasl_client(sasl_hms.port, user, password)
+
+
+def test_no_sasl_client_refused_before_any_call(sasl_hms):
+    with pytest.raises((TTransportException, EOFError, OSError)):
+        with client_for(sasl_hms.port, timeout_ms=10000) as c:
+            c.create_database(t.Database(name="sneaky"))
+    client = sasl_client(sasl_hms.port, "alice", "s3cret")
+    try:
+        assert client.get_all_databases() == ["default"]  # the unauthenticated call never ran
+    finally:
+        client._transport.close()
+
+
+def test_unsupported_auth_modes_are_refused_at_startup():
+    with pytest.raises(ConfigError, match="Kerberos/GSSAPI"):
+        Config({"hive.metastore.authentication": "KERBEROS"}).sasl_required()
+    from hms_txn.auth import PasswordBook
+    with pytest.raises(ConfigError, match="no users"):
+        PasswordBook.from_config(Config({"hive.metastore.sasl.enabled": "true"}))
+
+
+def test_connection_limit_gives_clean_error(hms_factory):
+    server = hms_factory({"hive.metastore.server.max.threads": "2"})
+    held = [server.client(), server.client()]
+    try:
+        for c in held:
+            assert c.get_all_databases() == ["default"]
+        with pytest.raises(TApplicationException, match="connection limit"):
+            with client_for(server.port) as extra:
+                extra.get_all_databases()
+        assert held[0].get_all_databases() == ["default"]  # others unaffected
+    finally:
+        for c in held:
+            c._transport.close()
+    deadline = time.monotonic() + 10
+    while True:  # slots free up once the server sees the hang-ups
+        try:
+            with client_for(server.port) as again:
+                assert again.get_all_databases() == ["default"]
+            break
+        except TApplicationException:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def test_oversized_message_closes_only_that_connection(hms_factory):
+    server = hms_factory({"hive.metastore.server.max.message.size": "10000"})
+    bystander = server.client()
+    try:
+        with pytest.raises((TTransportException, EOFError, OSError)):
+            with client_for(server.port) as c:
+                c.create_database(t.Database(name="big", description="x" * 50000))
+        assert bystander.get_all_databases() == ["default"]
+    finally:
+        bystander._transport.close()
+
+
+def test_idle_connections_are_closed(hms_factory):
+    server = hms_factory({"hms_txn.connection.idle.timeout": "1s"})
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.settimeout(10)
+    start = time.monotonic()
+    assert sock.recv(1) == b""  # server closed it
+    assert time.monotonic() - start < 8
+    sock.close()
