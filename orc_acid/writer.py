@@ -1,0 +1,391 @@
+"""Write Hive full-ACID (v2) ORC files: insert deltas, delete deltas, updates, bases.
+
+Every data file has the ACID event schema, in this order and with these names::
+
+    operation:int, originalTransaction:bigint, bucket:int, rowId:bigint,
+    currentTransaction:bigint, row:struct<...table columns...>
+
+and the footer user metadata Hive writers put there: ``hive.acid.key.index`` (one
+``originalTransaction,bucket,rowId;`` per stripe, the stripe's last key), ``hive.acid.stats``
+(``inserts,updates,deletes``) and ``hive.acid.version`` = ``2``. Each base/delta directory
+also gets ``_orc_acid_version`` holding the single byte ``2``.
+
+How: columns are assembled with pyarrow (no per-row Python), the file is written by pyarrow's
+ORC writer to a hidden temporary name in the target directory, the footer metadata is added
+by rewriting the file tail (see ``_orc_tail`` for why), and the file is then moved to its
+final name with a no-replace link, so a crash never leaves a partial file under a name a
+reader picks up, and a second writer of the same (write id, bucket, statement) fails instead
+of overwriting.
+
+Writer settings follow Hive's delta writer where pyarrow allows: ZLIB, 16 MiB stripes, no
+block padding, row index stride 10000. Hive uses a 16 KiB compression buffer; ORC C++ only
+accepts multiples of 64 KiB, so 64 KiB is used (readers take any buffer size).
+
+Local file systems only (paths or ``file://`` URIs).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import List, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as orc
+
+from ._orc_tail import OrcTail, OrcTailError
+from .layout import (ACID_FORMAT_FILE, ORC_ACID_VERSION, encode_bucket,
+                     format_base, format_bucket_file, format_delete_delta, format_delta,
+                     MAX_BUCKET_ID, MAX_STATEMENT_ID)
+
+__all__ = [
+    "ACID_FIELD_NAMES", "OP_INSERT", "OP_UPDATE", "OP_DELETE",
+    "acid_schema", "write_delta", "write_delete_delta", "write_update", "write_base",
+    "write_acid_file", "write_insert_only", "WriterOptions",
+]
+
+OP_INSERT, OP_UPDATE, OP_DELETE = 0, 1, 2
+ACID_FIELD_NAMES = ("operation", "originalTransaction", "bucket", "rowId",
+                    "currentTransaction", "row")
+
+STRIPE_SIZE = 16 * 1024 * 1024
+COMPRESSION_BLOCK_SIZE = 64 * 1024
+ROW_INDEX_STRIDE = 10000
+
+
+class WriterOptions:
+    """ORC settings for the files written (defaults: Hive's delta writer)."""
+
+    def __init__(self, compression: str = "zlib", stripe_size: int = STRIPE_SIZE,
+                 compression_block_size: int = COMPRESSION_BLOCK_SIZE,
+                 row_index_stride: int = ROW_INDEX_STRIDE, batch_size: int = 64 * 1024):
+        self.compression = compression
+        self.stripe_size = stripe_size
+        self.compression_block_size = compression_block_size
+        self.row_index_stride = row_index_stride
+        self.batch_size = batch_size
+
+
+_DEFAULT_OPTIONS = WriterOptions()
+
+
+def _local(path: str) -> str:
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    return path
+
+
+def _as_schema(row_schema) -> pa.Schema:
+    if isinstance(row_schema, pa.Schema):
+        return row_schema.remove_metadata()
+    if isinstance(row_schema, pa.StructType):
+        return pa.schema(list(row_schema))
+    return pa.schema(row_schema)
+
+
+def acid_schema(row_schema) -> pa.Schema:
+    """The ACID event schema with ``row`` = struct of the table columns."""
+    rs = _as_schema(row_schema)
+    return pa.schema([
+        pa.field("operation", pa.int32()),
+        pa.field("originalTransaction", pa.int64()),
+        pa.field("bucket", pa.int32()),
+        pa.field("rowId", pa.int64()),
+        pa.field("currentTransaction", pa.int64()),
+        pa.field("row", pa.struct(list(rs))),
+    ])
+
+
+def _as_table(data) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, dict):
+        return pa.table(data)
+    raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
+
+
+def _ensure_dir_with_version(d: str) -> None:
+    os.makedirs(d, exist_ok=True)
+    marker = os.path.join(d, ACID_FORMAT_FILE)
+    if os.path.exists(marker):
+        return
+    tmp = os.path.join(d, f".{ACID_FORMAT_FILE}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(str(ORC_ACID_VERSION).encode("ascii"))
+    os.replace(tmp, marker)
+
+
+def _publish(tmp: str, final: str) -> None:
+    """Move tmp to final without ever replacing an existing file."""
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        os.unlink(tmp)
+        raise FileExistsError(
+            f"{final} already exists: (write id, bucket, statement id) must be unique per "
+            f"writer") from None
+    except OSError:
+        # file systems without hard links: best effort check + rename
+        if os.path.exists(final):
+            os.unlink(tmp)
+            raise FileExistsError(f"{final} already exists") from None
+        os.rename(tmp, final)
+        return
+    os.unlink(tmp)
+
+
+def _stripe_rows(path: str) -> List[int]:
+    try:
+        return OrcTail(path).stripe_row_counts()
+    except OrcTailError:
+        f = orc.ORCFile(path)
+        return [f.read_stripe(i, columns=["operation"]).num_rows for i in range(f.nstripes)]
+
+
+def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: int = 0,
+                    deletes: int = 0, options: Optional[WriterOptions] = None) -> str:
+    """Write an ACID event table (already in the exact ACID schema) to ``path``.
+
+    Adds the Hive footer metadata; publishes atomically; refuses to replace a file."""
+    opts = options or _DEFAULT_OPTIONS
+    names = tuple(events.schema.names)
+    if names != ACID_FIELD_NAMES:
+        raise ValueError(f"events must have the ACID columns {ACID_FIELD_NAMES}, got {names}")
+    path = _local(path)
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    if os.path.exists(path):
+        raise FileExistsError(f"{path} already exists: (write id, bucket, statement id) "
+                              f"must be unique per writer")
+    tmp = os.path.join(d, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    try:
+        orc.write_table(events, tmp, compression=opts.compression,
+                        stripe_size=opts.stripe_size,
+                        compression_block_size=opts.compression_block_size,
+                        row_index_stride=opts.row_index_stride,
+                        batch_size=opts.batch_size, padding_tolerance=0.0)
+        counts = _stripe_rows(tmp)
+        if sum(counts) != events.num_rows:
+            raise OrcTailError(f"stripe row counts {counts} do not add up to {events.num_rows}")
+        ends = np.cumsum(np.asarray(counts, dtype=np.int64)) - 1
+        ends = ends[np.asarray(counts) > 0]
+        if len(ends):
+            idx = pa.array(ends)
+            otid = events.column("originalTransaction").take(idx).to_pylist()
+            bkt = events.column("bucket").take(idx).to_pylist()
+            rid = events.column("rowId").take(idx).to_pylist()
+            key_index = "".join(f"{o},{b},{r};" for o, b, r in zip(otid, bkt, rid))
+        else:
+            key_index = ""
+        OrcTail(tmp).append_user_metadata([
+            ("hive.acid.key.index", key_index.encode("utf-8")),
+            ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
+            ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii")),
+        ])
+        _publish(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _row_struct_chunks(data: pa.Table, row_schema: pa.Schema) -> pa.ChunkedArray:
+    chunks = []
+    fields = list(row_schema)
+    for batch in data.to_batches():
+        chunks.append(pa.StructArray.from_arrays(batch.columns, fields=fields))
+    if not chunks:
+        return pa.chunked_array([], type=pa.struct(fields))
+    return pa.chunked_array(chunks, type=pa.struct(fields))
+
+
+def _insert_events(data: pa.Table, write_id: int, bucket_prop: int, row_id_start: int,
+                   row_schema: Optional[pa.Schema]) -> pa.Table:
+    if row_schema is None:
+        row_schema = data.schema.remove_metadata()
+    else:
+        row_schema = _as_schema(row_schema)
+        if len(row_schema) != data.num_columns:
+            raise ValueError(f"data has {data.num_columns} columns, row schema "
+                             f"{len(row_schema)}")
+        data = data.rename_columns(row_schema.names).cast(row_schema)
+    n = data.num_rows
+    return pa.Table.from_arrays([
+        pa.array(np.zeros(n, dtype=np.int32)),
+        pa.array(np.full(n, write_id, dtype=np.int64)),
+        pa.array(np.full(n, bucket_prop, dtype=np.int32)),
+        pa.array(np.arange(row_id_start, row_id_start + n, dtype=np.int64)),
+        pa.array(np.full(n, write_id, dtype=np.int64)),
+        _row_struct_chunks(data, row_schema),
+    ], schema=acid_schema(row_schema))
+
+
+def _check_ids(write_id: int, bucket_id: int, statement_id: int) -> None:
+    if write_id < 1:
+        raise ValueError(f"write id must be >= 1, got {write_id}")
+    if not 0 <= bucket_id <= MAX_BUCKET_ID:
+        raise ValueError(f"bucket id {bucket_id} outside 0..{MAX_BUCKET_ID}")
+    if not 0 <= statement_id <= MAX_STATEMENT_ID:
+        raise ValueError(f"statement id {statement_id} outside 0..{MAX_STATEMENT_ID}")
+
+
+def write_delta(table_dir: str, write_id: int, statement_id: int, bucket_id: int, data,
+                *, row_schema=None, attempt: Optional[int] = None,
+                options: Optional[WriterOptions] = None) -> List[str]:
+    """INSERT: ``delta_W_W_SSSS/bucket_NNNNN`` holding ``data`` as insert events.
+
+    ROW__IDs: (W, BucketCodec.V1(bucket_id, statement_id), 0..n-1). ``row_schema``: the
+    table columns (names/types for the ``row`` struct; ``data`` columns map by position);
+    default: ``data``'s own schema. Returns the paths written (empty for an empty insert:
+    no file is left behind)."""
+    data = _as_table(data)
+    _check_ids(write_id, bucket_id, statement_id)
+    if data.num_rows == 0:
+        return []
+    d = os.path.join(_local(table_dir), format_delta(write_id, write_id, statement_id))
+    events = _insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
+                            row_schema)
+    _ensure_dir_with_version(d)
+    path = os.path.join(d, format_bucket_file(bucket_id, attempt))
+    return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
+
+
+def write_base(table_dir: str, write_id: int, bucket_id: int, data, *, statement_id: int = 0,
+               row_schema=None, visibility_txn_id: int = 0,
+               options: Optional[WriterOptions] = None) -> List[str]:
+    """INSERT OVERWRITE: ``base_W/bucket_NNNNN`` holding ``data`` as insert events of W.
+
+    An empty overwrite still creates the (empty) base directory with its
+    ``_orc_acid_version`` so that it hides all older data."""
+    data = _as_table(data)
+    _check_ids(write_id, bucket_id, statement_id)
+    d = os.path.join(_local(table_dir), format_base(write_id, visibility_txn_id))
+    _ensure_dir_with_version(d)
+    if data.num_rows == 0:
+        return []
+    events = _insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
+                            row_schema)
+    path = os.path.join(d, format_bucket_file(bucket_id))
+    return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
+
+
+_ROWID_ALIASES = {
+    "originaltransaction": "originalTransaction", "writeid": "originalTransaction",
+    "bucket": "bucket", "bucketid": "bucket",
+    "rowid": "rowId",
+}
+
+
+def _row_id_columns(row_ids) -> tuple:
+    """-> (originalTransaction int64, bucket int32, rowId int64) arrays from many shapes."""
+    if isinstance(row_ids, (pa.StructArray, pa.ChunkedArray)) and pa.types.is_struct(row_ids.type):
+        t = pa.Table.from_arrays([row_ids], names=["ROW__ID"])
+        row_ids = t
+    t = _as_table(row_ids)
+    if t.num_columns == 1 and pa.types.is_struct(t.schema.types[0]):
+        col = t.column(0).combine_chunks() if t.num_rows else pa.array([], t.schema.types[0])
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        t = pa.Table.from_arrays(col.flatten(), names=[f.name for f in col.type])
+    found = {}
+    for name in t.column_names:
+        key = _ROWID_ALIASES.get(name.lower())
+        if key and key not in found:
+            found[key] = t.column(name)
+    missing = {"originalTransaction", "bucket", "rowId"} - set(found)
+    if missing:
+        raise ValueError(f"row ids need columns originalTransaction/writeid, bucket/bucketid, "
+                         f"rowId/rowid; missing {sorted(missing)} in {t.column_names}")
+    return (found["originalTransaction"].cast(pa.int64()), found["bucket"].cast(pa.int32()),
+            found["rowId"].cast(pa.int64()))
+
+
+def write_delete_delta(table_dir: str, write_id: int, statement_id: int, row_ids, *,
+                       row_schema, options: Optional[WriterOptions] = None) -> List[str]:
+    """DELETE: ``delete_delta_W_W_SSSS/bucket_N`` files of delete events.
+
+    ``row_ids``: the ROW__IDs of the deleted rows -- a table with columns
+    (originalTransaction|writeid, bucket|bucketid, rowId|rowid), or a single ``ROW__ID``
+    struct column. Events are grouped by the *decoded* writer id of each row's bucket
+    property (file ``bucket_N``), sorted by (originalTransaction, bucket, rowId), with
+    currentTransaction = W and a null ``row`` typed as the table struct (``row_schema``)."""
+    _check_ids(write_id, 0, statement_id)
+    otid, bucket, rowid = _row_id_columns(row_ids)
+    n = len(otid)
+    if n == 0:
+        return []
+    keys = pa.table({"o": otid, "b": bucket, "r": rowid})
+    keys = keys.take(pc.sort_indices(keys, sort_keys=[("o", "ascending"), ("b", "ascending"),
+                                                       ("r", "ascending")]))
+    b_np = keys.column("b").to_numpy()
+    version = (b_np.astype(np.int64) & 0xFFFFFFFF) >> 29
+    writer_ids = np.where(version == 0, b_np, (b_np & 0x0FFF0000) >> 16)
+    if np.any(version > 1):
+        raise ValueError("bucket property with an unknown BucketCodec version")
+    rs = _as_schema(row_schema)
+    d = os.path.join(_local(table_dir), format_delete_delta(write_id, write_id, statement_id))
+    _ensure_dir_with_version(d)
+    paths = []
+    for wid in np.unique(writer_ids):
+        sel = np.nonzero(writer_ids == wid)[0]
+        part = keys.take(pa.array(sel))
+        m = part.num_rows
+        events = pa.Table.from_arrays([
+            pa.array(np.full(m, OP_DELETE, dtype=np.int32)),
+            part.column("o"), part.column("b"), part.column("r"),
+            pa.array(np.full(m, write_id, dtype=np.int64)),
+            pa.nulls(m, type=pa.struct(list(rs))),
+        ], schema=acid_schema(rs))
+        path = os.path.join(d, format_bucket_file(int(wid)))
+        paths.append(write_acid_file(path, events, deletes=m, options=options))
+    return paths
+
+
+def write_update(table_dir: str, write_id: int, statement_id: int, bucket_id: int, row_ids,
+                 new_rows, *, row_schema=None, options: Optional[WriterOptions] = None
+                 ) -> List[str]:
+    """UPDATE as Hive 4 writes it: delete events in ``delete_delta_W_W_S`` and the new row
+    versions (fresh ROW__IDs) as inserts in ``delta_W_W_(S+1)``."""
+    new_rows = _as_table(new_rows)
+    rs = _as_schema(row_schema) if row_schema is not None else new_rows.schema.remove_metadata()
+    paths = write_delete_delta(table_dir, write_id, statement_id, row_ids, row_schema=rs,
+                               options=options)
+    paths += write_delta(table_dir, write_id, statement_id + 1, bucket_id, new_rows,
+                         row_schema=rs, options=options)
+    return paths
+
+
+def write_insert_only(table_dir: str, write_id: int, data, *, statement_id: int = 0,
+                      file_name: str = "000000_0", file_format: str = "orc",
+                      overwrite: bool = False, options: Optional[WriterOptions] = None
+                      ) -> List[str]:
+    """Insert-only (``transactional_properties=insert_only``) tables: a plain ORC or Parquet
+    file in ``delta_W_W_SSSS`` (or ``base_W`` for ``overwrite=True``); no ACID columns."""
+    data = _as_table(data)
+    opts = options or _DEFAULT_OPTIONS
+    name = format_base(write_id) if overwrite else format_delta(write_id, write_id, statement_id)
+    d = os.path.join(_local(table_dir), name)
+    os.makedirs(d, exist_ok=True)
+    if data.num_rows == 0:
+        return []
+    final = os.path.join(d, file_name)
+    tmp = os.path.join(d, f".{file_name}.{uuid.uuid4().hex}.tmp")
+    try:
+        if file_format == "orc":
+            orc.write_table(data, tmp, compression=opts.compression,
+                            stripe_size=opts.stripe_size,
+                            compression_block_size=opts.compression_block_size)
+        elif file_format == "parquet":
+            import pyarrow.parquet as pq
+            pq.write_table(data, tmp)
+        else:
+            raise ValueError(f"file_format must be 'orc' or 'parquet', not {file_format!r}")
+        _publish(tmp, final)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return [final]
