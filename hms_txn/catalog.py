@@ -74,6 +74,9 @@ class Catalog:
 
     def _event(self, conn: Connection, event_type: str, db: str, table: str | None,
                message: Doc) -> None:
+        # Every Hive JSON message carries these (JSONCreateTableMessage and friends).
+        message = {"server": "", "servicePrincipal": "", **message}
+        message.setdefault("timestamp", _now())
         notifications.append(conn, event_type, message, db_name=db, tbl_name=table)
 
     @staticmethod
@@ -343,8 +346,10 @@ class Catalog:
                 db_name=new_db, tbl_name=new_name, tbl_type=ttype, doc=_dumps(doc)))
             if cascade and old_keys:
                 self._cascade_columns(conn, tbl_id, doc)
-            message = {"db": db, "table": name, "isTruncateOp": "false",
-                       "writeId": str(doc.get("writeId", -1) if doc.get("writeId") is not None else -1)}
+            write_id = doc.get("writeId")
+            message = {"db": db, "table": name, "tableType": old.get("tableType"),
+                       "isTruncateOp": "false",
+                       "writeId": int(write_id) if write_id is not None else -1}
             if self.object_json:
                 message["tableObjBeforeJson"] = self.object_json("Table", old)
                 message["tableObjAfterJson"] = self.object_json("Table", doc)
@@ -463,6 +468,17 @@ class Catalog:
         doc["catName"] = "hive"
         return name, doc
 
+    def _add_fast_stats(self, part: Doc) -> None:
+        """Like the Java metastore (hive.stats.autogather): a partition added over a
+        directory that already holds files (Spark and Hive write the files first, then
+        add the partition) gets ``numFiles``/``totalSize`` unless it carries both."""
+        params = part["parameters"]
+        if "numFiles" in params and "totalSize" in params:
+            return
+        stats = self.warehouse.quick_stats((part.get("sd") or {}).get("location"))
+        if stats is not None:
+            params.update(stats)
+
     def add_partitions(self, db: str, table_name: str, parts: list[Doc], *,
                        if_not_exists: bool = False) -> list[Doc]:
         db, table_name = names.lower(db), names.lower(table_name)
@@ -486,6 +502,9 @@ class Catalog:
             if existing and not if_not_exists:
                 raise AlreadyExists(
                     f"partition {sorted(existing)[0]} of table {db}.{table_name} already exists")
+            for n, d in prepared.items():
+                if n not in existing:
+                    self._add_fast_stats(d)
             rows = [{"tbl_id": tbl_id, "part_name": n, "doc": _dumps(d)}
                     for n, d in prepared.items() if n not in existing]
             if rows:

@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = sub.add_parser("upgrade-schema", help="create or upgrade the metastore database schema")
     add_common(upgrade)
     upgrade.set_defaults(func=cmd_upgrade_schema)
+
+    from .cli_txn import register_txn_commands
+    register_txn_commands(sub)
     return parser
 
 

@@ -162,8 +162,10 @@ _key("hive.metastore.authentication.config.password", None, lambda v: v,
 _key("hms_txn.authentication.users.file", None, parse_str,
      "File of `user:password` or `user:sha256:<hex>` lines accepted by SASL PLAIN.")
 # Observability
-_key("hms_txn.metrics.port", 0, parse_port,
-     "Port of the HTTP endpoint serving /metrics (Prometheus) and /health; 0 = off.")
+_key("hms_txn.metrics.enabled", False, parse_bool,
+     "Serve /metrics (Prometheus) and /health over HTTP.")
+_key("hms_txn.metrics.port", 9084, parse_port,
+     "Port of the /metrics and /health endpoint (0 = any free port).")
 # Database
 _key("javax.jdo.option.ConnectionURL", None, parse_str,
      "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",
@@ -189,6 +191,64 @@ _key("hive.txn.max.open.batch", 1000, parse_positive_int,
 _key("hive.max.open.txns", 100000, parse_positive_int,
      "Open transactions allowed at once; new ones are refused until below 90%.",
      "metastore.max.open.txns")
+_key("hms_txn.hive2.open.txns.as.set", False, parse_bool,
+     "Answer get_open_txns in Hive 2.x's shape (open_txns as a set, no abortedBits), for "
+     "servers whose transactional clients are Hive 2.3 (e.g. Spark's HiveMetaStoreClient).")
+# Compaction (hms_txn.compactor): Hive's keys and defaults
+_key("hive.compactor.initiator.on", False, parse_bool,
+     "Run the Initiator in this server: find tables/partitions due for compaction.",
+     "metastore.compactor.initiator.on")
+_key("hive.compactor.cleaner.on", False, parse_bool,
+     "Run the Cleaner in this server: delete compacted-away and aborted directories.",
+     "metastore.compactor.cleaner.on")
+_key("hive.compactor.worker.threads", 0, parse_nonneg_int,
+     "Compaction worker threads in this server (0: this server runs no compactions).",
+     "metastore.compactor.worker.threads")
+_key("hive.compactor.worker.timeout", 86400.0, _seconds("s"),
+     "A compaction still 'working' after this long is declared failed and re-queued.",
+     "metastore.compactor.worker.timeout")
+_key("hive.compactor.worker.sleep.time", 10.8, _seconds("ms"),
+     "How long an idle worker waits before looking at the queue again.",
+     "metastore.compactor.worker.sleep.time")
+_key("hive.compactor.check.interval", 300.0, _seconds("s"),
+     "Time between the Initiator's checks for tables/partitions needing compaction.",
+     "metastore.compactor.check.interval")
+_key("hive.compactor.cleaner.run.interval", 5.0, _seconds("ms"),
+     "Time between runs of the Cleaner.", "metastore.compactor.cleaner.run.interval")
+_key("hive.compactor.delta.num.threshold", 10, parse_nonneg_int,
+     "More delta directories than this in a table/partition trigger a minor compaction.",
+     "metastore.compactor.delta.num.threshold")
+_key("hive.compactor.delta.pct.threshold", 0.1, parse_float,
+     "Delta size / base size above this triggers a major compaction (0.1 = 10%).",
+     "metastore.compactor.delta.pct.threshold")
+_key("hive.compactor.abortedtxn.threshold", 1000, parse_nonneg_int,
+     "More aborted transactions than this on a table/partition trigger a major compaction.",
+     "metastore.compactor.abortedtxn.threshold")
+_key("hive.compactor.initiator.failed.compacts.threshold", 2, parse_positive_int,
+     "After this many consecutive failed compactions of a table/partition the Initiator "
+     "stops scheduling it (manual requests still run; a success resumes it).",
+     "metastore.compactor.initiator.failed.compacts.threshold")
+_key("hive.compactor.history.retention.succeeded", 3, parse_nonneg_int,
+     "Succeeded compactions kept in the history per table/partition.",
+     "metastore.compactor.history.retention.succeeded")
+_key("hive.compactor.history.retention.failed", 3, parse_nonneg_int,
+     "Failed compactions kept in the history per table/partition.",
+     "metastore.compactor.history.retention.failed")
+_key("hive.compactor.history.retention.attempted", 2, parse_nonneg_int,
+     "Attempted (check failed) entries kept in the history per table/partition.",
+     "metastore.compactor.history.retention.attempted")
+_key("hive.compactor.history.retention.did.not.initiate", 2, parse_nonneg_int,
+     "'did not initiate' / 'refused' entries kept in the history per table/partition.",
+     "metastore.compactor.history.retention.did.not.initiate")
+_key("hive.compactor.history.reaper.interval", 120.0, _seconds("ms"),
+     "Time between purges of the compaction history beyond the retention counts.",
+     "metastore.compactor.history.reaper.interval")
+_key("hms_txn.compactor.engine", "LOCAL", lambda v: _choice(v, ("LOCAL",)),
+     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid). A Spark "
+     "job variant (SPARK) is not implemented yet.")
+_key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),
+     "Test hook: a worker sleeps this long after writing the (invisible) output and before "
+     "committing the compaction transaction (crash-safety tests).")
 # Notifications
 _key("hive.metastore.event.db.listener.timetolive", 86400.0, _seconds("s"),
      "Notification events older than this are purged.",

@@ -13,8 +13,11 @@ import time
 import uuid
 from typing import Any, Callable
 
+from sqlalchemy import text
+
 from .catalog import Catalog
 from .config import Config
+from .observability import Observability
 from .store import Store, ensure_schema
 from .warehouse import Warehouse
 
@@ -35,17 +38,66 @@ class Metastore:
         os.makedirs(self.warehouse.root, exist_ok=True)
         self.catalog = Catalog(self.store, self.warehouse, object_json=object_json)
         self.catalog.ensure_default_database()
+        # Transactions, write ids, locks, compaction queue (hms_txn.txn and friends).
+        from .compaction import CompactionQueue
+        from .locks import LockManager
+        from .txn import TxnManager
+        from .writeids import WriteIds
+        self.txns = TxnManager(self.store, config)
+        self.writeids = WriteIds(self.store, self.txns)
+        self.locks = LockManager(self.store, config)
+        self.compaction = CompactionQueue(self.store)
+        self.observability = Observability()
+        # Notification calls and the metadata cache (hms_txn.notifications / hms_txn.cache).
+        from .cache import MetadataCache
+        from .notifications import NotificationLog
+        self.notifications = NotificationLog(self.store, self.catalog)
+        self.cache = MetadataCache(self.store, self.catalog, config)
+        self.observability.add_provider(self._cache_stats)
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
         self._threads: list[Any] = []
         self._stop = threading.Event()
 
-    # Read paths that a later layer (the metadata cache) may answer from memory.
+    # Read paths the metadata cache answers from memory when it may (hms_txn.cache).
     def get_table(self, db: str, name: str, *, valid_write_ids: str | None = None) -> dict:
-        return self.catalog.get_table(db, name)
+        return self.cache.get_table(db, name, valid_write_ids).doc
+
+    def read_table(self, db: str, name: str, *, valid_write_ids: str | None = None,
+                   require_write_ids: bool = False):
+        """Like ``get_table`` but returns a ``cache.TableRead`` (the doc and, on a hit, its
+        cache entry, on which the handler memoizes the converted Thrift struct)."""
+        return self.cache.get_table(db, name, valid_write_ids, require_write_ids=require_write_ids)
+
+    def get_partitions_by_names(self, db: str, name: str, part_names, *,
+                                valid_write_ids: str | None = None):
+        return self.cache.get_partitions_by_names(db, name, part_names, valid_write_ids)
+
+    def counters(self) -> dict[str, int]:
+        """fb303 getCounters."""
+        return self.cache.counters()
+
+    def _cache_stats(self) -> dict[str, float]:
+        prefix = "hms_txn."
+        return {k[len(prefix):].replace(".", "_"): v for k, v in self.cache.counters().items()}
 
     def start(self) -> None:
         """Start background work (housekeeping); idempotent."""
+        from .housekeeping import Housekeeper
+        if not any(isinstance(t, Housekeeper) for t in self._threads):
+            self._threads.append(Housekeeper(self).start())
+        if self.cache not in self._threads:
+            self._threads.append(self.cache.start())
+
+    def health(self) -> dict:
+        """Liveness of the service and its database, for /health."""
+        try:
+            with self.store.read() as conn:
+                conn.execute(text("SELECT 1"))
+            return {"status": "ok", "database": self.store.dialect,
+                    "uptime_seconds": round(time.time() - self.started_at, 1)}
+        except Exception as err:  # report, do not raise: this is the health endpoint
+            return {"status": "unavailable", "database": self.store.dialect, "error": str(err)}
 
     def close(self) -> None:
         self._stop.set()

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from .store.schema import notification_log, notification_sequence
 
 MESSAGE_FORMAT = "json-0.2"
+LOCAL_EVENTS_KEY = "hms_txn.local_events"
 
 
 @dataclass(frozen=True)
@@ -36,21 +37,21 @@ class Event:
 
 def _next_ids(conn: Connection, count: int) -> int:
     """Reserve ``count`` event ids; returns the first."""
-    row = conn.execute(
-        select(notification_sequence.c.next_event_id)
-        .where(notification_sequence.c.id == 1)
-        .with_for_update()
-    ).first()
+    query = (select(notification_sequence.c.next_event_id)
+             .where(notification_sequence.c.id == 1).with_for_update())
+    row = conn.execute(query).first()
     if row is None:
-        first = 1
-        conn.execute(insert(notification_sequence).values(id=1, next_event_id=1 + count))
-    else:
-        first = row[0]
-        conn.execute(
-            update(notification_sequence)
-            .where(notification_sequence.c.id == 1)
-            .values(next_event_id=first + count)
-        )
+        # The very first event: two processes may get here at once; one insert wins, the
+        # other waits for it and then locks the row like everyone else.
+        from .txn import insert_ignore
+        insert_ignore(conn, notification_sequence, {"id": 1, "next_event_id": 1})
+        row = conn.execute(query).first()
+    first = int(row[0])
+    conn.execute(
+        update(notification_sequence)
+        .where(notification_sequence.c.id == 1)
+        .values(next_event_id=first + count)
+    )
     return first
 
 
@@ -78,6 +79,10 @@ def append_many(conn: Connection,
             "message_format": MESSAGE_FORMAT,
         })
     conn.execute(insert(notification_log), rows)
+    # Remembered on the connection until commit/rollback: the metadata cache evicts the
+    # tables this process changed when the change commits (see hms_txn.cache).
+    conn.info.setdefault(LOCAL_EVENTS_KEY, []).extend(
+        (r["event_type"], r["db_name"], r["tbl_name"], r["event_id"]) for r in rows)
     return [r["event_id"] for r in rows]
 
 
@@ -99,6 +104,18 @@ def next_events(conn: Connection, last_event: int, max_events: int | None = None
 
 
 def current_event_id(conn: Connection) -> int:
+    """The id of the last event written (0 before the first).
+
+    Read from the id counter rather than ``max(event_id)`` so the answer survives a purge
+    that emptied the log (Hive answers from NOTIFICATION_SEQUENCE too). In a repeatable-read
+    transaction it is the position of that transaction's snapshot: the counter is bumped in
+    the writing transaction, so the snapshot sees exactly the events 1..N and the changes
+    they describe.
+    """
+    value = conn.execute(select(notification_sequence.c.next_event_id)
+                         .where(notification_sequence.c.id == 1)).scalar()
+    if value is not None:
+        return int(value) - 1
     return conn.execute(select(func.max(notification_log.c.event_id))).scalar() or 0
 
 
@@ -117,3 +134,124 @@ def count_events(conn: Connection, from_event_id: int, db_name: str, *,
 def purge_older_than(conn: Connection, ttl_seconds: float) -> int:
     cutoff = int(time.time() - ttl_seconds)
     return conn.execute(delete(notification_log).where(notification_log.c.event_time < cutoff)).rowcount
+
+
+def oldest_event(conn: Connection, after: int) -> Event | None:
+    """The first event after ``after`` (for lag measurements)."""
+    row = conn.execute(select(notification_log).where(notification_log.c.event_id > after)
+                       .order_by(notification_log.c.event_id).limit(1)).first()
+    return None if row is None else _event(row)
+
+
+def _encode_file(path: str, subdir: str | None) -> str:
+    """Hive's ``ReplChangeManager.encodeFileUri`` without a change-management root:
+    ``<file>###<subdir>`` (the checksum is only written together with a cm root)."""
+    return f"{path}###{subdir or ''}"
+
+
+class NotificationLog:
+    """The notification calls of the Thrift API over a ``Store``.
+
+    ``catalog`` supplies table and partition look-ups and the Thrift-JSON rendering of
+    objects (``Catalog.object_json``) for the INSERT and ACID_WRITE messages.
+    """
+
+    def __init__(self, store, catalog):
+        self.store = store
+        self.catalog = catalog
+
+    def next_events(self, last_event: int, max_events: int | None = None,
+                    skip_types: Iterable[str] = ()) -> list[Event]:
+        with self.store.read() as conn:
+            return next_events(conn, last_event, max_events, skip_types)
+
+    def current_event_id(self) -> int:
+        with self.store.read() as conn:
+            return current_event_id(conn)
+
+    def count(self, from_event_id: int, db_name: str, *, to_event_id: int | None = None,
+              limit: int | None = None) -> int:
+        with self.store.read() as conn:
+            return count_events(conn, from_event_id, db_name, to_event_id=to_event_id, limit=limit)
+
+    def purge(self, ttl_seconds: float) -> int:
+        return self.store.transaction(lambda conn: purge_older_than(conn, ttl_seconds))
+
+    def _objects(self, conn: Connection, db: str, table: str,
+                 partition_values: list[str] | None) -> tuple[dict, dict | None]:
+        from . import names
+        from .errors import NoSuchObject
+        cat = self.catalog
+        tbl_id, table_doc = cat._require_table(conn, names.lower(db), names.lower(table))
+        part_doc = None
+        if partition_values:
+            part_name = cat._partition_name(table_doc, [str(v) for v in partition_values])
+            rows = cat._partition_rows(conn, tbl_id, [part_name])
+            if not rows:
+                raise NoSuchObject(f"partition {part_name} of table "
+                                   f"{table_doc['dbName']}.{table_doc['tableName']} does not exist")
+            part_doc = rows[0][1]
+        return table_doc, part_doc
+
+    def _obj_json(self, kind: str, doc: dict | None) -> str | None:
+        if doc is None or self.catalog.object_json is None:
+            return None
+        return self.catalog.object_json(kind, doc)
+
+    def fire_insert(self, db: str, table: str,
+                    inserts: list[tuple[list[str] | None, bool, list[str], list[str] | None]]) -> list[int]:
+        """Write one INSERT event per ``(partition values, replace, files, subdirs)``.
+
+        Messages follow Hive's ``JSONInsertMessage``: server, servicePrincipal, cat, db,
+        table, tableType, tableObjJson, ptnObjJson (partitioned inserts), timestamp,
+        replace ("true"/"false") and files.
+        """
+        def work(conn: Connection) -> list[int]:
+            batch = []
+            for part_vals, replace, files, subdirs in inserts:
+                table_doc, part_doc = self._objects(conn, db, table, part_vals)
+                message: dict[str, Any] = {
+                    "server": "", "servicePrincipal": "", "cat": table_doc.get("catName") or "hive",
+                    "db": table_doc["dbName"], "table": table_doc["tableName"],
+                    "tableType": table_doc.get("tableType"),
+                }
+                obj = self._obj_json("Table", table_doc)
+                if obj is not None:
+                    message["tableObjJson"] = obj
+                pobj = self._obj_json("Partition", part_doc)
+                if pobj is not None:
+                    message["ptnObjJson"] = pobj
+                message["timestamp"] = int(time.time())
+                message["replace"] = "true" if replace else "false"
+                message["files"] = [_encode_file(f, subdirs[i] if subdirs and i < len(subdirs) else None)
+                                    for i, f in enumerate(files)]
+                batch.append(("INSERT", message, table_doc["dbName"], table_doc["tableName"]))
+            return append_many(conn, batch)
+        return self.store.transaction(work)
+
+    def add_write_notification(self, txn_id: int, write_id: int, db: str, table: str,
+                               files: list[str], subdirs: list[str] | None,
+                               partition_values: list[str] | None) -> int:
+        """An ACID_WRITE_EVENT for a write inside an open transaction (Hive's
+        ``add_write_notification_log``), fields as Hive's ``JSONAcidWriteMessage``."""
+        from .txn import require_open
+
+        def work(conn: Connection) -> int:
+            require_open(conn, txn_id)
+            table_doc, part_doc = self._objects(conn, db, table, partition_values)
+            part_name = None
+            if part_doc is not None:
+                part_name = self.catalog._partition_name(table_doc, part_doc["values"])
+            message: dict[str, Any] = {
+                "txnid": txn_id, "writeId": write_id, "timestamp": int(time.time()),
+                "server": "", "servicePrincipal": "",
+                "database": table_doc["dbName"], "table": table_doc["tableName"],
+                "partition": part_name,
+                "tableObjJson": self._obj_json("Table", table_doc),
+                "partitionObjJson": self._obj_json("Partition", part_doc),
+                "files": [_encode_file(f, subdirs[i] if subdirs and i < len(subdirs) else None)
+                          for i, f in enumerate(files)],
+            }
+            return append(conn, "ACID_WRITE_EVENT", message, db_name=table_doc["dbName"],
+                          tbl_name=table_doc["tableName"])
+        return self.store.transaction(work)

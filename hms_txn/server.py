@@ -31,6 +31,7 @@ from .handler import make_processor
 from .handler.session import set_authenticated_user
 from .handler.wire import object_json
 from .metastore import Metastore
+from .observability import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class MetastoreServer:
         self._stopping = threading.Event()
         self._accept_thread: threading.Thread | None = None
         self.port: int | None = None
+        self.metrics: MetricsServer | None = None
 
     @property
     def address(self) -> str:
@@ -78,6 +80,10 @@ class MetastoreServer:
         self._listener = listener
         self.port = listener.getsockname()[1]
         self.ms.start()
+        if self.ms.config["hms_txn.metrics.enabled"]:
+            self.metrics = MetricsServer(self.ms.observability, self.ms.health, self.host,
+                                         self.ms.config["hms_txn.metrics.port"]).start()
+            log.info("metrics on http://%s:%d/metrics", self.host, self.metrics.port)
         self._accept_thread = threading.Thread(target=self._accept_loop, name="hms-accept", daemon=True)
         self._accept_thread.start()
         log.info("listening on %s (%s transport, %s protocol)", self.address,
@@ -199,6 +205,8 @@ class MetastoreServer:
             worker.join(timeout)
         if self._accept_thread is not None:
             self._accept_thread.join(timeout)
+        if self.metrics is not None:
+            self.metrics.stop()
         self.ms.close()
         log.info("stopped")
 

@@ -59,6 +59,30 @@ class Warehouse:
                 log.warning("could not delete %s: %s", path, err)
 
     @staticmethod
+    def quick_stats(location: str | None) -> dict[str, str] | None:
+        """``numFiles``/``totalSize`` of an existing local directory, or None.
+
+        The Java metastore's "fast stats" (MetaStoreUtils.populateQuickStats): regular
+        files under the directory, recursively, skipping hidden names (``.``/``_``
+        prefixes, e.g. Hadoop's ``.crc`` files and ``_SUCCESS``).
+        """
+        path = local_path(location)
+        if not path or not os.path.isdir(path):
+            return None
+        count = size = 0
+        for root, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            for name in files:
+                if name.startswith((".", "_")):
+                    continue
+                try:
+                    size += os.path.getsize(os.path.join(root, name))
+                except OSError:
+                    continue
+                count += 1
+        return {"numFiles": str(count), "totalSize": str(size)}
+
+    @staticmethod
     def rename(old: str, new: str) -> None:
         src, dst = local_path(old), local_path(new)
         if src and dst and os.path.exists(src):

@@ -7,14 +7,20 @@ from typing import Any
 
 from .catalog_calls import CatalogCalls
 from .errors import DeclaredErrors
+from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
+from .txn_calls import TxnCalls
 
 
-class MetastoreHandler(ServiceCalls, CatalogCalls):
+class MetastoreHandler(ServiceCalls, CatalogCalls, TxnCalls, NotificationCalls):
     def __init__(self, ms: Any):
         self.ms = ms
 
 
 def make_processor(ms: Any):
     from ..thrift_gen.hive_metastore import ThriftHiveMetastore
-    return ThriftHiveMetastore.Processor(DeclaredErrors(MetastoreHandler(ms)))
+    metrics = getattr(getattr(ms, "observability", None), "calls", None)
+    processor = ThriftHiveMetastore.Processor(DeclaredErrors(MetastoreHandler(ms), metrics))
+    from .txn_calls import install_wire_compat
+    install_wire_compat(processor, ms)
+    return processor

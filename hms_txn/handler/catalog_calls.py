@@ -22,6 +22,18 @@ def _partition(doc: dict[str, Any]) -> t.Partition:
     return from_doc(t.Partition, doc)
 
 
+def _cached_table(read) -> t.Table:
+    """The Table struct of a ``cache.TableRead``; a cache hit re-uses the struct converted
+    for its entry (entries are immutable, and the struct is only ever serialized)."""
+    entry = read.entry
+    if entry is None:
+        return _table(read.doc)
+    table = entry.wire.get("Table")
+    if table is None:
+        table = entry.wire["Table"] = _table(read.doc)
+    return table
+
+
 def _limit(max_parts: int | None) -> int:
     return -1 if max_parts is None or max_parts < 0 else max_parts
 
@@ -73,11 +85,12 @@ class CatalogCalls:
         self.create_table(request.table)
 
     def get_table(self, dbname, tbl_name):
-        return _table(self.ms.get_table(dbname, tbl_name))
+        return _cached_table(self.ms.read_table(dbname, tbl_name))
 
     def get_table_req(self, req):
-        doc = self.ms.get_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList)
-        return t.GetTableResult(table=_table(doc), isStatsCompliant=False)
+        read = self.ms.read_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList,
+                                  require_write_ids=True)
+        return t.GetTableResult(table=_cached_table(read), isStatsCompliant=False)
 
     def get_table_objects_by_name(self, dbname, tbl_names):
         return [_table(d) for d in self.ms.catalog.get_tables(dbname, tbl_names or [])]
@@ -174,8 +187,15 @@ class CatalogCalls:
     def append_partition_with_environment_context(self, db_name, tbl_name, part_vals, environment_context):
         return self.append_partition(db_name, tbl_name, part_vals)
 
+    def _values_of_names(self, db_name, tbl_name, part_names) -> list[list[str]]:
+        """Values of ``k1=v1/k2=v2`` names, checked against the table's partition keys
+        (a name with other keys is refused, as by the Java metastore)."""
+        from ..names import partition_values_from_name
+        keys = [k["name"].lower() for k in self.ms.catalog.get_table(db_name, tbl_name).get("partitionKeys") or []]
+        return [partition_values_from_name(keys, n) for n in part_names]
+
     def append_partition_by_name(self, db_name, tbl_name, part_name):
-        return self.append_partition(db_name, tbl_name, self.ms.catalog.partition_names_to_values(part_name))
+        return self.append_partition(db_name, tbl_name, self._values_of_names(db_name, tbl_name, [part_name])[0])
 
     def append_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name,
                                                           environment_context):
@@ -239,11 +259,13 @@ class CatalogCalls:
         return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
 
     def get_partitions_by_names(self, db_name, tbl_name, names):
-        return self._partitions(db_name, tbl_name, part_names=list(names or []))
+        _, rows = self.ms.get_partitions_by_names(db_name, tbl_name, list(names or []))
+        return [_partition(d) for _, d in rows]
 
     def get_partitions_by_names_req(self, req):
-        return t.GetPartitionsByNamesResult(
-            partitions=self.get_partitions_by_names(req.db_name, req.tbl_name, req.names))
+        _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
+                                                  valid_write_ids=req.validWriteIdList)
+        return t.GetPartitionsByNamesResult(partitions=[_partition(d) for _, d in rows])
 
     def alter_partition(self, db_name, tbl_name, new_part):
         self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(new_part)])
@@ -274,7 +296,7 @@ class CatalogCalls:
         return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
 
     def drop_partition_by_name(self, db_name, tbl_name, part_name, deleteData):
-        values = self.ms.catalog.partition_names_to_values(part_name)
+        values = self._values_of_names(db_name, tbl_name, [part_name])[0]
         return self.drop_partition(db_name, tbl_name, values, deleteData)
 
     def drop_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name, deleteData,
@@ -285,7 +307,7 @@ class CatalogCalls:
         from ..errors import Unsupported
         if req.parts is None or req.parts.names is None:
             raise Unsupported("drop_partitions_req supports partition names only, not expressions")
-        values = [self.ms.catalog.partition_names_to_values(n) for n in req.parts.names]
+        values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
         dropped = self.ms.catalog.drop_partitions(
             req.dbName, req.tblName, values,
             delete_data=req.deleteData is not False, if_exists=bool(req.ifExists))

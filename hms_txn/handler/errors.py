@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Any, Callable
 
 from thrift.Thrift import TApplicationException, TException
@@ -77,8 +78,9 @@ def translate(err: errors.MetastoreError, declared: tuple[type, ...],
 class DeclaredErrors:
     """Proxy handed to the generated Processor in place of the handler."""
 
-    def __init__(self, handler: Any):
+    def __init__(self, handler: Any, metrics: Any = None):
         self._handler = handler
+        self._metrics = metrics
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         declared = declared_exceptions(method)
@@ -93,18 +95,29 @@ class DeclaredErrors:
             def target(*_args: Any) -> Any:
                 raise errors.Unsupported(message)
 
+        metrics = self._metrics
+
         @functools.wraps(target)
         def call(*args: Any) -> Any:
+            start = time.perf_counter()
+            failure = None
             try:
                 return target(*args)
             except errors.MetastoreError as err:
-                raise translate(err, declared, method) from None
-            except TException:
+                failure = translate(err, declared, method)
+                raise failure from None
+            except TException as err:
+                failure = err
                 raise
             except Exception as err:  # a bug or an infrastructure failure
                 log.exception("%s failed", method)
-                raise translate(errors.Internal(f"{method} failed: {type(err).__name__}: {err}"),
-                                declared, method) from None
+                failure = translate(errors.Internal(f"{method} failed: {type(err).__name__}: {err}"),
+                                    declared, method)
+                raise failure from None
+            finally:
+                if metrics is not None:
+                    metrics.record(method, time.perf_counter() - start,
+                                   type(failure).__name__ if failure is not None else None)
 
         setattr(self, method, call)  # cache: __getattr__ runs once per method
         return call

@@ -34,10 +34,32 @@ class ServiceCalls:
         return int(self.ms.started_at)
 
     def getCounters(self):
-        return {}
+        return self.ms.counters()
 
     def getCounter(self, key):
-        return 0
+        return self.ms.counters().get(key, 0)
+
+    # fb303 options: only the metadata cache's test hook ("hms_txn.cache.tailer.paused"),
+    # and only when hms_txn.cache.tailer.pausable=true.
+    _PAUSE_OPTION = "hms_txn.cache.tailer.paused"
+
+    def setOption(self, key, value):
+        if key != self._PAUSE_OPTION:
+            raise InvalidInput(f"fb303 option {key} is not supported by hms-txn")
+        if not self.ms.cache.pausable:
+            raise InvalidInput(f"{key} can only be set with hms_txn.cache.tailer.pausable=true")
+        if str(value).strip().lower() == "true":
+            self.ms.cache.pause()
+        else:
+            self.ms.cache.resume()
+
+    def getOption(self, key):
+        if key == self._PAUSE_OPTION:
+            return "true" if self.ms.cache.paused else "false"
+        return ""
+
+    def getOptions(self):
+        return {self._PAUSE_OPTION: self.getOption(self._PAUSE_OPTION)}
 
     def shutdown(self):
         # HiveMetaStoreClient.close() sends this oneway call; the Java server ignores it

@@ -1,0 +1,640 @@
+"""Transactions: open, commit, abort, snapshots, heartbeats and timeouts.
+
+Semantics follow Hive's ``TxnHandler`` (see ``shared/spec/hms-wire-facts.md``, "Server
+semantics"); this module is plain Python in, plain Python out, with no Thrift types.
+
+Every public operation is one database transaction that also writes its notification
+events, so a change and its event are committed together or not at all.
+
+Cross-process safety (two servers on one PostgreSQL database):
+
+* transaction ids come from the single row of ``next_txn_id``, read ``FOR UPDATE`` and
+  bumped in the transaction that inserts the new ``txns`` rows;
+* a transaction's row is locked ``FOR UPDATE`` by whatever changes its state (commit,
+  abort, heartbeat, lock, write id allocation), so a commit and a timeout abort of the same
+  transaction cannot both win;
+* a commit that carries UPDATE/DELETE components also locks ``next_txn_id``: its commit id is
+  the highest id handed out so far, and the write-write conflict check runs while no other
+  such commit and no ``open_txns`` can interleave (the ordering Hive relies on).
+
+Row locks are always taken in the same order (transaction rows by id, then counters, then
+lock rows, then the notification sequence), so the database never has to break a deadlock
+between two of our own operations; if it does anyway, ``Store.transaction`` retries.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from . import notifications
+from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
+from .store import Store
+from .store.schema import (
+    completed_txn_components, hive_locks, next_txn_id, txn_components, txns, write_set,
+)
+
+log = logging.getLogger(__name__)
+
+OPEN, ABORTED, COMMITTED = "o", "a", "c"
+
+
+class TxnState(enum.IntEnum):
+    COMMITTED = 1
+    ABORTED = 2
+    OPEN = 3
+
+
+STATE_CODE_TO_ENUM = {OPEN: TxnState.OPEN, ABORTED: TxnState.ABORTED,
+                      COMMITTED: TxnState.COMMITTED}
+
+
+class TxnType(enum.IntEnum):
+    DEFAULT = 0
+    REPL_CREATED = 1
+    READ_ONLY = 2
+    COMPACTION = 3
+    MATER_VIEW_REBUILD = 4
+    SOFT_DELETE = 5
+    REBALANCE_COMPACTION = 6
+
+
+class DataOp(enum.IntEnum):
+    """Thrift ``DataOperationType``."""
+    SELECT = 1
+    INSERT = 2
+    UPDATE = 3
+    DELETE = 4
+    UNSET = 5
+    NO_TXN = 6
+
+
+WRITE_OPS = (DataOp.INSERT, DataOp.UPDATE, DataOp.DELETE, DataOp.UNSET)
+UPDATE_DELETE = (int(DataOp.UPDATE), int(DataOp.DELETE))
+_OP_LETTER = {int(DataOp.UPDATE): "u", int(DataOp.DELETE): "d", int(DataOp.INSERT): "i"}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def txn_id_str(txn_id: int) -> str:
+    """Hive's ``JavaUtils.txnIdToString``."""
+    return f"txnid:{txn_id}"
+
+
+def lock_id_str(lock_id: int) -> str:
+    """Hive's ``JavaUtils.lockIdToString``."""
+    return f"lockid:{lock_id}"
+
+
+# ------------------------------------------------------------------------ shared SQL helpers
+
+def insert_ignore(conn: Connection, table, values: dict) -> None:
+    """INSERT a row unless one with the same key exists (race-safe on PostgreSQL)."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+        conn.execute(pg_insert(table).values(**values).on_conflict_do_nothing())
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        conn.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing())
+    else:  # pragma: no cover - other databases
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(table).values(**values))
+        except IntegrityError:
+            pass
+
+
+def reserve_ids(conn: Connection, counter, count: int, *, key: dict | None = None,
+                start: int = 1) -> int:
+    """Reserve ``count`` consecutive ids from a counter table; returns the first.
+
+    The counter row is locked until the caller's transaction ends, so no other transaction
+    (in this or another server process) can be handed the same ids.
+    """
+    key = key or {"id": 1}
+    cond = and_(*[counter.c[k] == v for k, v in key.items()])
+    # One round trip: the UPDATE row-locks the counter until the caller's transaction ends.
+    bump = (update(counter).where(cond).values(next_id=counter.c.next_id + count)
+            .returning(counter.c.next_id))
+    row = conn.execute(bump).first()
+    if row is None:
+        insert_ignore(conn, counter, {**key, "next_id": start})
+        row = conn.execute(bump).first()
+    return int(row[0]) - count
+
+
+def current_hwm(conn: Connection) -> int:
+    """Highest transaction id handed out so far (0 when none)."""
+    value = conn.execute(select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1)).scalar()
+    return 0 if value is None else int(value) - 1
+
+
+def lock_mutex(conn: Connection, name: str) -> None:
+    """Serialize a critical section across server processes (a no-op cost on SQLite)."""
+    from .store.schema import txn_mutex
+    if conn.dialect.name == "sqlite":
+        return  # every SQLite write transaction is already exclusive
+    query = select(txn_mutex.c.name).where(txn_mutex.c.name == name).with_for_update()
+    if conn.execute(query).first() is None:
+        insert_ignore(conn, txn_mutex, {"name": name})
+        conn.execute(query).first()
+
+
+def txn_row(conn: Connection, txn_id: int, *, for_update: bool = True):
+    query = select(txns).where(txns.c.txn_id == txn_id)
+    if for_update:
+        query = query.with_for_update()
+    return conn.execute(query).first()
+
+
+def raise_not_open(state: str | None, txn_id: int) -> None:
+    """Raise what Hive raises for a transaction that is not open (``raiseTxnUnexpectedState``)."""
+    if state == ABORTED:
+        raise TxnAborted(f"Transaction {txn_id_str(txn_id)} already aborted")
+    if state == COMMITTED:
+        raise NoSuchTxn(f"Transaction {txn_id_str(txn_id)} is already committed.")
+    raise NoSuchTxn(f"No such transaction {txn_id_str(txn_id)}")
+
+
+def require_open(conn: Connection, txn_id: int):
+    """Lock the transaction's row and return it; raise unless it is open."""
+    row = txn_row(conn, txn_id)
+    if row is None or row.state != OPEN:
+        raise_not_open(None if row is None else row.state, txn_id)
+    return row
+
+
+def heartbeat_txn_in(conn: Connection, txn_id: int, now: int | None = None) -> None:
+    """Refresh an open transaction's heartbeat; raise as Hive does if it is not open."""
+    now = now_ms() if now is None else now
+    done = conn.execute(
+        update(txns).where(txns.c.txn_id == txn_id).where(txns.c.state == OPEN)
+        .values(last_heartbeat_ms=now, heartbeat_count=txns.c.heartbeat_count + 1)
+    ).rowcount
+    if done < 1:
+        row = txn_row(conn, txn_id, for_update=False)
+        raise_not_open(None if row is None else row.state, txn_id)
+
+
+def abort_in(conn: Connection, txn_ids: Iterable[int], *, now: int | None = None,
+             reason: str | None = None) -> list[int]:
+    """Abort those of ``txn_ids`` that are open, release their locks, write ABORT_TXN events.
+
+    Returns the ids actually aborted. Their components stay in ``txn_components`` (the
+    compactor's cleaner needs to know where aborted data may lie).
+    """
+    ids = sorted(set(int(t) for t in txn_ids))
+    if not ids:
+        return []
+    now = now_ms() if now is None else now
+    aborted: list[int] = []
+    for chunk in _chunks(ids, 500):
+        rows = conn.execute(
+            select(txns.c.txn_id).where(txns.c.txn_id.in_(chunk)).where(txns.c.state == OPEN)
+            .order_by(txns.c.txn_id).with_for_update()
+        ).all()
+        found = [r.txn_id for r in rows]
+        if not found:
+            continue
+        values = {"state": ABORTED, "ended_ms": now}
+        if reason:
+            values["meta_info"] = reason[:1024]
+        conn.execute(update(txns).where(txns.c.txn_id.in_(found)).values(**values))
+        conn.execute(delete(hive_locks).where(hive_locks.c.txn_id.in_(found)))
+        aborted.extend(found)
+    if aborted:
+        ts = now // 1000
+        notifications.append_many(conn, [
+            ("ABORT_TXN", {"server": "", "servicePrincipal": "", "timestamp": ts,
+                           "txnid": t, "dbsUpdated": []}, None, None)
+            for t in aborted
+        ])
+    return aborted
+
+
+def _chunks(seq: Sequence[int], size: int):
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+# ------------------------------------------------------------------------------- values
+
+@dataclass
+class TxnInfo:
+    id: int
+    state: TxnState
+    user: str
+    hostname: str
+    agent_info: str | None
+    heartbeat_count: int
+    meta_info: str | None
+    started_ms: int
+    last_heartbeat_ms: int
+    txn_type: int = 0
+
+
+@dataclass
+class OpenTxns:
+    """What ``get_open_txns`` returns: the ingredients of a reader's ValidTxnList."""
+    hwm: int
+    txn_ids: list[int]            # open and aborted ids <= hwm, ascending
+    aborted: set[int]             # the aborted ones among txn_ids
+    min_open: int | None          # smallest open id, None when none is open
+
+
+@dataclass
+class WriteEvent:
+    """One entry of commit_txn's ``writeEventInfos``."""
+    write_id: int
+    database: str
+    table: str
+    files: str
+    partition: str | None = None
+    table_obj: str | None = None
+    partition_obj: str | None = None
+
+
+@dataclass
+class CommitResult:
+    txn_id: int
+    already_committed: bool = False
+    commit_id: int | None = None
+    event_ids: list[int] = field(default_factory=list)
+
+
+class _Conflict(Exception):
+    def __init__(self, message: str):
+        self.message = message
+
+
+# ---------------------------------------------------------------------------- the manager
+
+class TxnManager:
+    """Transaction bookkeeping for one server process."""
+
+    def __init__(self, store: Store, config):
+        self.store = store
+        self.config = config
+        # Hive's tooManyOpenTxns: once the limit is hit, refuse until below 90% of it.
+        self._too_many_open = False
+        self._flag_lock = threading.Lock()
+        self._open_count = 0
+        self._counted_at = float("-inf")
+
+    # -- open ----------------------------------------------------------------------------
+
+    def open_txns(self, num_txns: int, user: str, hostname: str, *, agent_info: str | None = None,
+                  txn_type: int = TxnType.DEFAULT, repl_policy: str | None = None,
+                  repl_src_txn_ids: Sequence[int] | None = None) -> list[int]:
+        if num_txns is None or num_txns <= 0:
+            raise InvalidInput(f"Invalid input for number of txns: {num_txns}")
+        max_batch = self.config["hive.txn.max.open.batch"]
+        if num_txns > max_batch:
+            log.info("open_txns asked for %d transactions; capped at hive.txn.max.open.batch=%d",
+                     num_txns, max_batch)
+            num_txns = max_batch
+        if repl_policy or repl_src_txn_ids:
+            log.info("open_txns: replication fields (replPolicy=%r, %d source txn ids) are "
+                     "accepted and ignored", repl_policy, len(repl_src_txn_ids or ()))
+        txn_type = int(txn_type if txn_type is not None else TxnType.DEFAULT)
+        agent = agent_info if agent_info is not None else "Unknown"
+
+        def work(conn: Connection) -> list[int]:
+            self._check_open_limit(conn, num_txns)
+            first = reserve_ids(conn, next_txn_id, num_txns)
+            now = now_ms()
+            ids = list(range(first, first + num_txns))
+            conn.execute(insert(txns), [
+                {"txn_id": t, "state": OPEN, "txn_type": txn_type, "started_ms": now,
+                 "last_heartbeat_ms": now, "heartbeat_count": 0, "user_name": user or "",
+                 "host": hostname or "", "agent_info": agent}
+                for t in ids
+            ])
+            notifications.append(conn, "OPEN_TXN", {
+                "server": "", "servicePrincipal": "", "timestamp": now // 1000,
+                "txnIds": ids, "fromTxnId": ids[0], "toTxnId": ids[-1],
+            })
+            return ids
+
+        return self.store.transaction(work)
+
+    def _check_open_limit(self, conn: Connection, opening: int) -> None:
+        limit = self.config["hive.max.open.txns"]
+        now = time.monotonic()
+        with self._flag_lock:
+            # Far below the limit a recount per call is wasted work: recount at most once a
+            # second then (Hive itself only recounts periodically).
+            if (not self._too_many_open and self._open_count + opening < limit // 2
+                    and now - self._counted_at < 1.0):
+                self._open_count += opening
+                return
+        count = conn.execute(select(func.count()).select_from(txns)
+                             .where(txns.c.state == OPEN)).scalar_one()
+        with self._flag_lock:
+            self._open_count, self._counted_at = count + opening, now
+            if not self._too_many_open and count >= limit:
+                self._too_many_open = True
+            if self._too_many_open:
+                if count < limit * 0.9:
+                    self._too_many_open = False
+                else:
+                    raise Internal(
+                        f"Maximum allowed number of open transactions ({limit}) has been "
+                        f"reached. Current number of open transactions: {count}")
+
+    # -- commit ---------------------------------------------------------------------------
+
+    def commit_txn(self, txn_id: int, *, write_events: Sequence[WriteEvent] = (),
+                   excl_write_enabled: bool | None = None, repl_policy: str | None = None,
+                   key_value: tuple[int, str, str] | None = None) -> CommitResult:
+        """Commit; idempotent for a committed transaction.
+
+        ``excl_write_enabled`` is the 4.x request field: True means writers were serialized by
+        EXCL_WRITE locks and the write-write conflict check is skipped; False or None (the field
+        absent, as from a 3.x client) runs the check.
+        """
+        if repl_policy:
+            log.info("commit_txn %s: replPolicy %r accepted and ignored", txn_id_str(txn_id),
+                     repl_policy)
+        if key_value is not None:
+            log.info("commit_txn %s: keyValue for table id %s accepted and ignored",
+                     txn_id_str(txn_id), key_value[0])
+        check_conflicts = excl_write_enabled is not True
+
+        def work(conn: Connection) -> CommitResult:
+            row = txn_row(conn, txn_id)
+            if row is None:
+                raise_not_open(None, txn_id)
+            if row.state == COMMITTED:
+                return CommitResult(txn_id, already_committed=True, commit_id=row.commit_id)
+            if row.state == ABORTED:
+                raise_not_open(ABORTED, txn_id)
+            now = now_ms()
+            read_only = row.txn_type == TxnType.READ_ONLY
+            comps = [] if read_only else conn.execute(
+                select(txn_components).where(txn_components.c.txn_id == txn_id)
+                .order_by(txn_components.c.id)
+            ).all()
+            upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
+            commit_id = None
+            if upd_del:
+                # Lock the txn counter: orders this commit against open_txns and other
+                # update/delete commits (see the module docstring).
+                commit_id = conn.execute(
+                    select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1).with_for_update()
+                ).scalar_one() - 1
+                if check_conflicts:
+                    conflict = self._find_conflict(conn, txn_id, commit_id, upd_del)
+                    if conflict is not None:
+                        abort_in(conn, [txn_id], now=now, reason=conflict)
+                        raise _Conflict(conflict)
+                seen = set()
+                ws_rows = []
+                for c in upd_del:
+                    key = (c.db_name, c.tbl_name, c.part_name, c.operation_type)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    ws_rows.append({"db_name": c.db_name, "tbl_name": c.tbl_name,
+                                    "part_name": c.part_name, "txn_id": txn_id,
+                                    "commit_id": commit_id, "operation_type": c.operation_type})
+                conn.execute(insert(write_set), ws_rows)
+            if comps:
+                flag = "Y" if upd_del else "N"
+                conn.execute(insert(completed_txn_components), [
+                    {"txn_id": txn_id, "db_name": c.db_name, "tbl_name": c.tbl_name,
+                     "part_name": c.part_name, "write_id": c.write_id, "update_delete": flag,
+                     "commit_ms": now}
+                    for c in comps
+                ])
+                conn.execute(delete(txn_components).where(txn_components.c.txn_id == txn_id))
+            conn.execute(update(txns).where(txns.c.txn_id == txn_id)
+                         .values(state=COMMITTED, commit_id=commit_id, ended_ms=now))
+            conn.execute(delete(hive_locks).where(hive_locks.c.txn_id == txn_id))
+            ts = now // 1000
+            events = []
+            for w in write_events:
+                events.append(("ACID_WRITE_EVENT", {
+                    "server": "", "servicePrincipal": "", "timestamp": ts, "txnid": txn_id,
+                    "writeId": w.write_id, "database": w.database, "table": w.table,
+                    "partition": w.partition, "files": w.files, "tableObj": w.table_obj,
+                    "partitionObj": w.partition_obj,
+                }, w.database, w.table))
+            events.append(("COMMIT_TXN", {
+                "server": "", "servicePrincipal": "", "timestamp": ts, "txnid": txn_id,
+                "writeIds": [w.write_id for w in write_events],
+                "databases": [w.database for w in write_events],
+                "tables": [w.table for w in write_events],
+                "partitions": [w.partition for w in write_events],
+                "tableObjs": [w.table_obj for w in write_events],
+                "partitionObjs": [w.partition_obj for w in write_events],
+                "files": [w.files for w in write_events],
+            }, None, None))
+            ids = notifications.append_many(conn, events)
+            return CommitResult(txn_id, commit_id=commit_id, event_ids=ids)
+
+        holder: list[str] = []
+
+        def guarded(conn: Connection):
+            try:
+                return work(conn)
+            except _Conflict as c:
+                holder.append(c.message)
+                return None  # commit the abort, then raise below
+
+        result = self.store.transaction(guarded)
+        if holder:
+            raise TxnAborted(holder[0])
+        return result
+
+    @staticmethod
+    def _find_conflict(conn: Connection, txn_id: int, commit_id: int, upd_del) -> str | None:
+        for c in upd_del:
+            part_cond = (write_set.c.part_name == c.part_name if c.part_name is not None
+                         else write_set.c.part_name.is_(None))
+            hit = conn.execute(
+                select(write_set)
+                .where(write_set.c.db_name == c.db_name)
+                .where(write_set.c.tbl_name == c.tbl_name)
+                .where(part_cond)
+                .where(write_set.c.commit_id >= txn_id)
+                .where(write_set.c.txn_id != txn_id)
+                .where(write_set.c.operation_type.in_(UPDATE_DELETE))
+                .order_by(write_set.c.commit_id)
+                .limit(1)
+            ).first()
+            if hit is not None:
+                resource = f"{c.db_name}/{c.tbl_name}"
+                if c.part_name is not None:
+                    resource += f"/{c.part_name}"
+                return (f"Aborting [{txn_id_str(txn_id)},{commit_id}] due to a write conflict on "
+                        f"{resource} committed by [{txn_id_str(hit.txn_id)},{hit.commit_id}] "
+                        f"{_OP_LETTER.get(c.operation_type, '?')}/"
+                        f"{_OP_LETTER.get(hit.operation_type, '?')}")
+        return None
+
+    # -- abort ----------------------------------------------------------------------------
+
+    def abort_txn(self, txn_id: int, *, repl_policy: str | None = None,
+                  error_code: int | None = None) -> bool:
+        """Abort one transaction. Returns False when it was already aborted (a no-op)."""
+        if repl_policy:
+            log.info("abort_txn %s: replPolicy %r accepted and ignored", txn_id_str(txn_id),
+                     repl_policy)
+
+        def work(conn: Connection) -> bool:
+            row = txn_row(conn, txn_id)
+            if row is None or row.state == COMMITTED:
+                raise_not_open(None if row is None else row.state, txn_id)
+            if row.state == ABORTED:
+                log.info("abort_txn(%s): already aborted", txn_id_str(txn_id))
+                return False
+            reason = f"aborted by client (errorCode {error_code})" if error_code else None
+            abort_in(conn, [txn_id], reason=reason)
+            return True
+
+        return self.store.transaction(work)
+
+    def abort_txns(self, txn_ids: Sequence[int], *, error_code: int | None = None) -> list[int]:
+        """Best effort: aborts the open ones, ignores the rest (as Hive does)."""
+        ids = list(txn_ids or ())
+        aborted = self.store.transaction(lambda conn: abort_in(conn, ids))
+        if len(aborted) != len(set(ids)):
+            log.warning("abort_txns: %d of %d transactions were open and got aborted",
+                        len(aborted), len(set(ids)))
+        return aborted
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    def get_open_txns(self, exclude_types: Iterable[int] | None = (TxnType.READ_ONLY,)) -> OpenTxns:
+        excluded = {int(t) for t in (exclude_types or ())}
+        with self.store.read() as conn:
+            hwm = current_hwm(conn)
+            rows = conn.execute(
+                select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
+                .where(txns.c.state.in_((OPEN, ABORTED))).where(txns.c.txn_id <= hwm)
+                .order_by(txns.c.txn_id)
+            ).all()
+        ids: list[int] = []
+        aborted: set[int] = set()
+        min_open = None
+        for r in rows:
+            if r.txn_type in excluded:
+                continue
+            ids.append(r.txn_id)
+            if r.state == ABORTED:
+                aborted.add(r.txn_id)
+            elif min_open is None:
+                min_open = r.txn_id
+        return OpenTxns(hwm, ids, aborted, min_open)
+
+    def get_open_txns_info(self) -> tuple[int, list[TxnInfo]]:
+        with self.store.read() as conn:
+            hwm = current_hwm(conn)
+            rows = conn.execute(
+                select(txns).where(txns.c.state.in_((OPEN, ABORTED)))
+                .where(txns.c.txn_id <= hwm).order_by(txns.c.txn_id)
+            ).all()
+        return hwm, [_info(r) for r in rows]
+
+    def get_txn(self, txn_id: int) -> TxnInfo | None:
+        with self.store.read() as conn:
+            row = txn_row(conn, txn_id, for_update=False)
+        return None if row is None else _info(row)
+
+    def txn_state(self, txn_id: int) -> TxnState | None:
+        info = self.get_txn(txn_id)
+        return None if info is None else info.state
+
+    # -- heartbeats -------------------------------------------------------------------------
+
+    def heartbeat(self, *, lock_id: int | None = None, txn_id: int | None = None) -> None:
+        def work(conn: Connection) -> None:
+            now = now_ms()
+            if lock_id:
+                from .locks import heartbeat_lock_in
+                heartbeat_lock_in(conn, lock_id, now)
+            if txn_id:
+                heartbeat_txn_in(conn, txn_id, now)
+
+        self.store.transaction(work)
+
+    def heartbeat_txn_range(self, min_id: int, max_id: int) -> tuple[set[int], set[int]]:
+        """Heartbeat every open transaction in [min, max]; returns (aborted, nosuch)."""
+        if max_id < min_id:
+            return set(), set()
+        if max_id - min_id > 1_000_000:
+            raise InvalidInput(f"heartbeat_txn_range: range {min_id}..{max_id} is too large")
+
+        def work(conn: Connection):
+            now = now_ms()
+            conn.execute(
+                update(txns).where(txns.c.txn_id.between(min_id, max_id))
+                .where(txns.c.state == OPEN)
+                .values(last_heartbeat_ms=now, heartbeat_count=txns.c.heartbeat_count + 1)
+            )
+            rows = conn.execute(
+                select(txns.c.txn_id, txns.c.state)
+                .where(txns.c.txn_id.between(min_id, max_id))
+                .where(txns.c.state.in_((OPEN, ABORTED)))
+            ).all()
+            return rows
+
+        rows = self.store.transaction(work)
+        open_ids = {r.txn_id for r in rows if r.state == OPEN}
+        aborted = {r.txn_id for r in rows if r.state == ABORTED}
+        nosuch = set(range(min_id, max_id + 1)) - open_ids - aborted
+        return aborted, nosuch
+
+    # -- timeouts ---------------------------------------------------------------------------
+
+    def abort_timed_out(self, timeout_s: float | None = None, *, batch: int = 1000) -> list[int]:
+        """Abort open transactions whose last heartbeat is older than the timeout."""
+        timeout_s = self.config["hive.txn.timeout"] if timeout_s is None else timeout_s
+        aborted_all: list[int] = []
+        while True:
+            cutoff = now_ms() - int(timeout_s * 1000)
+
+            def work(conn: Connection) -> list[int]:
+                ids = [r.txn_id for r in conn.execute(
+                    select(txns.c.txn_id).where(txns.c.state == OPEN)
+                    .where(txns.c.last_heartbeat_ms < cutoff)
+                    .order_by(txns.c.txn_id).limit(batch)
+                )]
+                if not ids:
+                    return []
+                # abort_in re-checks state under the row lock; re-check the heartbeat too so
+                # a heartbeat that lands between the scan and the lock saves the txn.
+                fresh = {r.txn_id for r in conn.execute(
+                    select(txns.c.txn_id).where(txns.c.txn_id.in_(ids))
+                    .where(txns.c.last_heartbeat_ms < cutoff).with_for_update()
+                )}
+                return abort_in(conn, sorted(fresh), reason="timed out")
+
+            aborted = self.store.transaction(work)
+            if aborted:
+                log.info("aborted %d timed-out transaction(s): %s", len(aborted),
+                         ", ".join(txn_id_str(t) for t in aborted[:20]))
+            aborted_all.extend(aborted)
+            if len(aborted) < batch:
+                return aborted_all
+
+
+def _info(row) -> TxnInfo:
+    return TxnInfo(
+        id=row.txn_id, state=STATE_CODE_TO_ENUM[row.state], user=row.user_name,
+        hostname=row.host, agent_info=row.agent_info, heartbeat_count=row.heartbeat_count,
+        meta_info=row.meta_info, started_ms=row.started_ms,
+        last_heartbeat_ms=row.last_heartbeat_ms, txn_type=row.txn_type,
+    )

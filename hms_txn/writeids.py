@@ -1,0 +1,289 @@
+"""Per-table write ids: allocation, reader snapshots, dynamic partitions, conflicts.
+
+A write id numbers a transaction's write to one table: ids are contiguous per table from 1
+(a ``next_write_id`` row per table, locked ``FOR UPDATE`` while allocating), and a
+transaction keeps one write id per table however often it asks. Readers turn their
+ValidTxnList into a ValidWriteIdList per table with :meth:`WriteIds.get_valid_write_ids`;
+the string forms are those of ``orc_acid.valid_ids``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.engine import Connection
+
+from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
+
+from . import notifications
+from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
+from .store import Store
+from .store.schema import (
+    next_write_id, txn_components, txn_to_write_id, txns, write_set,
+)
+from .txn import (
+    ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnManager, TxnType, now_ms,
+    require_open, reserve_ids, txn_id_str,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TableWriteIds:
+    """One table's entry of get_valid_write_ids (Thrift ``TableValidWriteIds``)."""
+    full_table_name: str
+    hwm: int
+    invalid_write_ids: list[int]
+    aborted: list[bool]           # parallel to invalid_write_ids
+    min_open_write_id: int | None
+
+    def to_valid_write_id_list(self) -> ValidWriteIdList:
+        return ValidWriteIdList(
+            self.full_table_name, self.hwm,
+            open_ids=[w for w, a in zip(self.invalid_write_ids, self.aborted) if not a],
+            aborted_ids=[w for w, a in zip(self.invalid_write_ids, self.aborted) if a],
+            min_open=self.min_open_write_id,
+        )
+
+
+def split_table_name(full_name: str) -> tuple[str, str]:
+    if not full_name or "." not in full_name:
+        raise InvalidInput(f"Invalid fullTableName {full_name!r}: expected <db>.<table>")
+    db, _, table = full_name.partition(".")
+    if not db or not table:
+        raise InvalidInput(f"Invalid fullTableName {full_name!r}: expected <db>.<table>")
+    return db.lower(), table.lower()
+
+
+class WriteIds:
+    def __init__(self, store: Store, txns_manager: TxnManager):
+        self.store = store
+        self.txns = txns_manager
+
+    # -- allocation -------------------------------------------------------------------------
+
+    def allocate_table_write_ids(self, db_name: str, table_name: str, txn_ids: Sequence[int], *,
+                                 repl_policy: str | None = None,
+                                 src_txn_to_write_ids: Sequence[tuple[int, int]] | None = None,
+                                 reallocate: bool = False) -> list[tuple[int, int]]:
+        """Give each transaction a write id on the table; returns (txn id, write id) pairs.
+
+        All-or-nothing: every transaction must be open (and not READ_ONLY), else nothing is
+        allocated. A transaction that already has a write id on the table keeps it, and only
+        fresh allocations are announced with an ALLOC_WRITE_ID_EVENT.
+        """
+        if repl_policy or src_txn_to_write_ids:
+            log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
+                     "and ignored", repl_policy)
+        if reallocate:
+            log.info("allocate_table_write_ids: reallocate=true is accepted and ignored")
+        db, table = (db_name or "").lower(), (table_name or "").lower()
+        if not db or not table:
+            raise InvalidInput("allocate_table_write_ids needs dbName and tableName")
+        ids = sorted(set(int(t) for t in (txn_ids or ())))
+        if not ids:
+            raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
+
+        def work(conn: Connection) -> list[tuple[int, int]]:
+            rows = {r.txn_id: r for r in conn.execute(
+                select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
+                .where(txns.c.txn_id.in_(ids)).order_by(txns.c.txn_id).with_for_update()
+            )}
+            where = f"Write ID allocation on {db}.{table} failed"
+            missing = [t for t in ids if t not in rows]
+            aborted = [t for t in ids if t in rows and rows[t].state == ABORTED]
+            committed = [t for t in ids if t in rows and rows[t].state == COMMITTED]
+            read_only = [t for t in ids if t in rows and rows[t].state == OPEN
+                         and rows[t].txn_type == TxnType.READ_ONLY]
+            if aborted:
+                raise TxnAborted(f"{where}: {_txns(aborted)} already aborted")
+            if missing or committed:
+                parts = []
+                if missing:
+                    parts.append(f"no such transaction {_txns(missing)}")
+                if committed:
+                    parts.append(f"{_txns(committed)} already committed")
+                raise NoSuchTxn(f"{where}: " + "; ".join(parts))
+            if read_only:
+                raise Internal(f"{where}: {_txns(read_only)} are read-only transactions")
+            existing = dict(conn.execute(
+                select(txn_to_write_id.c.txn_id, txn_to_write_id.c.write_id)
+                .where(txn_to_write_id.c.db_name == db)
+                .where(txn_to_write_id.c.tbl_name == table)
+                .where(txn_to_write_id.c.txn_id.in_(ids))
+            ).all())
+            fresh = [t for t in ids if t not in existing]
+            if fresh:
+                first = reserve_ids(conn, next_write_id, len(fresh),
+                                    key={"db_name": db, "tbl_name": table})
+                new_pairs = [(t, first + i) for i, t in enumerate(fresh)]
+                conn.execute(insert(txn_to_write_id), [
+                    {"txn_id": t, "db_name": db, "tbl_name": table, "write_id": w}
+                    for t, w in new_pairs
+                ])
+                existing.update(new_pairs)
+                notifications.append(conn, "ALLOC_WRITE_ID_EVENT", {
+                    "server": "", "servicePrincipal": "", "timestamp": now_ms() // 1000,
+                    "dbName": db, "tableName": table,
+                    "txnIdList": [t for t, _ in new_pairs],
+                    "writeIdList": [w for _, w in new_pairs],
+                }, db_name=db, tbl_name=table)
+            return [(t, existing[t]) for t in ids]
+
+        return self.store.transaction(work)
+
+    def get_max_allocated_write_id(self, db_name: str, table_name: str) -> int:
+        db, table = (db_name or "").lower(), (table_name or "").lower()
+        with self.store.read() as conn:
+            value = conn.execute(
+                select(next_write_id.c.next_id).where(next_write_id.c.db_name == db)
+                .where(next_write_id.c.tbl_name == table)
+            ).scalar()
+        return 0 if value is None else int(value) - 1
+
+    # -- reader snapshots ------------------------------------------------------------------
+
+    def get_valid_write_ids(self, full_table_names: Sequence[str],
+                            valid_txn_list: str | None = None,
+                            write_id: int | None = None) -> list[TableWriteIds]:
+        names = list(full_table_names or ())
+        if not names:
+            raise InvalidInput("get_valid_write_ids needs at least one table name")
+        split = [split_table_name(n) for n in names]
+        with self.store.read() as conn:
+            if valid_txn_list is not None:
+                try:
+                    snapshot = ValidTxnList.parse(valid_txn_list)
+                except ValidIdListError as err:
+                    raise InvalidInput(f"invalid validTxnList: {err}") from None
+            elif write_id is not None:
+                snapshot = self._snapshot_for_write_id(conn, split[0], names[0], write_id)
+            else:
+                snapshot = self._current_snapshot()
+            return [self._table_write_ids(conn, full, db, table, snapshot)
+                    for full, (db, table) in zip(names, split)]
+
+    def _current_snapshot(self) -> ValidTxnList:
+        ot = self.txns.get_open_txns()
+        return ValidTxnList(ot.hwm, open_ids=[t for t in ot.txn_ids if t not in ot.aborted],
+                            aborted_ids=sorted(ot.aborted))
+
+    def _snapshot_for_write_id(self, conn: Connection, key: tuple[str, str], full: str,
+                               write_id: int) -> ValidTxnList:
+        db, table = key
+        txn_id = conn.execute(
+            select(txn_to_write_id.c.txn_id).where(txn_to_write_id.c.db_name == db)
+            .where(txn_to_write_id.c.tbl_name == table)
+            .where(txn_to_write_id.c.write_id == write_id)
+        ).scalar()
+        if txn_id is None:
+            raise InvalidInput(f"invalid write id {write_id} for table {full}")
+        ot = self.txns.get_open_txns()
+        # The snapshot as seen by that transaction: everything below it, itself excluded.
+        hwm = min(ot.hwm, txn_id)
+        exceptions = [t for t in ot.txn_ids if t <= hwm and t != txn_id]
+        return ValidTxnList(hwm, open_ids=[t for t in exceptions if t not in ot.aborted],
+                            aborted_ids=[t for t in exceptions if t in ot.aborted])
+
+    @staticmethod
+    def _table_write_ids(conn: Connection, full: str, db: str, table: str,
+                         snapshot: ValidTxnList) -> TableWriteIds:
+        txn_hwm = snapshot.high_watermark
+        t2w = txn_to_write_id.c
+        base = (t2w.db_name == db) & (t2w.tbl_name == table)
+        max_txn = conn.execute(select(func.max(t2w.txn_id)).where(base)
+                               .where(t2w.txn_id <= txn_hwm)).scalar()
+        hwm = 0
+        if max_txn is not None:
+            hwm = conn.execute(select(t2w.write_id).where(base)
+                               .where(t2w.txn_id == max_txn)).scalar() or 0
+        if hwm <= 0:
+            nxt = conn.execute(select(next_write_id.c.next_id)
+                               .where(next_write_id.c.db_name == db)
+                               .where(next_write_id.c.tbl_name == table)).scalar()
+            if nxt is not None and nxt - 1 > 0:
+                hwm = int(nxt) - 1
+        invalid: list[int] = []
+        aborted: list[bool] = []
+        min_open = None
+        if hwm > 0:
+            # Only write ids of transactions the snapshot does not see as committed matter:
+            # those above its high watermark or among its exceptions.
+            exceptions = list(snapshot.exceptions)
+            cond = t2w.txn_id > txn_hwm
+            if len(exceptions) > 1000:
+                cond = None  # a long exception list: scan the table's ids instead
+            elif exceptions:
+                cond = cond | t2w.txn_id.in_(exceptions)
+            query = select(t2w.txn_id, t2w.write_id).where(base).where(t2w.write_id <= hwm)
+            if cond is not None:
+                query = query.where(cond)
+            rows = conn.execute(query.order_by(t2w.write_id)).all()
+            for txn_id, wid in rows:
+                if snapshot.is_valid(txn_id):
+                    continue
+                invalid.append(int(wid))
+                if snapshot.is_aborted(txn_id):
+                    aborted.append(True)
+                else:
+                    aborted.append(False)
+                    if min_open is None or wid < min_open:
+                        min_open = int(wid)
+        return TableWriteIds(full, int(hwm), invalid, aborted, min_open)
+
+    # -- dynamic partitions and conflicts --------------------------------------------------
+
+    def add_dynamic_partitions(self, txn_id: int, write_id: int, db_name: str, table_name: str,
+                               partition_names: Sequence[str],
+                               operation_type: int | None = None) -> None:
+        db, table = (db_name or "").lower(), (table_name or "").lower()
+        # An old client that does not say what it did is treated as updating (Hive does too).
+        op = int(operation_type) if operation_type is not None else int(DataOp.UPDATE)
+        if op == DataOp.UNSET:
+            op = int(DataOp.UPDATE)
+
+        def work(conn: Connection) -> None:
+            row = require_open(conn, txn_id)
+            if row.txn_type == TxnType.READ_ONLY:
+                log.info("add_dynamic_partitions on read-only %s ignored", txn_id_str(txn_id))
+                return
+            parts = list(partition_names or ())
+            if parts:
+                conn.execute(insert(txn_components), [
+                    {"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": p,
+                     "operation_type": op, "write_id": write_id}
+                    for p in parts
+                ])
+
+        self.store.transaction(work)
+
+    def get_latest_txnid_in_conflict(self, txn_id: int) -> int:
+        """Highest committed transaction that updated/deleted what ``txn_id`` updates/deletes
+        after ``txn_id`` started; 0 when there is none."""
+        with self.store.read() as conn:
+            cur = conn.execute(
+                select(txn_components.c.db_name, txn_components.c.tbl_name,
+                       txn_components.c.part_name).distinct()
+                .where(txn_components.c.txn_id == txn_id)
+                .where(txn_components.c.operation_type.in_(UPDATE_DELETE))
+            ).all()
+            best = 0
+            for db, table, part in cur:
+                query = (select(func.max(write_set.c.txn_id))
+                         .where(write_set.c.db_name == db).where(write_set.c.tbl_name == table)
+                         .where(write_set.c.commit_id >= txn_id)
+                         .where(write_set.c.operation_type.in_(UPDATE_DELETE)))
+                if part is not None:
+                    query = query.where(write_set.c.part_name == part)
+                value = conn.execute(query).scalar()
+                if value is not None and value > best:
+                    best = int(value)
+        return best
+
+
+def _txns(ids: Sequence[int]) -> str:
+    return ", ".join(txn_id_str(t) for t in ids)
