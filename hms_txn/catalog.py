@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from . import names, notifications, partition_filter
-from .errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
+from .errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
 from .store import Store
 from .store.schema import dbs, partitions, tbls
 from .warehouse import Warehouse

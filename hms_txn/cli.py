@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cli_txn import register_txn_commands
     register_txn_commands(sub)
+    from .cli_compact import register_compact_commands
+    register_compact_commands(sub)
     return parser
 
 

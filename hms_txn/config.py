@@ -172,6 +172,10 @@ _key("javax.jdo.option.ConnectionURL", None, parse_str,
      "metastore.jdo.option.ConnectionURL")
 _key("javax.jdo.option.ConnectionUserName", None, parse_str, "Database user.")
 _key("javax.jdo.option.ConnectionPassword", None, parse_str, "Database password.")
+_key("hms_txn.sqlite.synchronous", "FULL", lambda v: _choice(v, ("FULL", "NORMAL")),
+     "FULL: every acknowledged call survives a process, OS or power failure. NORMAL: it "
+     "survives the process being killed (kill -9) but the last calls may be lost if the OS "
+     "crashes or power fails; several times more writes per second.")
 _key("hms_txn.db.pool.size", 10, parse_positive_int,
      "Connections kept open to a client/server database (PostgreSQL, MySQL).")
 _key("hms_txn.schema.auto.upgrade", True, parse_bool,
@@ -243,7 +247,16 @@ _key("hive.compactor.history.retention.did.not.initiate", 2, parse_nonneg_int,
 _key("hive.compactor.history.reaper.interval", 120.0, _seconds("ms"),
      "Time between purges of the compaction history beyond the retention counts.",
      "metastore.compactor.history.reaper.interval")
-_key("hms_txn.compactor.engine", "LOCAL", lambda v: _choice(v, ("LOCAL",)),
+
+
+def _compactor_engine(text: str) -> str:
+    value = text.strip().upper()
+    if value == "SPARK":
+        raise ValueError("SPARK (compaction as a Spark job) is not implemented yet; use LOCAL")
+    return _choice(value, ("LOCAL",))
+
+
+_key("hms_txn.compactor.engine", "LOCAL", _compactor_engine,
      "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid). A Spark "
      "job variant (SPARK) is not implemented yet.")
 _key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),

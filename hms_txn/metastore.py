@@ -32,7 +32,8 @@ class Metastore:
         url = config.database_url(self.data_dir)
         if url.startswith("sqlite"):
             os.makedirs(os.path.dirname(url[len("sqlite:///"):]) or ".", exist_ok=True)
-        self.store = Store(url, pool_size=config["hms_txn.db.pool.size"])
+        self.store = Store(url, pool_size=config["hms_txn.db.pool.size"],
+                           sqlite_synchronous=config["hms_txn.sqlite.synchronous"])
         self.schema_found = ensure_schema(self.store, auto_upgrade=config["hms_txn.schema.auto.upgrade"])
         self.warehouse = Warehouse(config.warehouse_dir(self.data_dir))
         os.makedirs(self.warehouse.root, exist_ok=True)
@@ -88,6 +89,11 @@ class Metastore:
             self._threads.append(Housekeeper(self).start())
         if self.cache not in self._threads:
             self._threads.append(self.cache.start())
+        # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
+        if not any(getattr(t, "is_compactor", False) for t in self._threads):
+            from .compactor import start_compactor
+            self.compactor = start_compactor(self)
+            self._threads.append(self.compactor)
 
     def health(self) -> dict:
         """Liveness of the service and its database, for /health."""

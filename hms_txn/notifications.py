@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
+from .store.sql import reserve_ids
 from .store.schema import notification_log, notification_sequence
 
 MESSAGE_FORMAT = "json-0.2"
@@ -36,23 +37,9 @@ class Event:
 
 
 def _next_ids(conn: Connection, count: int) -> int:
-    """Reserve ``count`` event ids; returns the first."""
-    query = (select(notification_sequence.c.next_event_id)
-             .where(notification_sequence.c.id == 1).with_for_update())
-    row = conn.execute(query).first()
-    if row is None:
-        # The very first event: two processes may get here at once; one insert wins, the
-        # other waits for it and then locks the row like everyone else.
-        from .txn import insert_ignore
-        insert_ignore(conn, notification_sequence, {"id": 1, "next_event_id": 1})
-        row = conn.execute(query).first()
-    first = int(row[0])
-    conn.execute(
-        update(notification_sequence)
-        .where(notification_sequence.c.id == 1)
-        .values(next_event_id=first + count)
-    )
-    return first
+    """Reserve ``count`` event ids; returns the first (the counter row stays locked until
+    the caller commits, which keeps ids dense and in commit order)."""
+    return reserve_ids(conn, notification_sequence, count, column="next_event_id")
 
 
 def append(conn: Connection, event_type: str, message: dict[str, Any], *,

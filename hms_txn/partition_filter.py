@@ -102,7 +102,6 @@ def parse(text: str, key_types: dict[str, str]) -> Predicate:
         return comparison()
 
     def literal() -> tuple[str, str]:
-        nonlocal pos
         kind = peek()
         if kind == "str":
             return "str", _unquote(take("str"))

@@ -31,13 +31,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
 from . import notifications
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
+from .store.sql import insert_ignore, reserve_ids  # noqa: F401  (re-exported)
 from .store.schema import (
     completed_txn_components, hive_locks, next_txn_id, txn_components, txns, write_set,
 )
@@ -97,42 +97,6 @@ def lock_id_str(lock_id: int) -> str:
 
 
 # ------------------------------------------------------------------------ shared SQL helpers
-
-def insert_ignore(conn: Connection, table, values: dict) -> None:
-    """INSERT a row unless one with the same key exists (race-safe on PostgreSQL)."""
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-        conn.execute(pg_insert(table).values(**values).on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-        conn.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing())
-    else:  # pragma: no cover - other databases
-        try:
-            with conn.begin_nested():
-                conn.execute(insert(table).values(**values))
-        except IntegrityError:
-            pass
-
-
-def reserve_ids(conn: Connection, counter, count: int, *, key: dict | None = None,
-                start: int = 1) -> int:
-    """Reserve ``count`` consecutive ids from a counter table; returns the first.
-
-    The counter row is locked until the caller's transaction ends, so no other transaction
-    (in this or another server process) can be handed the same ids.
-    """
-    key = key or {"id": 1}
-    cond = and_(*[counter.c[k] == v for k, v in key.items()])
-    # One round trip: the UPDATE row-locks the counter until the caller's transaction ends.
-    bump = (update(counter).where(cond).values(next_id=counter.c.next_id + count)
-            .returning(counter.c.next_id))
-    row = conn.execute(bump).first()
-    if row is None:
-        insert_ignore(conn, counter, {**key, "next_id": start})
-        row = conn.execute(bump).first()
-    return int(row[0]) - count
-
 
 def current_hwm(conn: Connection) -> int:
     """Highest transaction id handed out so far (0 when none)."""

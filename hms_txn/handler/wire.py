@@ -34,8 +34,7 @@ def _encoder(ttype: int, targs: Any) -> Encoder | None:
             return lambda v: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
         return None
     if ttype == TType.STRUCT:
-        cls = targs[0]
-        return lambda v: to_doc(v)
+        return to_doc
     if ttype in (TType.LIST, TType.SET):
         inner = _encoder(targs[0], targs[1])
         if inner is None:

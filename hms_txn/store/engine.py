@@ -7,6 +7,13 @@ live here:
   or ``kill -9``. Write transactions start with ``BEGIN IMMEDIATE`` (taking the write lock
   up front instead of failing on a lock upgrade later) and are serialized inside the
   process by a mutex, so threads queue instead of spinning on SQLITE_BUSY.
+* Group commit (SQLite): the fsync at COMMIT dominates a small transaction, and SQLite
+  allows one writer at a time anyway, so ``Store.transaction`` calls that arrive while
+  another is committing are run together, by whichever thread takes the writer mutex next,
+  in one database transaction, each inside its own SAVEPOINT. A call that fails rolls back
+  only its savepoint; every call returns only after the shared COMMIT is durable, so the
+  contract of a single transaction per call is unchanged while many clients share an
+  fsync.
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
   deadlocks are retried by ``Store.transaction``.
@@ -35,13 +42,18 @@ _RETRYABLE_PG_CODES = {"40001", "40P01"}  # serialization_failure, deadlock_dete
 class Store:
     """An SQLAlchemy engine plus the transaction discipline the domain modules rely on."""
 
-    def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False):
+    def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False,
+                 sqlite_synchronous: str = "FULL", group_commit: bool = True):
         self.url = url
-        self.engine: Engine = _make_engine(url, pool_size=pool_size, echo=echo)
+        self.engine: Engine = _make_engine(url, pool_size=pool_size, echo=echo,
+                                           synchronous=sqlite_synchronous)
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         # In-process writer queue for SQLite; a no-op for client/server databases.
         self._write_mutex = threading.Lock() if self.is_sqlite else contextlib.nullcontext()
+        self.group_commit = group_commit and self.is_sqlite
+        self._pending: list[_PendingCall] = []
+        self._pending_lock = threading.Lock()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
@@ -66,6 +78,8 @@ class Store:
         """Run ``fn(conn)`` in a write transaction, retrying on deadlock/serialization errors."""
         for attempt in range(1, attempts + 1):
             try:
+                if self.group_commit:
+                    return self._grouped(fn)
                 with self.write() as conn:
                     return fn(conn)
             except DBAPIError as err:
@@ -74,6 +88,42 @@ class Store:
                 log.debug("retrying transaction after %s (attempt %d)", err.orig, attempt)
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
         raise AssertionError("unreachable")
+
+    def _grouped(self, fn: Callable[[Connection], T]) -> T:
+        call = _PendingCall(fn)
+        with self._pending_lock:
+            self._pending.append(call)
+        with self._write_mutex:
+            if not call.done:
+                # We lead: run every call queued so far, ours included, under one COMMIT.
+                with self._pending_lock:
+                    batch, self._pending = self._pending, []
+                self._run_batch(batch)
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[return-value]
+
+    def _run_batch(self, batch: list["_PendingCall"]) -> None:
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(hms_begin="BEGIN IMMEDIATE")
+                with conn.begin():
+                    for call in batch:
+                        savepoint = conn.begin_nested()
+                        try:
+                            call.result = call.fn(conn)
+                        except BaseException as err:
+                            savepoint.rollback()
+                            call.error = err
+                        else:
+                            savepoint.commit()
+        except BaseException as err:  # BEGIN or COMMIT failed: no call of the batch happened
+            for call in batch:
+                if call.error is None:
+                    call.result, call.error = None, err
+        finally:
+            for call in batch:
+                call.done = True
 
     def _retryable(self, err: DBAPIError) -> bool:
         if self.is_sqlite:
@@ -85,7 +135,17 @@ class Store:
         self.engine.dispose()
 
 
-def _make_engine(url: str, *, pool_size: int, echo: bool) -> Engine:
+class _PendingCall:
+    __slots__ = ("fn", "result", "error", "done")
+
+    def __init__(self, fn: Callable[[Connection], object]):
+        self.fn = fn
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
+def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FULL") -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(
             url, echo=echo, pool_size=pool_size, max_overflow=64,
@@ -98,7 +158,7 @@ def _make_engine(url: str, *, pool_size: int, echo: bool) -> Engine:
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute(f"PRAGMA synchronous={synchronous}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.close()

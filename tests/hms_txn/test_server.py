@@ -14,7 +14,7 @@ from thrift.transport import TSocket, TTransport
 
 from hms_txn.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
-from tests.support.servers import ServerProcess, client_for, write_site_xml
+from tests.support.servers import ServerProcess, checkout_env, client_for, write_site_xml
 
 
 @pytest.mark.parametrize("framed, compact", [(True, False), (False, True), (True, True)])
@@ -118,7 +118,7 @@ def test_sigterm_stops_cleanly_with_connected_client(tmp_path):
 
 def test_embedded_default_without_conf(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "hms_txn.cli", "serve", "--port", "0",
-                             "--host", "127.0.0.1"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "--host", "127.0.0.1"], cwd=tmp_path, env=checkout_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:
         line = proc.stdout.readline().decode()
@@ -144,7 +144,7 @@ def test_bad_configuration_stops_startup_naming_the_problem(tmp_path, content, m
     conf = tmp_path / "hive-site.xml"
     conf.write_text(content)
     result = subprocess.run([sys.executable, "-m", "hms_txn.cli", "serve", "--conf", str(conf),
-                             "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+                             "--port", "0"], cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert message in result.stderr
 
@@ -175,7 +175,7 @@ def test_server_from_site_xml_with_metastore_aliases(tmp_path):
     })
     proc = subprocess.Popen([sys.executable, "-m", "hms_txn.cli", "serve", "--conf", conf, "--port", "0",
                              "--host", "127.0.0.1", "--data-dir", str(tmp_path / "data")],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                            cwd=tmp_path, env=checkout_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         port = int(proc.stdout.readline().decode().rsplit(":", 1)[1])
         with client_for(port) as c:

@@ -65,6 +65,17 @@ class InProcessServer:
         self.server.stop()
 
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def checkout_env() -> dict[str, str]:
+    """Environment for child processes that must run this checkout's code (not whatever
+    copy of hms_txn happens to be installed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def write_site_xml(path: str, values: dict[str, str]) -> str:
     from xml.sax.saxutils import escape
     props = "\n".join(
@@ -87,7 +98,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hms_txn.cli", "serve", "--conf", conf, "--data-dir", data_dir,
              "--port", str(port), "--host", "127.0.0.1"],
-            stdout=subprocess.PIPE, stderr=self._log, cwd=data_dir)
+            stdout=subprocess.PIPE, stderr=self._log, cwd=data_dir, env=checkout_env())
         line = self.proc.stdout.readline().decode()
         match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
         if not match:

@@ -1,0 +1,513 @@
+"""Minor and major compaction of a Hive full-ACID table (or partition) directory.
+
+Pure library (no metastore): the caller supplies the compactor's snapshot and the id of the
+compaction transaction that will make the output visible.
+
+* **Minor**: the selected insert deltas become ``delta_MIN_MAX_vC`` and the selected delete
+  deltas ``delete_delta_MIN_MAX_vC`` (no statement id). Events are copied unchanged, except
+  that events of aborted write ids are dropped; each output ``bucket_N`` holds the events of
+  the input ``bucket_N`` files sorted by (originalTransaction, bucket, rowId).
+* **Major**: the snapshot's live rows (base + deltas - deletes, original files included)
+  become ``base_MAX_vC``, one ``bucket_N`` per bucket id, ROW__IDs preserved, plus Hive 3's
+  ``_metadata_acid`` marker.
+
+``MAX`` is the compactor's high watermark: :func:`compactor_write_ids` turns a reader's
+ValidWriteIdList into Hive's compactor list (``createValidCompactWriteIdList``): nothing at or
+above the lowest open write id, aborted ids kept as exceptions so their data is dropped. A
+streaming delta that straddles the watermark lowers it further (to just below that delta),
+so the output never overlaps a delta it does not replace. ``MIN`` (minor) is the smallest
+write id of the compacted deltas.
+
+Crash safety: the output is written under a hidden staging directory
+(``.hms-compactor-vC-<random>``, skipped by every reader) and then renamed to its final
+``_vC`` name. A ``_vC`` directory is invisible to readers whose ValidTxnList does not show C
+committed (``orc_acid.snapshot``), so the output appears exactly when the compaction
+transaction commits, and output of a compaction whose transaction aborted is an aborted
+directory the cleaner deletes (with any stale staging directory: :func:`cleanable`).
+
+Local file systems only (as ``orc_acid.writer``). Vectorized: whole files are read into
+Arrow, filtered, concatenated and sorted with pyarrow compute; no per-row Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .layout import (METADATA_FILE, format_base, format_bucket_file, format_delete_delta,
+                     format_delta, parse_bucket_file)
+from .reader import (AcidSchemaError, _acid_names, _Files, _looks_positional,
+                     plan_splits_for_snapshot, read_split)
+from .snapshot import AcidSnapshot, SnapshotError, get_acid_state
+from .valid_ids import RangeResponse, ValidTxnList, ValidWriteIdList
+from .writer import (ACID_FIELD_NAMES, OP_INSERT, WriterOptions, _ensure_dir_with_version,
+                     acid_schema, write_acid_file)
+
+__all__ = [
+    "MINOR", "MAJOR", "STAGING_PREFIX", "CompactionError", "CompactionPlan", "CompactionResult",
+    "StagedCompaction", "compactor_write_ids", "plan_compaction", "stage_compaction",
+    "publish_compaction", "discard_staged", "compact", "compact_minor", "compact_major",
+    "cleanable", "staging_txn_id", "dir_size",
+]
+
+MINOR, MAJOR = "minor", "major"
+STAGING_PREFIX = ".hms-compactor-v"
+_STAGING_RE = re.compile(r"\.hms-compactor-v([0-9]+)-[0-9a-f]+\Z")
+_METADATA_ACID = {"thisFileVersion": "0", "dataFormat": "compacted"}
+
+
+class CompactionError(Exception):
+    """A compaction that cannot be done (bad input, insert-only table, name clash...)."""
+
+
+# -- snapshots -------------------------------------------------------------------------------
+
+def _as_wids(v) -> ValidWriteIdList:
+    if isinstance(v, ValidWriteIdList):
+        return v
+    return ValidWriteIdList.parse(v)
+
+
+def compactor_write_ids(valid_write_ids) -> ValidWriteIdList:
+    """Hive's ``TxnUtils.createValidCompactWriteIdList``: the high watermark drops to just
+    below the lowest open write id, and only aborted ids (below it) stay exceptions."""
+    w = _as_wids(valid_write_ids)
+    hwm = w.high_watermark
+    opens = w.open_ids
+    low_open = w.min_open if w.min_open is not None else (min(opens) if opens else None)
+    if low_open is not None:
+        hwm = min(hwm, low_open - 1)
+    return ValidWriteIdList(w.table_name, hwm,
+                            aborted_ids=[x for x in w.aborted_ids if x <= hwm])
+
+
+def _with_hwm(w: ValidWriteIdList, hwm: int) -> ValidWriteIdList:
+    return ValidWriteIdList(w.table_name, hwm, aborted_ids=[x for x in w.aborted_ids if x <= hwm])
+
+
+def _local(location: str) -> str:
+    if location.startswith("file://"):
+        return location[len("file://"):]
+    if location.startswith("file:"):
+        return location[len("file:"):]
+    return location
+
+
+# -- planning --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    location: str
+    kind: str                              # MINOR | MAJOR
+    valid_write_ids: ValidWriteIdList      # the compactor list actually used
+    valid_txns: Optional[ValidTxnList]
+    visibility_txn_id: int
+    snapshot: AcidSnapshot
+    min_write_id: int
+    max_write_id: int
+    inputs: Tuple[str, ...]                # directories / original files read (relative)
+    outputs: Tuple[str, ...]               # final directory names this compaction creates
+
+    @property
+    def highest_write_id(self) -> int:
+        return self.max_write_id
+
+
+def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn_id: int,
+                    valid_txns=None, already_compactor_list: bool = False
+                    ) -> Optional[CompactionPlan]:
+    """Decide what a compaction of ``location`` reads and writes; None if there is nothing
+    worth compacting (minor: fewer than two deltas; major: no delta and no original file).
+
+    ``valid_write_ids``: the table's ValidWriteIdList as of the compaction transaction's
+    snapshot (turned into the compactor list unless ``already_compactor_list``);
+    ``valid_txns``: that snapshot's ValidTxnList (``_vT`` visibility);
+    ``visibility_txn_id``: the compaction transaction (the ``_vC`` suffix), > 0."""
+    kind = kind.lower()
+    if kind not in (MINOR, MAJOR):
+        raise ValueError(f"kind must be {MINOR!r} or {MAJOR!r}, not {kind!r}")
+    if int(visibility_txn_id) <= 0:
+        raise ValueError("visibility_txn_id must be the compaction transaction id (> 0)")
+    loc = _local(location)
+    txns = valid_txns if valid_txns is None or isinstance(valid_txns, ValidTxnList) \
+        else ValidTxnList.parse(valid_txns)
+    wids = _as_wids(valid_write_ids) if already_compactor_list \
+        else compactor_write_ids(valid_write_ids)
+    snap = get_acid_state(loc, wids, txns)
+    # a delta straddling the watermark (streaming, or a multi-id range) caps the compaction
+    # just below it, so that the output never overlaps a directory it does not replace
+    cap = wids.high_watermark
+    for d in snap.current:
+        if d.max_write_id > cap:
+            cap = min(cap, d.min_write_id - 1)
+    if cap != wids.high_watermark:
+        wids = _with_hwm(wids, cap)
+        snap = get_acid_state(loc, wids, txns)
+    if cap <= 0:
+        return None
+    base_id = snap.base.write_id if snap.base is not None else 0
+    if cap <= base_id:
+        return None
+    if kind == MINOR:
+        if len(snap.current) < 2:
+            return None
+        lo = min(d.min_write_id for d in snap.current)
+        if any((d.min_write_id, d.max_write_id, d.statement_id) == (lo, cap, None)
+               for d in snap.current):
+            return None  # the output range exists already (a compacted delta): no gain
+        outputs = []
+        if snap.deltas:
+            outputs.append(format_delta(lo, cap, None, visibility_txn_id))
+        if snap.delete_deltas:
+            outputs.append(format_delete_delta(lo, cap, None, visibility_txn_id))
+        inputs = tuple(d.path for d in snap.current)
+    else:
+        if not snap.current and not snap.original_files:
+            return None
+        lo = 0
+        outputs = [format_base(cap, visibility_txn_id)]
+        inputs = ((snap.base.path,) if snap.base is not None else ()) + \
+            tuple(d.path for d in snap.current) + tuple(snap.original_files)
+    return CompactionPlan(loc, kind, wids, txns, int(visibility_txn_id), snap, lo, cap,
+                          inputs, tuple(outputs))
+
+
+# -- row schema --------------------------------------------------------------------------------
+
+def _pick_row_type(files: _Files, candidates: Sequence[Tuple[str, Optional[str], bool]]
+                   ) -> Optional[pa.StructType]:
+    """Row struct of the widest file (ties: the newest), preferring real column names."""
+    best: Optional[List[pa.Field]] = None
+    for rel, side, acid in candidates:
+        f = files.open_orc(rel, side)
+        fields = list(f.schema.field(5).type) if acid and _acid_names(f.schema) else list(f.schema)
+        if best is None or len(fields) > len(best) or (
+                len(fields) == len(best) and (not _looks_positional(fields)
+                                              or _looks_positional(best))):
+            best = fields
+    return None if best is None else pa.struct(best)
+
+
+def _conform_row(col: pa.ChunkedArray, target: pa.StructType) -> pa.ChunkedArray:
+    """Map a ``row`` struct column to the target struct by field position."""
+    if col.type == target:
+        return col
+    chunks = []
+    for ch in col.chunks:
+        n = len(ch)
+        children = []
+        for i, fl in enumerate(target):
+            if i < ch.type.num_fields:
+                child = ch.field(i)
+                if child.type != fl.type:
+                    try:
+                        child = child.cast(fl.type)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                        raise AcidSchemaError(f"row field {i} has type {child.type}, "
+                                              f"expected {fl.type}: {e}") from e
+            else:
+                child = pa.nulls(n, type=fl.type)
+            children.append(child)
+        mask = ch.is_null() if ch.null_count else None
+        chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=mask))
+    return pa.chunked_array(chunks, type=target)
+
+
+# -- staging ---------------------------------------------------------------------------------
+
+@dataclass
+class StagedCompaction:
+    plan: CompactionPlan
+    staging_dir: str                       # absolute
+    rows: int = 0                          # insert events / live rows written
+    deletes: int = 0                       # delete events written
+    files: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    published: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    kind: str
+    location: str
+    visibility_txn_id: int
+    min_write_id: int
+    max_write_id: int
+    inputs: Tuple[str, ...]
+    outputs: Tuple[str, ...]
+    rows: int
+    deletes: int
+    files: int
+    seconds: float
+
+
+def _valid_mask(wids: ValidWriteIdList, arr: np.ndarray) -> np.ndarray:
+    mask = arr <= wids.high_watermark
+    exc = wids.exceptions
+    if exc:
+        mask &= ~np.isin(arr, np.asarray(exc, dtype=np.int64))
+    return mask
+
+
+def _read_events(files: _Files, rel: str, side: Optional[str], filt: bool,
+                 wids: ValidWriteIdList, row_type: pa.StructType) -> pa.Table:
+    f = files.open_orc(rel, side)
+    names = _acid_names(f.schema)
+    if names is None:
+        raise AcidSchemaError(f"{files.full(rel)}: not an ACID event file: {f.schema.names}")
+    t = f.read()
+    cols = [t.column(names[n.lower()]) for n in ACID_FIELD_NAMES]
+    types = [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()]
+    cols = [c if c.type == ty else c.cast(ty) for c, ty in zip(cols[:5], types)] + \
+        [_conform_row(cols[5], row_type)]
+    t = pa.Table.from_arrays(cols, schema=acid_schema(pa.schema(list(row_type))))
+    if filt and t.num_rows:
+        keep = _valid_mask(wids, t.column("currentTransaction").to_numpy())
+        if not keep.all():
+            t = t.filter(pa.array(keep))
+    return t
+
+
+_SORT_KEYS = [("originalTransaction", "ascending"), ("bucket", "ascending"),
+              ("rowId", "ascending"), ("currentTransaction", "ascending")]
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    if t.num_rows <= 1:
+        return t
+    return t.take(pc.sort_indices(t, sort_keys=_SORT_KEYS))
+
+
+def _stage_minor(st: StagedCompaction, files: _Files, options: Optional[WriterOptions]) -> None:
+    plan = st.plan
+    wids = plan.valid_write_ids
+    snap = plan.snapshot
+    cands = [(rel, _side(rel, d.side_files), True) for d in snap.deltas for rel in d.files]
+    if not cands:
+        cands = [(rel, None, True) for d in snap.delete_deltas for rel in d.files]
+    row_type = _pick_row_type(files, cands) or pa.struct([])
+    for is_delete, dirs, out in ((False, snap.deltas, format_delta),
+                                 (True, snap.delete_deltas, format_delete_delta)):
+        if not dirs:
+            continue
+        name = out(plan.min_write_id, plan.max_write_id, None, plan.visibility_txn_id)
+        target = os.path.join(st.staging_dir, name)
+        _ensure_dir_with_version(target)
+        by_bucket: Dict[int, List[pa.Table]] = {}
+        for d in dirs:
+            filt = wids.range_validity(d.min_write_id, d.max_write_id) is not RangeResponse.ALL
+            for rel in d.files:
+                b = parse_bucket_file(rel.rsplit("/", 1)[-1])
+                if b is None:
+                    raise AcidSchemaError(f"{files.full(rel)}: not a bucket file name in an "
+                                          f"ACID directory")
+                st.bytes_read += files.size(rel)
+                t = _read_events(files, rel, _side(rel, d.side_files), filt, wids, row_type)
+                if t.num_rows:
+                    by_bucket.setdefault(b.bucket_id, []).append(t)
+        for bucket_id in sorted(by_bucket):
+            events = _sorted(pa.concat_tables(by_bucket[bucket_id]).combine_chunks())
+            n = events.num_rows
+            write_acid_file(os.path.join(target, format_bucket_file(bucket_id)), events,
+                            inserts=0 if is_delete else n, deletes=n if is_delete else 0,
+                            options=options)
+            st.files += 1
+            if is_delete:
+                st.deletes += n
+            else:
+                st.rows += n
+
+
+def _side(rel: str, sides: Sequence[str]) -> Optional[str]:
+    s = rel + "_flush_length"
+    return s if s in sides else None
+
+
+def _stage_major(st: StagedCompaction, files: _Files, options: Optional[WriterOptions],
+                 schema: Optional[pa.Schema]) -> None:
+    plan = st.plan
+    snap = plan.snapshot
+    name = format_base(plan.max_write_id, plan.visibility_txn_id)
+    target = os.path.join(st.staging_dir, name)
+    _ensure_dir_with_version(target)
+    with open(os.path.join(target, METADATA_FILE), "w", encoding="utf-8") as fh:
+        json.dump(_METADATA_ACID, fh, separators=(",", ":"))
+    splits = plan_splits_for_snapshot(plan.location, snap)
+    if schema is None:
+        cands = []
+        if snap.base is not None:
+            cands += [(rel, _side(rel, snap.base.side_files), True) for rel in snap.base.files]
+        cands += [(rel, _side(rel, d.side_files), True) for d in snap.deltas for rel in d.files]
+        cands += [(rel, None, False) for rel in snap.original_files]
+        row_type = _pick_row_type(files, cands)
+        schema = pa.schema(list(row_type)) if row_type is not None else pa.schema([])
+    else:
+        schema = schema.remove_metadata() if isinstance(schema, pa.Schema) else pa.schema(schema)
+    row_fields = list(schema)
+    for sp in splits:
+        for df in sp.data_files:
+            st.bytes_read += files.size(df.path)
+        for dfile in sp.delete_files:
+            st.bytes_read += files.size(dfile.path)
+        t = read_split(sp, schema=schema, with_row_id=True)
+        n = t.num_rows
+        if n == 0:
+            continue
+        rid = t.column("ROW__ID").combine_chunks()
+        o = rid.field("writeid")
+        cols = [t.column(i).combine_chunks() for i in range(1, t.num_columns)]
+        events = pa.Table.from_arrays([
+            pa.array(np.full(n, OP_INSERT, dtype=np.int32)), o, rid.field("bucketid"),
+            rid.field("rowid"), o,
+            pa.StructArray.from_arrays(cols, fields=row_fields) if row_fields
+            else pa.array([{}] * n, type=pa.struct([])),
+        ], schema=acid_schema(schema))
+        events = _sorted(events)
+        write_acid_file(os.path.join(target, format_bucket_file(sp.bucket_id)), events,
+                        inserts=n, options=options)
+        st.files += 1
+        st.rows += n
+
+
+def stage_compaction(plan: CompactionPlan, *, schema=None,
+                     options: Optional[WriterOptions] = None) -> StagedCompaction:
+    """Write the output under a hidden staging directory of the table (not yet visible)."""
+    start = time.perf_counter()
+    staging = os.path.join(plan.location,
+                           f"{STAGING_PREFIX}{plan.visibility_txn_id:07d}-{uuid.uuid4().hex[:12]}")
+    os.makedirs(staging)
+    st = StagedCompaction(plan, staging)
+    files = _Files(plan.location)
+    try:
+        if plan.kind == MINOR:
+            _stage_minor(st, files, options)
+        else:
+            _stage_major(st, files, options, schema)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    st.seconds = time.perf_counter() - start
+    return st
+
+
+def publish_compaction(st: StagedCompaction) -> List[str]:
+    """Rename the staged directories to their final ``_vC`` names (still invisible until the
+    compaction transaction commits); refuses to replace an existing directory."""
+    loc = st.plan.location
+    for name in st.plan.outputs:
+        src = os.path.join(st.staging_dir, name)
+        dst = os.path.join(loc, name)
+        if not os.path.isdir(src):
+            os.makedirs(src)  # nothing staged for it (cannot happen; keep the name complete)
+        if os.path.exists(dst):
+            raise CompactionError(f"{dst} already exists: compaction output names are unique "
+                                  f"per compaction transaction")
+        os.rename(src, dst)
+        st.published.append(name)
+    shutil.rmtree(st.staging_dir, ignore_errors=True)
+    return list(st.published)
+
+
+def discard_staged(st: StagedCompaction) -> None:
+    """Remove staged and published output (for a compaction that will not commit)."""
+    shutil.rmtree(st.staging_dir, ignore_errors=True)
+    for name in st.published:
+        shutil.rmtree(os.path.join(st.plan.location, name), ignore_errors=True)
+
+
+def _result(st: StagedCompaction) -> CompactionResult:
+    p = st.plan
+    return CompactionResult(p.kind, p.location, p.visibility_txn_id, p.min_write_id,
+                            p.max_write_id, p.inputs, p.outputs, st.rows, st.deletes,
+                            st.files, st.seconds)
+
+
+def compact(location: str, kind: str, valid_write_ids, *, visibility_txn_id: int,
+            valid_txns=None, schema=None, options: Optional[WriterOptions] = None,
+            already_compactor_list: bool = False) -> Optional[CompactionResult]:
+    """Plan, stage and publish a compaction; None when there is nothing to compact."""
+    plan = plan_compaction(location, kind, valid_write_ids, visibility_txn_id=visibility_txn_id,
+                           valid_txns=valid_txns, already_compactor_list=already_compactor_list)
+    if plan is None:
+        return None
+    st = stage_compaction(plan, schema=schema, options=options)
+    publish_compaction(st)
+    return _result(st)
+
+
+def compact_minor(location: str, valid_write_ids, *, visibility_txn_id: int, valid_txns=None,
+                  options: Optional[WriterOptions] = None) -> Optional[CompactionResult]:
+    return compact(location, MINOR, valid_write_ids, visibility_txn_id=visibility_txn_id,
+                   valid_txns=valid_txns, options=options)
+
+
+def compact_major(location: str, valid_write_ids, *, visibility_txn_id: int, valid_txns=None,
+                  schema=None, options: Optional[WriterOptions] = None
+                  ) -> Optional[CompactionResult]:
+    return compact(location, MAJOR, valid_write_ids, visibility_txn_id=visibility_txn_id,
+                   valid_txns=valid_txns, schema=schema, options=options)
+
+
+# -- cleaning --------------------------------------------------------------------------------
+
+def staging_txn_id(name: str) -> Optional[int]:
+    """The compaction transaction of a staging directory name, or None."""
+    m = _STAGING_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def cleanable(location: str, highest_write_id: int, valid_write_ids, valid_txns,
+              *, txn_finished: Optional[Callable[[int], bool]] = None) -> List[str]:
+    """Directories (relative names) of ``location`` a cleaner may delete once no reader can
+    need them: the obsolete and aborted directories at or below ``highest_write_id`` (the
+    compaction's), under the current snapshot (``valid_write_ids``/``valid_txns``: the
+    compaction must be committed in it), plus staging directories of compaction
+    transactions for which ``txn_finished(txn_id)`` is true."""
+    loc = _local(location)
+    if not os.path.isdir(loc):
+        return []
+    w = _as_wids(valid_write_ids)
+    hwm = min(w.high_watermark, int(highest_write_id))
+    cleaner_wids = ValidWriteIdList(w.table_name, hwm,
+                                    open_ids=[x for x in w.open_ids if x <= hwm],
+                                    aborted_ids=[x for x in w.aborted_ids if x <= hwm])
+    txns = valid_txns if valid_txns is None or isinstance(valid_txns, ValidTxnList) \
+        else ValidTxnList.parse(valid_txns)
+    try:
+        snap = get_acid_state(loc, cleaner_wids, txns)
+    except SnapshotError:
+        return []
+    out = [p for p in list(snap.obsolete) + list(snap.aborted) if "/" not in p]
+    if txn_finished is not None:
+        for name in sorted(os.listdir(loc)):
+            t = staging_txn_id(name)
+            if t is not None and txn_finished(t):
+                out.append(name)
+    seen = set()
+    return [p for p in out if not (p in seen or seen.add(p))]
+
+
+def dir_size(path: str) -> int:
+    """Bytes of the non-hidden files directly in ``path`` (Hive's sumDirSize)."""
+    total = 0
+    try:
+        with os.scandir(path) as it:
+            for e in it:
+                if e.name.startswith(("_", ".")):
+                    continue
+                if e.is_file(follow_symlinks=False):
+                    total += e.stat().st_size
+    except FileNotFoundError:
+        return 0
+    return total
