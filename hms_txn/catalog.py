@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from . import names, notifications, partition_filter
-from .errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
+from .errors import AlreadyExists, InvalidInput, InvalidObject, InvalidOperation, NoSuchObject
 from .store import Store
 from .store.schema import dbs, partitions, tbls
 from .warehouse import Warehouse
@@ -51,6 +51,30 @@ def is_external(table: Doc) -> bool:
 
 def is_transactional(table: Doc) -> bool:
     return _is_true((table.get("parameters") or {}).get("transactional"))
+
+
+def set_table_parameter_in(conn: Connection, tbl_id: int, key: str, value: str, *,
+                           must_exist: bool) -> None:
+    """Set one table parameter inside the caller's transaction (with its ALTER_TABLE event).
+
+    ``must_exist``: the parameter must already be set, as Hive requires for the key/value a
+    commit records; otherwise the call fails and changes nothing.
+    """
+    row = conn.execute(select(tbls.c.doc).where(tbls.c.tbl_id == tbl_id).with_for_update()).first()
+    if row is None:
+        raise InvalidInput(f"no table with id {tbl_id}")
+    doc = json.loads(row.doc)
+    params = dict(doc.get("parameters") or {})
+    if must_exist and key not in params:
+        raise InvalidInput(f"table {doc['dbName']}.{doc['tableName']} has no parameter {key!r} to "
+                           f"update; set it first (e.g. with ALTER TABLE ... SET TBLPROPERTIES)")
+    params[key] = value
+    doc["parameters"] = params
+    conn.execute(update(tbls).where(tbls.c.tbl_id == tbl_id).values(doc=_dumps(doc)))
+    notifications.append(conn, "ALTER_TABLE", {
+        "db": doc["dbName"], "table": doc["tableName"], "tableType": doc.get("tableType"),
+        "isTruncateOp": "false", "writeId": -1,
+    }, db_name=doc["dbName"], tbl_name=doc["tableName"])
 
 
 class Catalog:

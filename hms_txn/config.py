@@ -282,6 +282,33 @@ _key("hms_txn.cache.strict.writeids", False, parse_bool,
 _key("hms_txn.cache.tailer.pausable", False, parse_bool,
      "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
      "pause and resume the cache's log tailer.")
+# Extension mode (hms_txn.upstream, hms_txn.extension; docs/extension-mode.md)
+_key("hms_txn.upstream.uris", None, parse_str,
+     "Comma-separated thrift://host:port URIs of an existing metastore (e.g. Hive 2.x): "
+     "turns on extension mode (catalog calls forwarded there; transactions, write ids, "
+     "locks, notifications and the cache served here).")
+_key("hms_txn.upstream.sasl.enabled", False, parse_bool,
+     "Authenticate to the upstream with SASL PLAIN (thrift-sasl).")
+_key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the upstream.")
+_key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
+_key("hms_txn.upstream.framed", False, parse_bool,
+     "Framed transport to the upstream (always framed with SASL).")
+_key("hms_txn.upstream.socket.timeout", 60.0, _seconds("s"),
+     "Socket timeout of upstream connections (connect and each call).")
+_key("hms_txn.upstream.retries", 2, parse_nonneg_int,
+     "Extra attempts when the upstream cannot be reached (each tries every URI).")
+_key("hms_txn.upstream.retry.delay", 0.2, _seconds("s"),
+     "Pause between those attempts.")
+_key("hms_txn.upstream.pool.size", 16, parse_positive_int,
+     "Idle upstream connections kept open for re-use.")
+_key("hms_txn.upstream.cache.ttl", 5.0, _seconds("s"),
+     "Upstream tables in the metadata cache are re-read after this long (changes made "
+     "directly on the upstream are seen within it; 0 = every read goes upstream).")
+_key("hms_txn.upstream.events.enabled", False, parse_bool,
+     "Tail the upstream's own notification log (needs DbNotificationListener there) and "
+     "evict tables it reports changed.")
+_key("hms_txn.upstream.events.interval", 1.0, _seconds("s"),
+     "How often the upstream's notification log is polled.")
 
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.

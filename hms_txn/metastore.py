@@ -26,8 +26,11 @@ log = logging.getLogger(__name__)
 
 class Metastore:
     def __init__(self, config: Config, *, data_dir: str = "metastore_data",
-                 object_json: Callable[[str, dict], str] | None = None):
+                 object_json: Callable[[str, dict], str] | None = None, upstream: Any = None):
         self.config = config
+        # Extension mode (docs/extension-mode.md): catalog objects live in ``upstream``
+        # (an ``hms_txn.upstream.UpstreamPool``); None serves the catalog from our database.
+        self.upstream = upstream
         self.data_dir = os.path.abspath(data_dir)
         url = config.database_url(self.data_dir)
         if url.startswith("sqlite"):
@@ -52,8 +55,13 @@ class Metastore:
         # Notification calls and the metadata cache (hms_txn.notifications / hms_txn.cache).
         from .cache import MetadataCache
         from .notifications import NotificationLog
-        self.notifications = NotificationLog(self.store, self.catalog)
-        self.cache = MetadataCache(self.store, self.catalog, config)
+        if upstream is None:
+            self.notifications = NotificationLog(self.store, self.catalog)
+            self.cache = MetadataCache(self.store, self.catalog, config)
+        else:
+            from .extension import ExtensionCache, ExtensionNotificationLog
+            self.notifications = ExtensionNotificationLog(self.store, self.catalog, upstream.tables)
+            self.cache = ExtensionCache(self.store, upstream.tables, config)
         self.observability.add_provider(self._cache_stats)
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
@@ -100,8 +108,11 @@ class Metastore:
         try:
             with self.store.read() as conn:
                 conn.execute(text("SELECT 1"))
-            return {"status": "ok", "database": self.store.dialect,
-                    "uptime_seconds": round(time.time() - self.started_at, 1)}
+            out = {"status": "ok", "database": self.store.dialect,
+                   "uptime_seconds": round(time.time() - self.started_at, 1)}
+            if self.upstream is not None:
+                out["upstream"] = self.upstream.health()
+            return out
         except Exception as err:  # report, do not raise: this is the health endpoint
             return {"status": "unavailable", "database": self.store.dialect, "error": str(err)}
 
@@ -111,4 +122,6 @@ class Metastore:
             stop = getattr(thread, "stop", None)
             if stop:
                 stop()
+        if self.upstream is not None:
+            self.upstream.close()
         self.store.dispose()

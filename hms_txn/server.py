@@ -213,5 +213,9 @@ class MetastoreServer:
 
 def create_server(config: Config, *, data_dir: str = "metastore_data", host: str | None = None,
                   port: int | None = None) -> MetastoreServer:
-    ms = Metastore(config, data_dir=data_dir, object_json=object_json)
+    upstream = None
+    if config["hms_txn.upstream.uris"]:   # extension mode (docs/extension-mode.md)
+        from .upstream import UpstreamPool
+        upstream = UpstreamPool.from_config(config)
+    ms = Metastore(config, data_dir=data_dir, object_json=object_json, upstream=upstream)
     return MetastoreServer(ms, host=host, port=port)

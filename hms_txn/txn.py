@@ -35,6 +35,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from . import notifications
+from .catalog import set_table_parameter_in
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
 from .store.sql import insert_ignore, reserve_ids  # noqa: F401  (re-exported)
@@ -45,6 +46,8 @@ from .store.schema import (
 log = logging.getLogger(__name__)
 
 OPEN, ABORTED, COMMITTED = "o", "a", "c"
+# Table parameters a commit may set through CommitTxnRequest.keyValue (Hive's TXN_KEY_START).
+TXN_KEY_PREFIX = "_meta"
 
 
 class TxnState(enum.IntEnum):
@@ -331,9 +334,10 @@ class TxnManager:
         if repl_policy:
             log.info("commit_txn %s: replPolicy %r accepted and ignored", txn_id_str(txn_id),
                      repl_policy)
-        if key_value is not None:
-            log.info("commit_txn %s: keyValue for table id %s accepted and ignored",
-                     txn_id_str(txn_id), key_value[0])
+        if key_value is not None and not key_value[1].startswith(TXN_KEY_PREFIX):
+            raise InvalidInput(
+                f"commit_txn {txn_id_str(txn_id)}: keyValue key {key_value[1]!r} must start "
+                f"with {TXN_KEY_PREFIX!r} (table id {key_value[0]})")
         check_conflicts = excl_write_enabled is not True
 
         def work(conn: Connection) -> CommitResult:
@@ -345,6 +349,12 @@ class TxnManager:
             if row.state == ABORTED:
                 raise_not_open(ABORTED, txn_id)
             now = now_ms()
+            if key_value is not None:
+                # Recorded atomically with the commit (Hive's CommitTxnKeyValue): an ingest
+                # job stores its progress marker so a replay after a crash can skip work
+                # that this commit already made visible.
+                set_table_parameter_in(conn, key_value[0], key_value[1], key_value[2],
+                                       must_exist=True)
             read_only = row.txn_type == TxnType.READ_ONLY
             comps = [] if read_only else conn.execute(
                 select(txn_components).where(txn_components.c.txn_id == txn_id)

@@ -190,6 +190,8 @@ def _pick_row_type(files: _Files, candidates: Sequence[Tuple[str, Optional[str],
     best: Optional[List[pa.Field]] = None
     for rel, side, acid in candidates:
         f = files.open_orc(rel, side)
+        if f is None:  # streaming file with nothing flushed yet
+            continue
         fields = list(f.schema.field(5).type) if acid and _acid_names(f.schema) else list(f.schema)
         if best is None or len(fields) > len(best) or (
                 len(fields) == len(best) and (not _looks_positional(fields)
@@ -263,6 +265,8 @@ def _valid_mask(wids: ValidWriteIdList, arr: np.ndarray) -> np.ndarray:
 def _read_events(files: _Files, rel: str, side: Optional[str], filt: bool,
                  wids: ValidWriteIdList, row_type: pa.StructType) -> pa.Table:
     f = files.open_orc(rel, side)
+    if f is None:  # streaming file with nothing flushed yet
+        return acid_schema(pa.schema(list(row_type))).empty_table()
     names = _acid_names(f.schema)
     if names is None:
         raise AcidSchemaError(f"{files.full(rel)}: not an ACID event file: {f.schema.names}")

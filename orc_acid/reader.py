@@ -178,14 +178,30 @@ class _Files:
             return os.path.getsize(p)
         return self.fs.get_file_info(p).size
 
-    def open_orc(self, rel: str, side_file: Optional[str] = None) -> orc.ORCFile:
+    def read_prefix(self, rel: str, length: int) -> bytes:
+        p = self.full(rel)
+        if self.fs is None:
+            with open(p, "rb") as fh:
+                return fh.read(length)
+        with self.fs.open_input_file(p) as fh:
+            return fh.read(length)
+
+    def open_orc(self, rel: str, side_file: Optional[str] = None) -> Optional[orc.ORCFile]:
+        """The ORC file, or for a streaming file with a ``_flush_length`` side file its
+        prefix up to the last recorded length; None when nothing was flushed yet (length 0,
+        or an empty side file). A side file deleted since the listing means the writer
+        closed the file: it is then read whole."""
         p = self.full(rel)
         try:
             if side_file is not None:
-                length = _flush_length(self.read_bytes(side_file))
-                if length is not None and length < self.size(rel):
-                    data = self.read_bytes(rel)[:length]
-                    return orc.ORCFile(pa.BufferReader(data))
+                try:
+                    length = _flush_length(self.read_bytes(side_file))
+                except FileNotFoundError:
+                    length = -1
+                if length is None or length == 0:
+                    return None
+                if length > 0 and length < self.size(rel):
+                    return orc.ORCFile(pa.BufferReader(self.read_prefix(rel, length)))
             if self.fs is None:
                 return orc.ORCFile(p)
             return orc.ORCFile(self.fs.open_input_file(p))
@@ -243,6 +259,8 @@ def infer_row_schema(location: str, splits: Sequence[Split], filesystem=None
                 fields = list(pq.read_schema(files.full(df.path), filesystem=files.fs))
             else:
                 f = files.open_orc(df.path, df.side_file)
+                if f is None:  # streaming file with nothing flushed yet
+                    continue
                 acid = _acid_names(f.schema) is not None and df.kind in ("base", "delta")
                 fields = _row_fields_of(f, acid)
             if first is None:
@@ -458,6 +476,8 @@ def _row_id_struct(o, b, r) -> pa.ChunkedArray:
 
 def _read_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]) -> pa.Table:
     f = ctx.files.open_orc(df.path, df.side_file)
+    if f is None:  # streaming file with nothing flushed yet
+        return _output_schema(ctx).empty_table()
     path = ctx.files.full(df.path)
     names = _acid_names(f.schema)
     if names is None:
@@ -549,6 +569,8 @@ def _read_insert_only_file(ctx: _Ctx, df: DataFile) -> pa.Table:
         n = pf.metadata.num_rows
     else:
         f = files.open_orc(df.path, df.side_file)
+        if f is None:  # streaming file with nothing flushed yet
+            return _output_schema(ctx).empty_table()
         fields = list(f.schema)
         wanted = [p for p in ctx.proj if p < len(fields)]
         t = f.read(columns=[fields[p].name for p in wanted]) if wanted else None

@@ -7,6 +7,7 @@ from typing import Any
 
 from .catalog_calls import CatalogCalls
 from .errors import DeclaredErrors
+from .forwarding_calls import ForwardingCalls
 from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
 from .txn_calls import TxnCalls
@@ -17,10 +18,20 @@ class MetastoreHandler(ServiceCalls, CatalogCalls, TxnCalls, NotificationCalls):
         self.ms = ms
 
 
+class ExtensionHandler(ServiceCalls, ForwardingCalls, TxnCalls, NotificationCalls):
+    """Extension mode: our transactions, notifications and cache; the catalog upstream."""
+
+    def __init__(self, ms: Any):
+        self.ms = ms
+
+
 def make_processor(ms: Any):
     from ..thrift_gen.hive_metastore import ThriftHiveMetastore
     metrics = getattr(getattr(ms, "observability", None), "calls", None)
-    processor = ThriftHiveMetastore.Processor(DeclaredErrors(MetastoreHandler(ms), metrics))
+    # Extension mode: catalog calls go to the upstream metastore (docs/extension-mode.md).
+    extension = getattr(ms, "upstream", None) is not None
+    handler = ExtensionHandler(ms) if extension else MetastoreHandler(ms)
+    processor = ThriftHiveMetastore.Processor(DeclaredErrors(handler, metrics))
     from .txn_calls import install_wire_compat
     install_wire_compat(processor, ms)
     return processor

@@ -1,0 +1,500 @@
+"""Extension mode's catalog calls: forwarded to the upstream metastore.
+
+``make_processor`` uses this mixin instead of ``CatalogCalls`` when
+``hms_txn.upstream.uris`` is set (docs/extension-mode.md). Transactions, write ids, locks,
+compaction, the notification log and fb303 stay ours (``TxnCalls``, ``NotificationCalls``,
+``ServiceCalls``); every other method of the IDL goes to the upstream:
+
+* Generic forwarding (``__getattr__``): the call is sent as is and the upstream's answer
+  or declared exception comes back unchanged. Newer structs sent to an older upstream lose
+  only the fields it does not know (Thrift skips unknown fields).
+* Translations: Hive 3/4 request-style calls are sent as their Hive 2.x equivalents
+  (``get_database_req`` → ``get_database``, ``get_partitions_by_names_req`` →
+  ``get_partitions_by_names``, ``alter_table_req`` → ``alter_table_with_environment_context``,
+  ...), which every upstream version answers; constraint getters missing before Hive 3
+  answer empty. Write ids and ValidWriteIdLists are ours and never forwarded.
+* ``get_table``/``get_table_req`` (and ``get_partitions_by_names_req`` with a
+  ValidWriteIdList) are served through our metadata cache, whose loader reads the upstream.
+* DDL forwarded through us is written to OUR notification log (CREATE/ALTER/DROP_TABLE,
+  ADD/ALTER/DROP_PARTITION, CREATE/ALTER/DROP_DATABASE) with the objects the upstream
+  returned, after the upstream applied it; that keeps our cache (and other hms-txn
+  processes on the same database) right.
+
+An unreachable upstream is ``UpstreamUnavailable``, which the client gets as a
+MetaException naming the URI.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+from typing import Any
+
+from thrift.Thrift import TApplicationException
+
+from .. import names
+from ..thrift_gen.hive_metastore import ThriftHiveMetastore
+from ..thrift_gen.hive_metastore import ttypes as t
+from .catalog_calls import _cached_table
+from .notification_calls import NotificationCalls
+from .service_calls import ServiceCalls
+from .txn_calls import TxnCalls
+from .wire import to_doc
+
+log = logging.getLogger("hms_txn.handler")
+
+# Methods served here even when we do not implement them (they then answer "not supported
+# by hms-txn" rather than reach the upstream's own, separate transaction system).
+_OWNED_PATTERN = re.compile(
+    r"txn|transaction|write_?id|lock|compact|notification|listener_event|write_event|heartbeat|cleaner|"
+    r"worker|hadoop_jobid|^mark_|min_history|columns_with_stats", re.I)
+
+
+def _owned() -> frozenset[str]:
+    mine = {m for cls in (TxnCalls, NotificationCalls, ServiceCalls) for m in vars(cls)
+            if not m.startswith("_")}
+    idl = {m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_")}
+    return frozenset(mine | {m for m in idl if _OWNED_PATTERN.search(m)})
+
+
+OWNED = _owned()
+_IDL = frozenset(m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_"))
+_STATS_WRITES = {"update_table_column_statistics", "update_partition_column_statistics",
+                 "delete_table_column_statistics", "delete_partition_column_statistics"}
+
+
+def forwarded_methods() -> list[str]:
+    return sorted(_IDL - OWNED)
+
+
+class ForwardingCalls:
+    ms: Any
+
+    def __getattr__(self, method: str):
+        if method.startswith("_") or method in OWNED or method not in _IDL:
+            raise AttributeError(method)
+        up = self.ms.upstream.call
+        if method in _STATS_WRITES:
+            def forward(*args):
+                result = up(method, *args)
+                self._stats_written(method, args)
+                return result
+        else:
+            def forward(*args):
+                return up(method, *args)
+        forward.__name__ = forward.__qualname__ = method
+        return forward
+
+    # ---------------------------------------------------------------- helpers
+
+    def _up(self, method: str, *args):
+        return self.ms.upstream.call(method, *args)
+
+    def _up_or(self, method: str, args: tuple, fallback):
+        """``method`` on the upstream, or ``fallback()`` when the upstream does not know it."""
+        missing = self.ms.upstream.__dict__.setdefault("missing_methods", set())
+        if method not in missing:
+            try:
+                return self._up(method, *args)
+            except TApplicationException as err:
+                if err.type != TApplicationException.UNKNOWN_METHOD:
+                    raise
+                missing.add(method)
+        return fallback()
+
+    def _record(self, what: str, db: str, table: str | None, fn, *args) -> None:
+        """Write the event of a forwarded change. The upstream has applied the change, so a
+        failure here must not fail the call: the table is dropped from this process's cache
+        and other processes see the change within the cache TTL."""
+        try:
+            fn(*args)
+        except Exception:
+            log.warning("extension mode: could not log %s of %s.%s in the notification log",
+                        what, db, table, exc_info=True)
+            if db:
+                self.ms.cache.invalidate(db, table)
+
+    def _fetch_table(self, db: str, name: str) -> dict | None:
+        try:
+            return self.ms.upstream.tables.get_table(db, name)
+        except Exception:
+            return None
+
+    def _table_doc(self, db: str, name: str) -> dict | None:
+        """The table for an event message (cache first)."""
+        try:
+            return self.ms.get_table(db, name)
+        except Exception:
+            return None
+
+    def _stats_written(self, method: str, args: tuple) -> None:
+        stats = args[0]
+        if method.startswith("update_"):
+            desc = getattr(stats, "statsDesc", None)
+            db, table = (desc.dbName, desc.tableName) if desc else (None, None)
+        else:
+            db, table = args[0], args[1]
+        if db and table:
+            self.ms.cache.invalidate(db, table)
+
+    # ---------------------------------------------------------------- databases
+
+    def create_database(self, database):
+        self._up("create_database", database)
+        self._record("CREATE_DATABASE", database.name, None, self.ms.notifications.database_changed,
+                     "CREATE_DATABASE", database.name)
+
+    def alter_database(self, dbname, db):
+        self._up("alter_database", dbname, db)
+        self._record("ALTER_DATABASE", dbname, None, self.ms.notifications.database_changed,
+                     "ALTER_DATABASE", dbname)
+
+    def drop_database(self, name, deleteData, cascade):
+        self._up("drop_database", name, deleteData, cascade)
+        self.ms.cache.invalidate(name, None)
+        self._record("DROP_DATABASE", name, None, self.ms.notifications.database_changed,
+                     "DROP_DATABASE", name)
+
+    def get_database_req(self, request):
+        return self._up("get_database", request.name)
+
+    def drop_database_req(self, req):
+        try:
+            self.drop_database(req.name, req.deleteData is not False, bool(req.cascade))
+        except t.NoSuchObjectException:
+            if not req.ignoreUnknownDb:
+                raise
+
+    # ---------------------------------------------------------------- tables: reads
+
+    def get_table(self, dbname, tbl_name):
+        return _cached_table(self.ms.read_table(dbname, tbl_name))
+
+    def get_table_req(self, req):
+        read = self.ms.read_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList,
+                                  require_write_ids=True)
+        return t.GetTableResult(table=_cached_table(read), isStatsCompliant=False)
+
+    def get_table_objects_by_name_req(self, req):
+        tables = self._up("get_table_objects_by_name", req.dbName, list(req.tblNames or []))
+        if req.tablesPattern:
+            tables = [x for x in tables if names.matches(req.tablesPattern, x.tableName)]
+        return t.GetTablesResult(tables=tables)
+
+    def get_fields_req(self, req):
+        return t.GetFieldsResponse(fields=self._up("get_fields_with_environment_context",
+                                                   req.dbName, req.tblName, req.envContext))
+
+    def get_schema_req(self, req):
+        return t.GetSchemaResponse(fields=self._up("get_schema_with_environment_context",
+                                                   req.dbName, req.tblName, req.envContext))
+
+    # ---------------------------------------------------------------- tables: changes
+
+    def _created(self, db: str, name: str) -> None:
+        doc = self._fetch_table(db, name)
+        if doc is None:
+            self.ms.cache.invalidate(db, name)
+            return
+        self._record("CREATE_TABLE", db, name, self.ms.notifications.table_created, doc)
+
+    def create_table(self, tbl):
+        self._up("create_table", tbl)
+        self._created(tbl.dbName, tbl.tableName)
+
+    def create_table_with_environment_context(self, tbl, environment_context):
+        self._up("create_table_with_environment_context", tbl, environment_context)
+        self._created(tbl.dbName, tbl.tableName)
+
+    def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints,
+                                      notNullConstraints, defaultConstraints, checkConstraints):
+        self._up("create_table_with_constraints", tbl, primaryKeys, foreignKeys, uniqueConstraints,
+                 notNullConstraints, defaultConstraints, checkConstraints)
+        self._created(tbl.dbName, tbl.tableName)
+
+    def create_table_req(self, request):
+        tbl = request.table
+        if request.primaryKeys or request.foreignKeys:
+            self._up("create_table_with_constraints", tbl, request.primaryKeys or [],
+                     request.foreignKeys or [], request.uniqueConstraints or [],
+                     request.notNullConstraints or [], request.defaultConstraints or [],
+                     request.checkConstraints or [])
+        else:
+            self._up("create_table_with_environment_context", tbl, request.envContext)
+        self._created(tbl.dbName, tbl.tableName)
+
+    def _alter(self, method: str, dbname, tbl_name, new_tbl, *rest):
+        before = self._fetch_table(dbname, tbl_name)
+        if new_tbl is not None and new_tbl.writeId is not None:
+            new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
+            new_tbl.writeId = None
+        self._up(method, dbname, tbl_name, new_tbl, *rest)
+        after = self._fetch_table(new_tbl.dbName or dbname, new_tbl.tableName or tbl_name)
+        self._record("ALTER_TABLE", dbname, tbl_name, self.ms.notifications.table_altered, dbname, tbl_name,
+                     before, after)
+
+    def alter_table(self, dbname, tbl_name, new_tbl):
+        self._alter("alter_table", dbname, tbl_name, new_tbl)
+
+    def alter_table_with_environment_context(self, dbname, tbl_name, new_tbl, environment_context):
+        self._alter("alter_table_with_environment_context", dbname, tbl_name, new_tbl,
+                    environment_context)
+
+    def alter_table_with_cascade(self, dbname, tbl_name, new_tbl, cascade):
+        self._alter("alter_table_with_cascade", dbname, tbl_name, new_tbl, cascade)
+
+    def alter_table_req(self, req):
+        self._alter("alter_table_with_environment_context", req.dbName, req.tableName, req.table,
+                    req.environmentContext)
+        return t.AlterTableResponse()
+
+    def _drop_table(self, method: str, dbname, name, *rest):
+        before = self._fetch_table(dbname, name)
+        self._up(method, dbname, name, *rest)
+        self._record("DROP_TABLE", dbname, name, self.ms.notifications.table_dropped, dbname, name, before)
+
+    def drop_table(self, dbname, name, deleteData):
+        self._drop_table("drop_table", dbname, name, deleteData)
+
+    def drop_table_with_environment_context(self, dbname, name, deleteData, environment_context):
+        self._drop_table("drop_table_with_environment_context", dbname, name, deleteData,
+                         environment_context)
+
+    # ---------------------------------------------------------------- partitions
+
+    def _parts_added(self, db: str, name: str, parts) -> None:
+        table = self._table_doc(db, name) or {"dbName": names.lower(db), "tableName": names.lower(name)}
+        self._record("ADD_PARTITION", db, name, self.ms.notifications.partitions_added, table,
+                     [to_doc(p) for p in parts])
+
+    def add_partition(self, new_part):
+        part = self._up("add_partition", new_part)
+        self._parts_added(new_part.dbName, new_part.tableName, [part])
+        return part
+
+    def add_partition_with_environment_context(self, new_part, environment_context):
+        part = self._up("add_partition_with_environment_context", new_part, environment_context)
+        self._parts_added(new_part.dbName, new_part.tableName, [part])
+        return part
+
+    def add_partitions(self, new_parts):
+        if not new_parts:
+            return 0
+        first = new_parts[0]
+        result = self._up("add_partitions_req", t.AddPartitionsRequest(
+            dbName=first.dbName, tblName=first.tableName, parts=new_parts, ifNotExists=False,
+            needResult=True))
+        added = result.partitions or []
+        self._parts_added(first.dbName, first.tableName, added)
+        return len(added)
+
+    def add_partitions_req(self, request):
+        forwarded = copy.copy(request)
+        forwarded.needResult = True
+        forwarded.validWriteIdList = None
+        result = self._up("add_partitions_req", forwarded)
+        self._parts_added(request.dbName, request.tblName, result.partitions or [])
+        if request.needResult is False:
+            return t.AddPartitionsResult()
+        return result
+
+    def add_partitions_pspec(self, new_parts):
+        count = self._up("add_partitions_pspec", new_parts)
+        for spec in new_parts or []:
+            self.ms.cache.invalidate(spec.dbName, spec.tableName)
+        return count
+
+    def append_partition(self, db_name, tbl_name, part_vals):
+        part = self._up("append_partition", db_name, tbl_name, part_vals)
+        self._parts_added(db_name, tbl_name, [part])
+        return part
+
+    def append_partition_with_environment_context(self, db_name, tbl_name, part_vals,
+                                                  environment_context):
+        part = self._up("append_partition_with_environment_context", db_name, tbl_name,
+                        part_vals, environment_context)
+        self._parts_added(db_name, tbl_name, [part])
+        return part
+
+    def append_partition_by_name(self, db_name, tbl_name, part_name):
+        part = self._up("append_partition_by_name", db_name, tbl_name, part_name)
+        self._parts_added(db_name, tbl_name, [part])
+        return part
+
+    def append_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name,
+                                                          environment_context):
+        part = self._up("append_partition_by_name_with_environment_context", db_name, tbl_name,
+                        part_name, environment_context)
+        self._parts_added(db_name, tbl_name, [part])
+        return part
+
+    def get_partition_req(self, req):
+        return t.GetPartitionResponse(
+            partition=self._up("get_partition", req.dbName, req.tblName, list(req.partVals or [])))
+
+    def get_partitions_req(self, req):
+        max_parts = -1 if req.maxParts is None else req.maxParts
+        return t.PartitionsResponse(
+            partitions=self._up("get_partitions", req.dbName, req.tblName, max_parts))
+
+    def get_partitions_ps_with_auth_req(self, req):
+        max_parts = -1 if req.maxParts is None else req.maxParts
+        if req.partVals:
+            parts = self._up("get_partitions_ps_with_auth", req.dbName, req.tblName,
+                             list(req.partVals), max_parts, req.userName, req.groupNames)
+        else:
+            parts = self._up("get_partitions_with_auth", req.dbName, req.tblName, max_parts,
+                             req.userName, req.groupNames)
+        return t.GetPartitionsPsWithAuthResponse(partitions=parts)
+
+    def get_partition_names_ps_req(self, req):
+        max_parts = -1 if req.maxParts is None else req.maxParts
+        return t.GetPartitionNamesPsResponse(names=self._up(
+            "get_partition_names_ps", req.dbName, req.tblName, list(req.partValues or []), max_parts))
+
+    def get_partitions_by_names_req(self, req):
+        if req.validWriteIdList:
+            _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
+                                                      valid_write_ids=req.validWriteIdList)
+            from .wire import from_doc
+            parts = [from_doc(t.Partition, d) for _, d in rows]
+        else:
+            parts = self._up("get_partitions_by_names", req.db_name, req.tbl_name,
+                             list(req.names or []))
+        return t.GetPartitionsByNamesResult(partitions=parts)
+
+    def _parts_altered(self, db, name, parts) -> None:
+        self._record("ALTER_PARTITION", db, name, self.ms.notifications.partitions_altered, db, name,
+                     [to_doc(p) for p in parts or []])
+
+    @staticmethod
+    def _no_write_ids(parts):
+        out = []
+        for p in parts or []:
+            if p is not None and p.writeId is not None:
+                p = copy.copy(p)
+                p.writeId = None
+            out.append(p)
+        return out
+
+    def alter_partition(self, db_name, tbl_name, new_part):
+        self._up("alter_partition", db_name, tbl_name, self._no_write_ids([new_part])[0])
+        self._parts_altered(db_name, tbl_name, [new_part])
+
+    def alter_partition_with_environment_context(self, db_name, tbl_name, new_part,
+                                                 environment_context):
+        self._up("alter_partition_with_environment_context", db_name, tbl_name,
+                 self._no_write_ids([new_part])[0], environment_context)
+        self._parts_altered(db_name, tbl_name, [new_part])
+
+    def alter_partitions(self, db_name, tbl_name, new_parts):
+        self._up("alter_partitions", db_name, tbl_name, self._no_write_ids(new_parts))
+        self._parts_altered(db_name, tbl_name, new_parts)
+
+    def alter_partitions_with_environment_context(self, db_name, tbl_name, new_parts,
+                                                  environment_context):
+        self._up("alter_partitions_with_environment_context", db_name, tbl_name,
+                 self._no_write_ids(new_parts), environment_context)
+        self._parts_altered(db_name, tbl_name, new_parts)
+
+    def alter_partitions_req(self, req):
+        self.alter_partitions_with_environment_context(req.dbName, req.tableName, req.partitions,
+                                                       req.environmentContext)
+        return t.AlterPartitionsResponse()
+
+    def rename_partition(self, db_name, tbl_name, part_vals, new_part):
+        self._up("rename_partition", db_name, tbl_name, part_vals, new_part)
+        self._parts_altered(db_name, tbl_name, [new_part])
+
+    def rename_partition_req(self, req):
+        self.rename_partition(req.dbName, req.tableName, list(req.partVals or []), req.newPart)
+        return t.RenamePartitionResponse()
+
+    def _parts_dropped(self, db, name, values_list) -> None:
+        self._record("DROP_PARTITION", db, name, self.ms.notifications.partitions_dropped, db, name,
+                     [list(v) for v in values_list], self._table_doc(db, name))
+
+    def drop_partition(self, db_name, tbl_name, part_vals, deleteData):
+        result = self._up("drop_partition", db_name, tbl_name, part_vals, deleteData)
+        self._parts_dropped(db_name, tbl_name, [part_vals or []])
+        return result
+
+    def drop_partition_with_environment_context(self, db_name, tbl_name, part_vals, deleteData,
+                                                environment_context):
+        result = self._up("drop_partition_with_environment_context", db_name, tbl_name, part_vals,
+                          deleteData, environment_context)
+        self._parts_dropped(db_name, tbl_name, [part_vals or []])
+        return result
+
+    def _values_of(self, db_name, tbl_name, part_name) -> list[str]:
+        table = self._table_doc(db_name, tbl_name) or {}
+        keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+        try:
+            return names.partition_values_from_name(keys, part_name)
+        except Exception:
+            return [part_name]
+
+    def drop_partition_by_name(self, db_name, tbl_name, part_name, deleteData):
+        result = self._up("drop_partition_by_name", db_name, tbl_name, part_name, deleteData)
+        self._parts_dropped(db_name, tbl_name, [self._values_of(db_name, tbl_name, part_name)])
+        return result
+
+    def drop_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name,
+                                                        deleteData, environment_context):
+        result = self._up("drop_partition_by_name_with_environment_context", db_name, tbl_name,
+                          part_name, deleteData, environment_context)
+        self._parts_dropped(db_name, tbl_name, [self._values_of(db_name, tbl_name, part_name)])
+        return result
+
+    def drop_partitions_req(self, req):
+        forwarded = copy.copy(req)
+        forwarded.needResult = True
+        result = self._up("drop_partitions_req", forwarded)
+        self._parts_dropped(req.dbName, req.tblName,
+                            [p.values or [] for p in result.partitions or []])
+        if req.needResult is False:
+            return t.DropPartitionsResult()
+        return result
+
+    def exchange_partition(self, partitionSpecs, source_db, source_table_name, dest_db,
+                           dest_table_name):
+        result = self._up("exchange_partition", partitionSpecs, source_db, source_table_name,
+                          dest_db, dest_table_name)
+        self.ms.cache.invalidate(source_db, source_table_name)
+        self.ms.cache.invalidate(dest_db, dest_table_name)
+        return result
+
+    def exchange_partitions(self, partitionSpecs, source_db, source_table_name, dest_db,
+                            dest_table_name):
+        result = self._up("exchange_partitions", partitionSpecs, source_db, source_table_name,
+                          dest_db, dest_table_name)
+        self.ms.cache.invalidate(source_db, source_table_name)
+        self.ms.cache.invalidate(dest_db, dest_table_name)
+        return result
+
+    def set_aggr_stats_for(self, request):
+        result = self._up("set_aggr_stats_for", request)
+        for stats in request.colStats or []:
+            desc = stats.statsDesc
+            if desc is not None and desc.dbName and desc.tableName:
+                self.ms.cache.invalidate(desc.dbName, desc.tableName)
+        return result
+
+    # ---------------------------------------------------------------- Hive 3+ constraints
+
+    def get_unique_constraints(self, request):
+        return self._up_or("get_unique_constraints", (request,),
+                           lambda: t.UniqueConstraintsResponse(uniqueConstraints=[]))
+
+    def get_not_null_constraints(self, request):
+        return self._up_or("get_not_null_constraints", (request,),
+                           lambda: t.NotNullConstraintsResponse(notNullConstraints=[]))
+
+    def get_default_constraints(self, request):
+        return self._up_or("get_default_constraints", (request,),
+                           lambda: t.DefaultConstraintsResponse(defaultConstraints=[]))
+
+    def get_check_constraints(self, request):
+        return self._up_or("get_check_constraints", (request,),
+                           lambda: t.CheckConstraintsResponse(checkConstraints=[]))

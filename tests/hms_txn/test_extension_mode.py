@@ -1,0 +1,392 @@
+"""Extension mode: hms-txn in front of an existing metastore (docs/extension-mode.md).
+
+The first group uses another hms-txn server (normal mode) as the upstream, which is fast
+and has a notification log and SASL: forwarding, exceptions, SASL, failover, the upstream
+notification tailer and the TTL. The second group runs against the real Java metastore
+2.3 (PySpark's jars; one instance for the module, restarted once): Spark SQL through us
+lands there, ACID writes/reads with our write ids and locks on a table that lives there,
+and the upstream stopping and coming back mid-test.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from tests.hms_txn.test_catalog import make_table
+from tests.support.postgres import free_port
+from tests.support.servers import InProcessServer, connect
+
+SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
+SHARED_WRITE, TABLE_LEVEL, OP_INSERT = 2, 2, 2
+
+
+def _server(root, name: str, conf: dict) -> InProcessServer:
+    base = os.path.join(str(root), name)
+    return InProcessServer(os.path.join(base, "data"), {
+        "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{base}/metastore.sqlite",
+        "hive.metastore.warehouse.dir": os.path.join(base, "warehouse"),
+        **conf})
+
+
+def _ext_conf(uri: str, **extra) -> dict:
+    return {"hms_txn.upstream.uris": uri, "hms_txn.upstream.retries": "1",
+            "hms_txn.upstream.retry.delay": "50ms", "hms_txn.upstream.socket.timeout": "30s",
+            **extra}
+
+
+def _wait(predicate, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _events(client, after=0):
+    rsp = client.get_next_notification(t.NotificationEventRequest(lastEvent=after))
+    return [(e.eventType, e.dbName, e.tableName) for e in rsp.events]
+
+
+# =========================================================================== hms-txn upstream
+
+@pytest.fixture
+def pair(tmp_path):
+    """(upstream hms-txn, extension-mode hms-txn in front of it)."""
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{"hms_txn.upstream.cache.ttl": "1h"}))
+    yield upstream, ext
+    ext.stop()
+    upstream.stop()
+
+
+def test_catalog_calls_are_forwarded_with_exceptions_unchanged(pair):
+    upstream, ext = pair
+    c, u = ext.client(), upstream.client()
+    c.create_database(t.Database(name="fw"))
+    assert u.get_all_databases() == ["default", "fw"]
+    with pytest.raises(t.AlreadyExistsException) as ours:
+        c.create_database(t.Database(name="fw"))
+    with pytest.raises(t.AlreadyExistsException) as theirs:
+        u.create_database(t.Database(name="fw"))
+    assert ours.value.message == theirs.value.message
+    with pytest.raises(t.NoSuchObjectException) as ours:
+        c.get_table("fw", "nope")
+    with pytest.raises(t.NoSuchObjectException) as theirs:
+        u.get_table("fw", "nope")
+    assert ours.value.message == theirs.value.message
+
+    c.create_table(make_table("fw", "p", keys=(("dt", "string"),)))
+    assert u.get_table("fw", "p").partitionKeys[0].name == "dt"
+    c.add_partitions([t.Partition(values=[d], dbName="fw", tableName="p", sd=u.get_table("fw", "p").sd)
+                      for d in ("1", "2")])
+    assert u.get_partition_names("fw", "p", -1) == ["dt=1", "dt=2"]
+    # translated request-style calls
+    assert c.get_database_req(t.GetDatabaseRequest(name="fw")).name == "fw"
+    got = c.get_partitions_by_names_req(t.GetPartitionsByNamesRequest(
+        db_name="fw", tbl_name="p", names=["dt=2"]))
+    assert [p.values for p in got.partitions] == [["2"]]
+    assert [x.tableName for x in c.get_table_objects_by_name_req(
+        t.GetTablesRequest(dbName="fw", tblNames=["p"], tablesPattern="p*")).tables] == ["p"]
+    table = c.get_table("fw", "p")
+    table.parameters["k"] = "v"
+    c.alter_table_req(t.AlterTableRequest(dbName="fw", tableName="p", table=table))
+    assert u.get_table("fw", "p").parameters["k"] == "v"
+    assert c.get_table("fw", "p").parameters["k"] == "v"    # our cache saw our own change
+    c.drop_partition("fw", "p", ["1"], True)
+    assert u.get_partition_names("fw", "p", -1) == ["dt=2"]
+    c.drop_table("fw", "p", True)
+    with pytest.raises(t.NoSuchObjectException):
+        u.get_table("fw", "p")
+    # every change made through us is in OUR notification log
+    assert _events(c) == [("CREATE_DATABASE", "fw", None), ("CREATE_TABLE", "fw", "p"),
+                          ("ADD_PARTITION", "fw", "p"), ("ALTER_TABLE", "fw", "p"),
+                          ("DROP_PARTITION", "fw", "p"), ("DROP_TABLE", "fw", "p")]
+    # transactions are ours: the upstream's transaction system is untouched
+    txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    assert u.get_open_txns().open_txns == []
+    c.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+
+def test_write_ids_and_cache_on_upstream_table(pair):
+    upstream, ext = pair
+    c, u = ext.client(), upstream.client()
+    c.create_table(make_table("default", "acid", params={"transactional": "true"}))
+    full = "default.acid"
+    txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    wid = c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+        dbName="default", tableName="acid", txnIds=[txn])).txnToWriteIds[0].writeId
+    assert wid == 1
+    c.commit_txn(t.CommitTxnRequest(txnid=txn))
+    snapshot = f"{full}:1:9223372036854775807::"
+    first = c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
+                                              validWriteIdList=snapshot))
+    assert first.table.parameters["transactional"] == "true"
+    _wait(lambda: c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
+                                                    validWriteIdList=snapshot))
+          and ext.ms.counters()["hms_txn.cache.hits"] >= 1, what="a cache hit")
+    # a change through us is seen at once by the next read of the new snapshot
+    table = c.get_table("default", "acid")
+    table.parameters["through"] = "us"
+    c.alter_table("default", "acid", table)
+    got = c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
+                                            validWriteIdList=snapshot))
+    assert got.table.parameters["through"] == "us"
+    assert u.get_table("default", "acid").parameters["through"] == "us"
+
+
+def test_upstream_event_log_evicts_changes_made_directly_upstream(tmp_path):
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
+        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
+        "hms_txn.upstream.events.interval": "50ms"}))
+    try:
+        c, u = ext.client(), upstream.client()
+        u.create_table(make_table("default", "direct"))
+        assert "x" not in (c.get_table("default", "direct").parameters or {})
+        c.get_table("default", "direct")   # now cached (TTL 1 h)
+        table = u.get_table("default", "direct")
+        table.parameters["x"] = "1"
+        u.alter_table("default", "direct", table)      # directly on the upstream
+        _wait(lambda: (c.get_table("default", "direct").parameters or {}).get("x") == "1",
+              what="the upstream's ALTER_TABLE to reach our cache")
+        assert ext.ms.counters()["hms_txn.cache.upstream_evictions"] >= 1
+    finally:
+        ext.stop()
+        upstream.stop()
+
+
+def test_without_upstream_events_changes_are_seen_within_the_ttl(tmp_path):
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{"hms_txn.upstream.cache.ttl": "300ms"}))
+    try:
+        c, u = ext.client(), upstream.client()
+        u.create_table(make_table("default", "ttl"))
+        c.get_table("default", "ttl")
+        table = u.get_table("default", "ttl")
+        table.parameters["y"] = "2"
+        u.alter_table("default", "ttl", table)
+        start = time.monotonic()
+        _wait(lambda: (c.get_table("default", "ttl").parameters or {}).get("y") == "2",
+              what="the TTL to expire")
+        assert time.monotonic() - start < 2.0
+    finally:
+        ext.stop()
+        upstream.stop()
+
+
+def test_sasl_to_upstream_and_failover(tmp_path):
+    upstream = _server(tmp_path, "upstream", {
+        "hive.metastore.sasl.enabled": "true", "hive.metastore.authentication": "CONFIG",
+        "hive.metastore.authentication.config.username": "hms",
+        "hive.metastore.authentication.config.password": "pw"})
+    dead = f"thrift://127.0.0.1:{free_port()}"
+    ext = _server(tmp_path, "ext", _ext_conf(f"{dead},{upstream.uri}", **{
+        "hms_txn.upstream.sasl.enabled": "true", "hms_txn.upstream.sasl.user": "hms",
+        "hms_txn.upstream.sasl.password": "pw"}))
+    bad = _server(tmp_path, "bad", _ext_conf(upstream.uri, **{
+        "hms_txn.upstream.sasl.enabled": "true", "hms_txn.upstream.sasl.user": "hms",
+        "hms_txn.upstream.sasl.password": "wrong"}))
+    try:
+        c = ext.client()
+        c.create_database(t.Database(name="viasasl"))   # first URI refuses: failover
+        assert "viasasl" in c.get_all_databases()
+        with pytest.raises(t.MetaException, match="upstream metastore .* unreachable"):
+            bad.client().get_all_databases()
+    finally:
+        for s in (bad, ext, upstream):
+            s.stop()
+
+
+def test_unreachable_upstream_is_a_clear_meta_exception(tmp_path):
+    port = free_port()
+    ext = _server(tmp_path, "ext", _ext_conf(f"thrift://127.0.0.1:{port}"))
+    try:
+        c = ext.client()
+        with pytest.raises(t.MetaException,
+                           match=rf"upstream metastore thrift://127.0.0.1:{port} unreachable"):
+            c.get_all_databases()
+        with pytest.raises(t.MetaException, match="unreachable"):
+            c.get_table("default", "x")
+        txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+        assert c.getStatus() == 2  # fb303 ALIVE: ours
+        assert ext.ms.health()["upstream"]["status"] == "unavailable"
+    finally:
+        ext.stop()
+
+
+# =========================================================================== Java metastore 2.3
+
+@pytest.fixture(scope="module")
+def java_upstream(tmp_path_factory):
+    """The Java metastore 2.3 (one for the module; ``restart()`` keeps its Derby database
+    and port) and one extension-mode hms-txn in front of it."""
+    from hms_txn.bench.javahms import start_java_metastore
+    root = tmp_path_factory.mktemp("ext-java")
+    port = free_port()
+    workdir = str(root / "hms")
+    state = {"java": start_java_metastore(port, workdir)}
+    ext = _server(root, "ext", _ext_conf(f"thrift://127.0.0.1:{port}",
+                                         **{"hms_txn.upstream.cache.ttl": "2s"}))
+
+    class Env:
+        root_dir = str(root)
+        server = ext
+
+        @property
+        def java(self):
+            return state["java"]
+
+        def stop_upstream(self):
+            state["java"].stop()
+
+        def start_upstream(self):
+            state["java"] = start_java_metastore(port, workdir)
+
+    yield Env()
+    ext.stop()
+    state["java"].stop()
+
+
+def _engine_snapshot(c, full):
+    from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+    r = c.get_open_txns()
+    vt = ValidTxnList(r.txn_high_water_mark, open_ids=list(r.open_txns))
+    tw = c.get_valid_write_ids(t.GetValidWriteIdsRequest(
+        fullTableNames=[full], validTxnList=str(vt))).tblValidWriteIds[0]
+    wl = ValidWriteIdList(tw.fullTableName, tw.writeIdHighWaterMark,
+                          open_ids=list(tw.invalidWriteIds), min_open=tw.minOpenWriteId)
+    return vt, wl
+
+
+@pytest.mark.javahms
+def test_acid_writes_and_reads_on_a_table_in_the_java_metastore(java_upstream):
+    import orc_acid
+    from tests.hms_txn.test_catalog import local
+    env = java_upstream
+    c = env.server.client()
+    direct = connect(env.java.port)
+    c.create_database(t.Database(name="acid_ext", locationUri=f"file:{env.root_dir}/acid_ext.db"))
+    table = make_table("acid_ext", "orders", params={"transactional": "true"})
+    table.sd.bucketCols, table.sd.numBuckets = ["id"], 1   # Hive 2.3: ACID tables are bucketed
+    c.create_table(table)
+    there = direct.get_table("acid_ext", "orders")            # it lives in the upstream
+    assert there.parameters["transactional"] == "true"
+    location = local(c.get_table("acid_ext", "orders").sd.location)
+
+    def write(ids):
+        txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="eng", hostname="h")).txn_ids[0]
+        wid = c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+            dbName="acid_ext", tableName="orders", txnIds=[txn])).txnToWriteIds[0].writeId
+        lock = c.lock(t.LockRequest(component=[t.LockComponent(
+            type=SHARED_WRITE, level=TABLE_LEVEL, dbname="acid_ext", tablename="orders",
+            operationType=OP_INSERT, isTransactional=True)], txnid=txn, user="eng", hostname="h"))
+        assert lock.state == 1     # ACQUIRED
+        shown = c.show_locks(t.ShowLocksRequest(dbname="acid_ext", tablename="orders")).locks
+        assert [(x.lockid, x.txnid) for x in shown] == [(lock.lockid, txn)]
+        orc_acid.write_delta(location, wid, 0, 0, pa.table(
+            {"id": pa.array(ids, pa.int32()), "name": [f"n{i}" for i in ids]}, schema=SCHEMA))
+        return txn, wid
+
+    txn1, w1 = write([1, 2, 3])
+    vt, wl = _engine_snapshot(c, "acid_ext.orders")
+    assert sorted(orc_acid.read_table(location, wl, valid_txns=vt).column("id").to_pylist()) == []
+    c.commit_txn(t.CommitTxnRequest(txnid=txn1, writeEventInfos=[t.WriteEventInfo(
+        writeId=w1, database="acid_ext", table="orders", files="")]))
+    txn2, w2 = write([4, 5])
+    assert (w1, w2) == (1, 2)
+    vt, wl = _engine_snapshot(c, "acid_ext.orders")
+    assert sorted(orc_acid.read_table(location, wl, valid_txns=vt).column("id").to_pylist()) == [1, 2, 3]
+    c.commit_txn(t.CommitTxnRequest(txnid=txn2))
+    vt, wl = _engine_snapshot(c, "acid_ext.orders")
+    assert sorted(orc_acid.read_table(location, wl, valid_txns=vt).column("id").to_pylist()) == [1, 2, 3, 4, 5]
+    assert c.show_locks(t.ShowLocksRequest(dbname="acid_ext", tablename="orders")).locks == []
+    # get_table_req with the reader's ValidWriteIdList: served by our cache, source upstream
+    req = t.GetTableRequest(dbName="acid_ext", tblName="orders", validWriteIdList=str(wl))
+    assert c.get_table_req(req).table.parameters["transactional"] == "true"
+    hits = env.server.ms.counters()["hms_txn.cache.hits"]
+    _wait(lambda: c.get_table_req(req) and env.server.ms.counters()["hms_txn.cache.hits"] > hits,
+          what="a cache hit for the reader's snapshot")
+    assert c.get_max_allocated_table_write_id(t.MaxAllocatedTableWriteIdRequest(
+        dbName="acid_ext", tableName="orders")).maxWriteId == 2
+    # the Java metastore's own transaction system was not used
+    assert direct.get_open_txns_info().open_txns == []
+    types = [e[0] for e in _events(c) if e[2] == "orders"]
+    assert "CREATE_TABLE" in types and "ALLOC_WRITE_ID_EVENT" in types
+    c.drop_database("acid_ext", True, True)      # forwarded, cascades upstream
+    assert "acid_ext" not in direct.get_all_databases()
+    direct._transport.close()
+
+
+@pytest.mark.javahms
+def test_upstream_stop_and_restart(java_upstream):
+    env = java_upstream
+    c = env.server.client()
+    c.create_table(make_table("default", "survivor"))
+    env.stop_upstream()
+    try:
+        # catalog calls: a clear MetaException naming the upstream
+        with pytest.raises(t.MetaException, match=rf"upstream metastore {env.java.uri} unreachable"):
+            c.get_all_databases()
+        with pytest.raises(t.MetaException, match="unreachable"):
+            c.create_table(make_table("default", "while_down"))
+        # transactions, write ids and locks keep working (on the same client connection)
+        txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+        wid = c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="survivor", txnIds=[txn])).txnToWriteIds[0].writeId
+        lock = c.lock(t.LockRequest(component=[t.LockComponent(
+            type=SHARED_WRITE, level=TABLE_LEVEL, dbname="default", tablename="survivor",
+            operationType=OP_INSERT, isTransactional=True)], txnid=txn, user="u", hostname="h"))
+        assert lock.state == 1 and wid >= 1
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+        assert env.server.ms.health()["upstream"]["status"] == "unavailable"
+    finally:
+        env.start_upstream()
+    # the same client connection recovers: our pool reconnects
+    assert "default" in c.get_all_databases()
+    assert c.get_table("default", "survivor").tableName == "survivor"
+    assert env.server.ms.health()["upstream"]["status"] == "ok"
+    c.drop_table("default", "survivor", True)
+
+
+@pytest.mark.javahms
+@pytest.mark.spark
+def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstream):
+    pytest.importorskip("pyspark")
+    from tests.spark.test_spark_sql_catalog import _check_expected
+    from tests.support.spark import run_scenario
+    env = java_upstream
+    workdir = os.path.join(env.root_dir, "spark")
+    seen: dict = {}
+    before = env.server.ms.notifications.current_event_id()
+
+    def check_upstream() -> None:
+        # after phase 1: what Spark did through us is in the Java metastore
+        with_direct = connect(env.java.port)
+        try:
+            table = with_direct.get_table("spark_it", "events")
+            seen["params"] = dict(table.parameters)
+            seen["names"] = with_direct.get_partition_names("spark_it", "events", -1)
+            seen["dbs"] = with_direct.get_all_databases()
+        finally:
+            with_direct._transport.close()
+
+    results = run_scenario(env.server.uri, workdir, on_pause=check_upstream)
+    _check_expected(results)
+    assert seen["names"] == ["dt=2024-01-01", "dt=2024-01-02"]
+    assert seen["params"]["owner_team"] == "data" and seen["params"]["retention_days"] == "30"
+    assert "spark_it" in seen["dbs"]
+    direct = connect(env.java.port)
+    assert "spark_it" not in direct.get_all_databases()     # phase 2 dropped it, upstream too
+    direct._transport.close()
+    c = env.server.client()
+    types = {e[0] for e in _events(c, before) if e[1] == "spark_it"}
+    assert {"CREATE_DATABASE", "CREATE_TABLE", "ADD_PARTITION", "ALTER_TABLE", "DROP_TABLE",
+            "DROP_DATABASE"} <= types, types
