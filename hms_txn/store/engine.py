@@ -93,12 +93,26 @@ class Store:
         call = _PendingCall(fn)
         with self._pending_lock:
             self._pending.append(call)
-        with self._write_mutex:
-            if not call.done:
-                # We lead: run every call queued so far, ours included, under one COMMIT.
+        while not call.done:
+            if self._write_mutex.acquire(blocking=False):
+                try:
+                    # We lead: run every call queued so far, ours included, under one COMMIT.
+                    with self._pending_lock:
+                        batch, self._pending = self._pending, []
+                    if batch:
+                        self._run_batch(batch)
+                finally:
+                    self._write_mutex.release()
                 with self._pending_lock:
-                    batch, self._pending = self._pending, []
-                self._run_batch(batch)
+                    waiting = self._pending[0] if self._pending else None
+                if waiting is not None:
+                    waiting.wake.set()  # hand leadership to a caller that is still waiting
+            else:
+                # Another thread leads. Its batch may include our call (then we return as
+                # soon as it is durable, without queueing for the mutex), or it hands us
+                # leadership when it is done; the timeout only covers a lost wake-up.
+                call.wake.wait(0.05)
+                call.wake.clear()
         if call.error is not None:
             raise call.error
         return call.result  # type: ignore[return-value]
@@ -124,6 +138,7 @@ class Store:
         finally:
             for call in batch:
                 call.done = True
+                call.wake.set()
 
     def _retryable(self, err: DBAPIError) -> bool:
         if self.is_sqlite:
@@ -136,13 +151,14 @@ class Store:
 
 
 class _PendingCall:
-    __slots__ = ("fn", "result", "error", "done")
+    __slots__ = ("fn", "result", "error", "done", "wake")
 
     def __init__(self, fn: Callable[[Connection], object]):
         self.fn = fn
         self.result: object = None
         self.error: BaseException | None = None
         self.done = False
+        self.wake = threading.Event()
 
 
 def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FULL") -> Engine:
