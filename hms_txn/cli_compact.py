@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from .cli_txn import _EPILOG, _connect, _when, render_table
+from .cli_txn import _EPILOG, _connect, _when, render_table, split_object
 
 TYPES = {1: "MINOR", 2: "MAJOR", 3: "REBALANCE"}
 FINAL = {"succeeded", "failed", "refused", "did not initiate", "attempted", "aborted"}
@@ -176,10 +176,7 @@ def _follow(client, cid: int, args, out) -> int:
 def cmd_show_compactions(args: argparse.Namespace) -> int:
     from .thrift_gen.hive_metastore import ttypes
 
-    db = table = None
-    if args.object:
-        db, _, table = args.object.partition(".")
-        table = table or None
+    db, table = split_object(args.object)
     client, transport = _connect(args)
     try:
         resp = client.show_compact(ttypes.ShowCompactRequest(

@@ -145,13 +145,18 @@ def cmd_show_transactions(args: argparse.Namespace) -> int:
     return 0
 
 
+def split_object(text: str | None) -> tuple[str | None, str | None]:
+    """``db`` or ``db.table`` (either may be absent) as given on the command line."""
+    if not text:
+        return None, None
+    db, _, table = text.partition(".")
+    return db, table or None
+
+
 def cmd_show_locks(args: argparse.Namespace) -> int:
     from .thrift_gen.hive_metastore import ttypes
 
-    db = table = None
-    if args.object:
-        db, _, table = args.object.partition(".")
-        table = table or None
+    db, table = split_object(args.object)
     client, transport = _connect(args)
     try:
         resp = client.show_locks(ttypes.ShowLocksRequest(
