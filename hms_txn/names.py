@@ -44,15 +44,20 @@ def matches(pattern: str | None, name: str) -> bool:
 _ESCAPED = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
 
 
+_NEEDS_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
+
+
 def escape_path_name(value: str) -> str:
     if not value:
         return DEFAULT_PARTITION_NAME
-    if not any(ch in _ESCAPED for ch in value):
+    if not _NEEDS_ESCAPE.search(value):  # the common case, on hot paths
         return value
     return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
 
 
 def unescape_path_name(text: str) -> str:
+    if "%" not in text:
+        return text
     out, i = [], 0
     while i < len(text):
         ch = text[i]

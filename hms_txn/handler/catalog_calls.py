@@ -6,6 +6,7 @@ answer; domain errors pass through to ``DeclaredErrors``, which maps them.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..thrift_gen.hive_metastore import ttypes as t
@@ -20,6 +21,35 @@ def _table(doc: dict[str, Any]) -> t.Table:
 
 def _partition(doc: dict[str, Any]) -> t.Partition:
     return from_doc(t.Partition, doc)
+
+
+class _ConvertedMemo:
+    """Thrift structs already built from documents the metadata cache keeps in memory.
+
+    A cached partition document is the same dict object for as long as its cache entry
+    lives, so the struct built from it can be reused by identity: the memo holds the
+    document itself, which keeps its id from being reused, and is bounded. Documents read
+    from the database are new objects each time and simply churn through it.
+    """
+
+    def __init__(self, limit: int = 20000):
+        self.limit = limit
+        self._items: dict[int, tuple[dict, Any]] = {}
+        self._lock = threading.Lock()
+
+    def partition(self, doc: dict[str, Any]) -> t.Partition:
+        hit = self._items.get(id(doc))
+        if hit is not None and hit[0] is doc:
+            return hit[1]
+        obj = _partition(doc)
+        with self._lock:
+            if len(self._items) >= self.limit:
+                self._items.clear()
+            self._items[id(doc)] = (doc, obj)
+        return obj
+
+
+_converted = _ConvertedMemo()
 
 
 def _cached_table(read) -> t.Table:
@@ -260,12 +290,12 @@ class CatalogCalls:
 
     def get_partitions_by_names(self, db_name, tbl_name, names):
         _, rows = self.ms.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return [_partition(d) for _, d in rows]
+        return [_converted.partition(d) for _, d in rows]
 
     def get_partitions_by_names_req(self, req):
         _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
                                                   valid_write_ids=req.validWriteIdList)
-        return t.GetPartitionsByNamesResult(partitions=[_partition(d) for _, d in rows])
+        return t.GetPartitionsByNamesResult(partitions=[_converted.partition(d) for _, d in rows])
 
     def alter_partition(self, db_name, tbl_name, new_part):
         self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(new_part)])
