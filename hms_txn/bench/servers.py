@@ -1,0 +1,233 @@
+"""Servers a benchmark run starts: hms-txn (as a separate process), PostgreSQL, Java HMS.
+
+Our server always runs as its own ``hms-txn serve`` process, never inside the benchmark's
+process: sharing one interpreter (one GIL) with the load-generating code would slow both
+and make the numbers meaningless.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from xml.sax.saxutils import escape
+
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(port: int, host: str = "127.0.0.1", timeout_ms: int = 600_000):
+    """The generated client over TBufferedTransport + TBinaryProtocolAccelerated (for both servers)."""
+    from ..thrift_gen.hive_metastore import ThriftHiveMetastore
+    sock = TSocket.TSocket(host, port)
+    sock.setTimeout(timeout_ms)
+    transport = TTransport.TBufferedTransport(sock)
+    protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
+    transport.open()
+    client = ThriftHiveMetastore.Client(protocol)
+    client._transport = transport
+    return client
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident set size of a process (from /proc), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User+system CPU time a process has used so far."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def write_site_xml(path: str, values: dict[str, str]) -> str:
+    props = "\n".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>"
+        for k, v in values.items())
+    with open(path, "w") as f:
+        f.write(f'<?xml version="1.0"?>\n<configuration>\n{props}\n</configuration>\n')
+    return path
+
+
+class OurServer:
+    """``hms-txn serve`` as a child process with a hive-site.xml written for it."""
+
+    kind = "hms-txn"
+
+    def __init__(self, name: str, data_dir: str, conf: dict[str, str], *, timeout: float = 120):
+        os.makedirs(data_dir, exist_ok=True)
+        self.name = name
+        self.data_dir = data_dir
+        self.conf = dict(conf)
+        self.conf.setdefault("hive.metastore.warehouse.dir", os.path.join(data_dir, "warehouse"))
+        site = write_site_xml(os.path.join(data_dir, "hive-site.xml"), self.conf)
+        self.log_path = os.path.join(data_dir, "serve.log")
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hms_txn.cli", "--log-level", "WARNING", "serve",
+             "--conf", site, "--data-dir", data_dir, "--port", "0", "--host", "127.0.0.1"],
+            stdout=subprocess.PIPE, stderr=self._log, cwd=data_dir)
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if line or self.proc.poll() is not None:
+                break
+        match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
+        if not match:
+            self.proc.kill()
+            self.proc.wait()
+            with open(self.log_path, errors="replace") as f:
+                log = f.read()[-4000:]
+            raise RuntimeError(f"hms-txn did not start ({line!r}); log tail:\n{log}")
+        self.port = int(match.group(1))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+class JavaServer:
+    """The reference Hive Metastore 2.3 (embedded Derby), wrapped like OurServer."""
+
+    kind = "java"
+
+    def __init__(self, name: str, workdir: str, *, heap: str = "1g"):
+        from .javahms import start_java_metastore
+        self.name = name
+        self.workdir = workdir
+        self.port = free_port()
+        # Hive 2.3's TxnHandler serializes lock() on Derby with a JVM lock held while it
+        # takes a pooled connection; with the default pool of 10 connections, 16 concurrent
+        # lockers deadlock the server (every pooled connection is held by a thread waiting
+        # for the JVM lock). A bigger pool avoids that and is the fair setting.
+        self._ms = start_java_metastore(self.port, workdir, heap=heap, extra_conf={
+            "datanucleus.connectionPool.maxPoolSize": "64"})
+
+    @property
+    def pid(self) -> int:
+        return self._ms.process.pid
+
+    def stop(self) -> None:
+        self._ms.stop()
+
+
+def _pg_bindir() -> str:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
+    if candidates:
+        return os.path.dirname(candidates[0])
+    initdb = shutil.which("initdb")
+    if initdb:
+        return os.path.dirname(os.path.realpath(initdb))
+    raise RuntimeError("PostgreSQL server binaries not found (install Debian's postgresql package)")
+
+
+class BenchPostgres:
+    """A throw-away PostgreSQL cluster for benchmarks, with durability settings left ON.
+
+    Unlike the test suite's server (fsync off for speed), this one keeps PostgreSQL's
+    defaults (fsync=on, synchronous_commit=on, full_page_writes=on) so that commit costs
+    are honest. Runs as the ``postgres`` user when we are root (PostgreSQL refuses root).
+    """
+
+    def __init__(self, root: str | None = None):
+        self.bindir = _pg_bindir()
+        self.root = tempfile.mkdtemp(prefix="hms-bench-pg-", dir=root)
+        self.datadir = os.path.join(self.root, "data")
+        self.port = free_port()
+        self.user = "hms"
+        self._run_as = None
+        if os.geteuid() == 0:
+            self._run_as = "postgres"
+            pw = pwd.getpwnam(self._run_as)
+            os.chown(self.root, pw.pw_uid, pw.pw_gid)
+        self._dbs = 0
+
+    def _run(self, *argv: str) -> None:
+        cmd = list(argv)
+        if self._run_as:
+            cmd = ["runuser", "-u", self._run_as, "--"] + cmd
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=self.root)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): "
+                               f"{proc.stdout.decode(errors='replace')[-2000:]}")
+
+    def start(self) -> "BenchPostgres":
+        self._run(os.path.join(self.bindir, "initdb"), "-D", self.datadir, "-A", "trust",
+                  "-U", self.user, "-E", "UTF8")
+        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                   f"-c max_connections=300 -c shared_buffers=256MB")
+        self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-o", options,
+                  "-l", os.path.join(self.root, "server.log"), "-w", "-t", "60", "start")
+        return self
+
+    def settings(self) -> dict[str, str]:
+        import psycopg2
+        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
+        try:
+            with conn.cursor() as cur:
+                out = {}
+                for name in ("server_version", "fsync", "synchronous_commit", "full_page_writes",
+                             "shared_buffers"):
+                    cur.execute(f"SHOW {name}")
+                    out[name] = cur.fetchone()[0]
+                return out
+        finally:
+            conn.close()
+
+    def create_database(self, prefix: str = "bench") -> str:
+        """A new empty database; returns its JDBC URL (what a hive-site.xml carries)."""
+        import psycopg2
+        self._dbs += 1
+        name = f"{prefix}_{self._dbs}"
+        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(f'CREATE DATABASE "{name}"')
+        conn.close()
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-m", "fast",
+                      "-w", "stop")
+        except RuntimeError:
+            pass
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)

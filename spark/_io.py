@@ -1,0 +1,253 @@
+"""Task-side reading and writing (runs in Spark's Python workers; pyarrow + orc_acid only).
+
+Writers follow Hive's rules (see shared acid facts): one file per (partition, writer id,
+statement id) in ``delta_W_W_SSSS`` / ``base_W`` / ``delete_delta_W_W_SSSS``; the writer id
+is the bucket number of a bucketed table, else the Spark task's partition index; delete
+events go to the file of the *decoded* bucket of the deleted row.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import orc_acid
+from orc_acid.layout import format_base, format_bucket_file, format_delete_delta, format_delta
+
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+ROW_ID = "ROW__ID"
+OP_COL = "__hive_acid_op"        # merge/update: "D" delete, "U" delete+insert, "I" insert
+BUCKET_COL = "__hive_acid_bucket"
+MAX_WRITER_ID = 4095
+
+
+def _escape(v: str) -> str:
+    from urllib.parse import quote
+    return quote(str(v), safe=" !$&'()*+,;@[]^`{}|~-._")
+
+
+def part_value_strings(col: pa.Array) -> List[str]:
+    if pa.types.is_timestamp(col.type):
+        s = pc.strftime(col, format="%Y-%m-%d %H:%M:%S")
+    else:
+        s = pc.cast(col, pa.string())
+    return [HIVE_DEFAULT_PARTITION if v is None else v for v in s.to_pylist()]
+
+
+def part_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    return "/".join(f"{k}={_escape(v)}" for k, v in zip(keys, values))
+
+
+def group_rows(table: pa.Table, key_cols: Sequence[str]) -> List[Tuple[tuple, pa.Table]]:
+    """Split ``table`` by the distinct values of ``key_cols`` (keys rendered as strings for
+    partition columns; integers stay integers)."""
+    if not key_cols or table.num_rows == 0:
+        return [((), table)] if table.num_rows else []
+    rendered = []
+    for c in key_cols:
+        col = table.column(c).combine_chunks()
+        if pa.types.is_integer(col.type) and c == BUCKET_COL:
+            rendered.append(col.to_numpy(zero_copy_only=False).astype(np.int64))
+        else:
+            rendered.append(np.array(part_value_strings(col), dtype=object))
+    if len(rendered) == 1:
+        keys = rendered[0]
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        groups = [((u,), np.nonzero(inverse == i)[0]) for i, u in enumerate(uniq)]
+    else:
+        tuples = list(zip(*[r.tolist() for r in rendered]))
+        index: Dict[tuple, List[int]] = {}
+        for i, k in enumerate(tuples):
+            index.setdefault(k, []).append(i)
+        groups = [(k, np.asarray(v)) for k, v in index.items()]
+    return [(k, table.take(pa.array(idx))) for k, idx in groups]
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """What a write task needs (picklable): the table, ids, and how to write."""
+    location: str
+    data_schema: pa.Schema           # table data columns (Arrow types of the table)
+    part_keys: Tuple[str, ...]
+    write_id: int
+    statement_id: int
+    mode: str = "append"             # append | overwrite | dml
+    insert_only: bool = False
+    file_format: str = "orc"
+    bucketed: bool = False
+    compression: str = "zlib"        # the table's orc.compress (Hive's default: ZLIB)
+
+    @property
+    def options(self):
+        return orc_acid.WriterOptions(compression=self.compression)
+
+
+def _unlink_if_exists(path: str) -> None:
+    # a file of an earlier attempt of the same task (same writer id, write id, statement)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _write_insert(spec: WriteSpec, part_dir: str, writer_id: int, data: pa.Table,
+                  statement_id: int) -> List[str]:
+    if writer_id > MAX_WRITER_ID:
+        raise ValueError(f"writer id {writer_id} > {MAX_WRITER_ID}: reduce the number of Spark "
+                         f"partitions of the data written")
+    if spec.insert_only:
+        name = f"{writer_id:06d}_0"
+        d = format_base(spec.write_id) if spec.mode == "overwrite" else \
+            format_delta(spec.write_id, spec.write_id, statement_id)
+        _unlink_if_exists(os.path.join(part_dir, d, name))
+        return orc_acid.write_insert_only(
+            part_dir, spec.write_id, data, statement_id=statement_id, file_name=name,
+            file_format=spec.file_format, overwrite=spec.mode == "overwrite",
+            options=spec.options)
+    if spec.mode == "overwrite":
+        _unlink_if_exists(os.path.join(part_dir, format_base(spec.write_id),
+                                       format_bucket_file(writer_id)))
+        return orc_acid.write_base(part_dir, spec.write_id, writer_id, data,
+                                   statement_id=statement_id, row_schema=spec.data_schema,
+                                   options=spec.options)
+    _unlink_if_exists(os.path.join(part_dir, format_delta(spec.write_id, spec.write_id,
+                                                          statement_id),
+                                   format_bucket_file(writer_id)))
+    return orc_acid.write_delta(part_dir, spec.write_id, statement_id, writer_id, data,
+                                row_schema=spec.data_schema, options=spec.options)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Columns of ``schema`` (by name) cast to its types."""
+    cols = []
+    for f in schema:
+        col = table.column(f.name)
+        if col.type != f.type:
+            col = col.cast(f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def write_inserts(spec: WriteSpec, table: pa.Table, task_id: int,
+                  statement_id: Optional[int] = None) -> List[Tuple[str, str, int]]:
+    """Write ``table`` (data columns + partition columns [+ bucket column]) as inserts.
+
+    -> [(partition name, path relative to the table location, rows)]."""
+    stmt = spec.statement_id if statement_id is None else statement_id
+    keys = list(spec.part_keys) + ([BUCKET_COL] if spec.bucketed else [])
+    out = []
+    for key, part in group_rows(table, keys):
+        pvals = key[:len(spec.part_keys)]
+        pname = part_name(spec.part_keys, pvals) if spec.part_keys else ""
+        writer_id = int(key[-1]) if spec.bucketed else task_id
+        part_dir = os.path.join(spec.location, pname) if pname else spec.location
+        data = conform(part, spec.data_schema)
+        for p in _write_insert(spec, part_dir, writer_id, data, stmt):
+            out.append((pname, os.path.relpath(p, spec.location), data.num_rows))
+    return out
+
+
+def write_deletes(spec: WriteSpec, table: pa.Table, statement_id: int, *,
+                  check_unique: bool = False) -> List[Tuple[str, str, int]]:
+    """Delete events for the ROW__IDs in ``table`` (+ partition columns)."""
+    out = []
+    for key, part in group_rows(table, list(spec.part_keys)):
+        pname = part_name(spec.part_keys, key) if spec.part_keys else ""
+        part_dir = os.path.join(spec.location, pname) if pname else spec.location
+        rid = part.column(ROW_ID).combine_chunks()
+        if check_unique and len(rid):
+            flat = pa.Table.from_arrays(rid.flatten(), names=["w", "b", "r"])
+            if flat.group_by(["w", "b", "r"]).aggregate([]).num_rows != flat.num_rows:
+                raise ValueError("MERGE cardinality violation: a target row matches more than "
+                                 "one source row")
+        # files of an earlier attempt of this task are replaced
+        flat_b = pc.struct_field(rid, [1]).to_numpy(zero_copy_only=False).astype(np.int64)
+        for wid in np.unique((flat_b & 0x0FFF0000) >> 16):
+            _unlink_if_exists(os.path.join(part_dir, format_delete_delta(
+                spec.write_id, spec.write_id, statement_id), format_bucket_file(int(wid))))
+        for p in orc_acid.write_delete_delta(part_dir, spec.write_id, statement_id,
+                                             pa.table({ROW_ID: rid}),
+                                             row_schema=spec.data_schema,
+                                             options=spec.options):
+            out.append((pname, os.path.relpath(p, spec.location), 0))
+    return out
+
+
+def dml_task(spec: WriteSpec, batches: Iterable[pa.RecordBatch], task_id: int
+             ) -> List[Tuple[str, str, int]]:
+    """One task of an UPDATE/DELETE/MERGE: rows carry OP_COL ('D', 'U' or 'I'), ROW__ID (null
+    for 'I'), the new data columns and the partition columns. Deletes go to statement S,
+    inserts (new row versions) to S+1 (Hive's split update)."""
+    batches = list(batches)
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches)
+    if table.num_rows == 0:
+        return []
+    op = table.column(OP_COL)
+    out = []
+    dels = table.filter(pc.is_in(op, pa.array(["D", "U"])))
+    if dels.num_rows:
+        out += write_deletes(spec, dels, spec.statement_id, check_unique=True)
+    ins = table.filter(pc.is_in(op, pa.array(["U", "I"])))
+    if ins.num_rows:
+        out += write_inserts(spec, ins, task_id, statement_id=spec.statement_id + 1)
+    return out
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReadUnit:
+    """One input partition: a bucket id's files of one table partition."""
+    split: object                      # orc_acid.Split
+    part_values: Tuple[Tuple[str, str], ...] = ()
+
+
+def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
+    if value is None or value == HIVE_DEFAULT_PARTITION:
+        return pa.nulls(n, type=typ)
+    if pa.types.is_timestamp(typ):
+        scalar = pc.strptime(pa.array([value]), format="%Y-%m-%d %H:%M:%S", unit=typ.unit)
+        arr = scalar.cast(typ)
+    else:
+        arr = pa.array([value]).cast(typ)
+    return pa.repeat(arr[0], n) if n else pa.array([], type=typ)
+
+
+def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
+              batch_rows: int = 262144, on_progress=None) -> Iterator[pa.RecordBatch]:
+    """Rows of one unit as record batches in ``out_schema`` (any subset/order of ROW__ID,
+    data columns and partition columns)."""
+    if unit is None:
+        return
+    names = out_schema.names
+    with_row_id = ROW_ID in names
+    data_cols = [n for n in names if n in data_schema.names]
+    t = orc_acid.read_split(unit.split, schema=data_schema, columns=data_cols,
+                            with_row_id=with_row_id)
+    n = t.num_rows
+    if n == 0:
+        return
+    pvals = dict(unit.part_values)
+    cols = []
+    for f in out_schema:
+        if f.name in pvals:
+            cols.append(_part_array(pvals[f.name], f.type, n))
+        else:
+            col = t.column(f.name)
+            if col.type != f.type:
+                col = col.cast(f.type)
+            cols.append(col)
+    out = pa.Table.from_arrays(cols, schema=out_schema)
+    for b in out.to_batches(max_chunksize=batch_rows):
+        yield b
+        if on_progress is not None:
+            on_progress()

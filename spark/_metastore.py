@@ -1,0 +1,396 @@
+"""Talking to the metastore from Spark's driver and planner processes (no pyspark here).
+
+Thin helpers over the generated Thrift client (``hms_txn.thrift_gen``): connections,
+snapshots (ValidTxnList built from ``get_open_txns`` the way Hive's client builds it,
+ValidWriteIdList strings from ``get_valid_write_ids``), table descriptions, locks that wait,
+and Hive type strings mapped to Spark DDL / Arrow types.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence, Tuple
+from urllib.parse import unquote, quote
+
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+
+class _LazyTtypes:
+    """``hms_txn.thrift_gen...ttypes``, imported on first use: the generated module takes
+    seconds to import and Spark's Python workers that never talk to the metastore (tasks,
+    planners using the driver's coordinator) should not pay for it."""
+
+    def __getattr__(self, name):
+        from hms_txn.thrift_gen.hive_metastore import ttypes
+        return getattr(ttypes, name)
+
+
+T = _LazyTtypes()
+
+from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+
+# LockType / LockLevel / LockState / DataOperationType values (hive_metastore.thrift)
+SHARED_READ, SHARED_WRITE, EXCLUSIVE, EXCL_WRITE = 1, 2, 3, 4
+LEVEL_DB, LEVEL_TABLE, LEVEL_PARTITION = 1, 2, 3
+ACQUIRED, WAITING = 1, 2
+OP_SELECT, OP_INSERT, OP_UPDATE, OP_DELETE = 1, 2, 3, 4
+
+ORC_INPUT = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+ORC_OUTPUT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+ORC_SERDE = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+PARQUET_INPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+PARQUET_OUTPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
+
+USER = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+HOST = socket.gethostname()
+AGENT = "hms-txn-spark"
+
+
+class HiveAcidError(Exception):
+    """Something the hive_acid integration cannot do (bad table, bad request, lock timeout)."""
+
+
+class WriteConflictError(HiveAcidError):
+    """The transaction lost a write-write conflict and was aborted by the metastore."""
+
+
+# -- connections ------------------------------------------------------------------------------
+
+def parse_uri(uri: str) -> Tuple[str, int]:
+    first = uri.split(",")[0].strip()
+    m = re.match(r"^(?:thrift://)?([^:/]+)(?::(\d+))?/?$", first)
+    if not m:
+        raise HiveAcidError(f"cannot parse metastore uri {uri!r} (want thrift://host:port)")
+    return m.group(1), int(m.group(2) or 9083)
+
+
+class Metastore:
+    """One Thrift connection, usable from several threads (calls are serialized)."""
+
+    def __init__(self, uri: str, timeout_ms: int = 120000):
+        self.uri = uri
+        self._host, self._port = parse_uri(uri)
+        self._timeout_ms = timeout_ms
+        self._lock = threading.RLock()
+        self._client = None
+        self._transport = None
+
+    def _connect(self):
+        sock = TSocket.TSocket(self._host, self._port)
+        sock.setTimeout(self._timeout_ms)
+        transport = TTransport.TBufferedTransport(sock)
+        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
+        transport.open()
+        self._transport = transport
+        from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
+        self._client = ThriftHiveMetastore.Client(protocol)
+
+    def call(self, name: str, *args):
+        """Call a metastore method; reconnect once on a broken connection."""
+        with self._lock:
+            for attempt in (0, 1):
+                if self._client is None:
+                    self._connect()
+                try:
+                    return getattr(self._client, name)(*args)
+                except (TTransport.TTransportException, OSError, EOFError):
+                    self.close()
+                    if attempt:
+                        raise
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args: self.call(name, *args)
+
+    def close(self):
+        with self._lock:
+            if self._transport is not None:
+                try:
+                    self._transport.close()
+                except Exception:
+                    pass
+            self._client = None
+            self._transport = None
+
+
+def parse_duration_s(text: str, default: float = 300.0) -> float:
+    if text is None:
+        return default
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", str(text).lower())
+    if not m:
+        return default
+    v = float(m.group(1))
+    unit = m.group(2) or "s"
+    return v / 1000.0 if unit == "ms" else v * {"s": 1, "sec": 1, "m": 60, "min": 60,
+                                                 "h": 3600}[unit]
+
+
+# -- snapshots --------------------------------------------------------------------------------
+
+def _aborted_flags(bits: bytes, n: int) -> List[bool]:
+    bits = bits or b""
+    return [(i // 8 < len(bits)) and bool((bits[i // 8] >> (i % 8)) & 1) for i in range(n)]
+
+
+def valid_txn_list(ms: Metastore, current_txn: int = 0) -> str:
+    """The ValidTxnList of a new snapshot (as Hive's ``createValidReadTxnList``)."""
+    resp = ms.get_open_txns()
+    hwm = resp.txn_high_water_mark
+    if current_txn > 0:
+        hwm = min(current_txn, hwm)
+    ids = list(resp.open_txns or [])
+    flags = _aborted_flags(resp.abortedBits, len(ids))
+    open_ids, aborted = [], []
+    for t, ab in zip(ids, flags):
+        if t == current_txn or t > hwm:
+            continue
+        (aborted if ab else open_ids).append(t)
+    return str(ValidTxnList(hwm, open_ids, aborted))
+
+
+def valid_write_ids(ms: Metastore, full_names: Sequence[str], txns: str) -> Dict[str, str]:
+    resp = ms.get_valid_write_ids(T.GetValidWriteIdsRequest(
+        fullTableNames=[n.lower() for n in full_names], validTxnList=txns))
+    out = {}
+    for t in resp.tblValidWriteIds:
+        inv = list(t.invalidWriteIds or [])
+        flags = _aborted_flags(t.abortedBits, len(inv))
+        opens = [w for w, a in zip(inv, flags) if not a]
+        aborted = [w for w, a in zip(inv, flags) if a]
+        out[t.fullTableName.lower()] = str(ValidWriteIdList(
+            t.fullTableName.lower(), t.writeIdHighWaterMark, opens, aborted,
+            t.minOpenWriteId if opens else None))
+    return out
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+def acquire_lock(ms: Metastore, components: List[T.LockComponent], txn_id: int = 0, *,
+                 timeout_s: float = 300.0) -> int:
+    """Request a lock and wait (polling check_lock) until it is ACQUIRED."""
+    resp = ms.lock(T.LockRequest(component=components, txnid=txn_id or None, user=USER,
+                                 hostname=HOST, agentInfo=AGENT))
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    while resp.state != ACQUIRED:
+        if resp.state != WAITING:
+            raise HiveAcidError(f"lock {resp.lockid} refused: state {resp.state} "
+                                f"{resp.errorMessage or ''}")
+        if time.monotonic() > deadline:
+            try:
+                if not txn_id:
+                    ms.unlock(T.UnlockRequest(lockid=resp.lockid))
+            except Exception:
+                pass
+            raise HiveAcidError(f"lock {resp.lockid} on {components[0].dbname}."
+                                f"{components[0].tablename} not acquired within {timeout_s:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
+        resp = ms.check_lock(T.CheckLockRequest(lockid=resp.lockid, txnid=txn_id or None))
+    return resp.lockid
+
+
+def lock_component(db: str, table: str, lock_type: int, op: int, *, transactional=True,
+                   dynamic=False) -> T.LockComponent:
+    return T.LockComponent(type=lock_type, level=LEVEL_TABLE, dbname=db, tablename=table,
+                           operationType=op, isTransactional=transactional,
+                           isDynamicPartitionWrite=dynamic)
+
+
+# -- Hive types -------------------------------------------------------------------------------
+
+_PRIMS = {
+    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT", "integer": "INT",
+    "bigint": "BIGINT", "boolean": "BOOLEAN", "float": "FLOAT", "double": "DOUBLE",
+    "double precision": "DOUBLE", "string": "STRING", "binary": "BINARY", "date": "DATE",
+    "timestamp": "TIMESTAMP_NTZ", "void": "VOID",
+}
+
+
+def _split_top(s: str, sep: str = ",") -> List[str]:
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur))
+    return [x.strip() for x in out]
+
+
+def hive_to_spark_ddl(t: str) -> str:
+    """A Hive column type string as a Spark SQL type (DDL)."""
+    s = t.strip()
+    low = s.lower()
+    if low in _PRIMS:
+        return _PRIMS[low]
+    if low.startswith(("varchar", "char")):
+        return "STRING"
+    if low.startswith("decimal"):
+        m = re.match(r"decimal\s*(?:\((\d+)\s*(?:,\s*(\d+))?\))?", low)
+        p = int(m.group(1) or 10)
+        sc = int(m.group(2) or 0)
+        return f"DECIMAL({p},{sc})"
+    if low.startswith("array<"):
+        return f"ARRAY<{hive_to_spark_ddl(s[6:-1])}>"
+    if low.startswith("map<"):
+        k, v = _split_top(s[4:-1])
+        return f"MAP<{hive_to_spark_ddl(k)}, {hive_to_spark_ddl(v)}>"
+    if low.startswith("struct<"):
+        parts = []
+        for f in _split_top(s[7:-1]):
+            name, typ = f.split(":", 1)
+            parts.append(f"`{name.strip()}`: {hive_to_spark_ddl(typ)}")
+        return f"STRUCT<{', '.join(parts)}>"
+    raise HiveAcidError(f"unsupported Hive type {t!r}")
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+def local_path(location: str) -> str:
+    if location.startswith("file://"):
+        return location[len("file://"):]
+    if location.startswith("file:"):
+        return location[len("file:"):]
+    return location
+
+
+def escape_part_value(v: str) -> str:
+    """Hive's FileUtils.escapePathName (the common characters)."""
+    return quote(str(v), safe=" !$&'()*+,;@[]^`{}|~-._")
+
+
+def make_part_name(keys: Sequence[str], values: Sequence) -> str:
+    return "/".join(f"{k}={escape_part_value(v)}" for k, v in zip(keys, values))
+
+
+def parse_part_name(name: str) -> List[Tuple[str, str]]:
+    out = []
+    for seg in name.split("/"):
+        k, v = seg.split("=", 1)
+        out.append((unquote(k), unquote(v)))
+    return out
+
+
+@dataclass
+class TableInfo:
+    db: str
+    name: str
+    location: str                 # local path
+    columns: List[Tuple[str, str]]        # (name, hive type), data columns
+    partition_keys: List[Tuple[str, str]]
+    transactional: bool
+    insert_only: bool
+    file_format: str              # "orc" | "parquet"
+    num_buckets: int = -1
+    bucket_cols: List[str] = field(default_factory=list)
+    parameters: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def compression(self) -> str:
+        """The table's ``orc.compress`` as a pyarrow codec name (Hive's default: ZLIB)."""
+        c = (self.parameters.get("orc.compress") or "ZLIB").strip().lower()
+        return {"none": "uncompressed", "snappy": "snappy", "zlib": "zlib", "lz4": "lz4",
+                "zstd": "zstd"}.get(c, "zlib")
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @property
+    def part_names(self) -> List[str]:
+        return [k for k, _ in self.partition_keys]
+
+    @property
+    def data_names(self) -> List[str]:
+        return [k for k, _ in self.columns]
+
+    def spark_ddl(self, with_row_id: bool = False) -> str:
+        cols = [f"`{n}` {hive_to_spark_ddl(t)}" for n, t in self.columns + self.partition_keys]
+        if with_row_id:
+            cols.insert(0, "`ROW__ID` STRUCT<writeid: BIGINT, bucketid: INT, rowid: BIGINT>")
+        return ", ".join(cols)
+
+
+def split_name(full: str, default_db: str = "default") -> Tuple[str, str]:
+    full = full.strip().replace("`", "")
+    if "." in full:
+        db, t = full.split(".", 1)
+    else:
+        db, t = default_db, full
+    return db.lower(), t.lower()
+
+
+def table_info(ms: Metastore, full: str) -> TableInfo:
+    db, name = split_name(full)
+    try:
+        t = ms.get_table(db, name)
+    except T.NoSuchObjectException:
+        raise HiveAcidError(f"table {db}.{name} does not exist") from None
+    params = dict(t.parameters or {})
+    transactional = params.get("transactional", "").lower() == "true"
+    insert_only = params.get("transactional_properties", "").lower() == "insert_only"
+    inp = (t.sd.inputFormat or "").lower()
+    fmt = "parquet" if "parquet" in inp else "orc"
+    return TableInfo(
+        db=db, name=name, location=local_path(t.sd.location),
+        columns=[(c.name, c.type) for c in (t.sd.cols or [])],
+        partition_keys=[(c.name, c.type) for c in (t.partitionKeys or [])],
+        transactional=transactional, insert_only=insert_only, file_format=fmt,
+        num_buckets=t.sd.numBuckets if t.sd.numBuckets is not None else -1,
+        bucket_cols=list(t.sd.bucketCols or []), parameters=params)
+
+
+def require_acid(info: TableInfo, *, full_acid: bool = False) -> None:
+    if not info.transactional:
+        raise HiveAcidError(f"{info.full_name} is not a transactional table "
+                            f"(TBLPROPERTIES transactional=true)")
+    if full_acid and info.insert_only:
+        raise HiveAcidError(f"{info.full_name} is an insert-only table: UPDATE, DELETE and "
+                            f"MERGE need a full-ACID table")
+
+
+def list_partitions(ms: Metastore, info: TableInfo) -> List[Tuple[str, List[str], str]]:
+    """-> [(partition name, values, local location)]."""
+    parts = ms.get_partitions(info.db, info.name, -1)
+    out = []
+    for p in parts:
+        name = make_part_name(info.part_names, p.values)
+        out.append((name, list(p.values), local_path(p.sd.location)))
+    return out
+
+
+def add_partitions(ms: Metastore, info: TableInfo, names: Sequence[str]) -> None:
+    """Register partitions (if missing) located at <table>/<name>."""
+    if not names:
+        return
+    t = ms.get_table(info.db, info.name)
+    parts = []
+    now = int(time.time())
+    for n in names:
+        vals = [v for _, v in parse_part_name(n)]
+        sd = T.StorageDescriptor(
+            cols=t.sd.cols, location=t.sd.location.rstrip("/") + "/" + n,
+            inputFormat=t.sd.inputFormat, outputFormat=t.sd.outputFormat,
+            compressed=False, numBuckets=t.sd.numBuckets, serdeInfo=t.sd.serdeInfo,
+            bucketCols=t.sd.bucketCols, sortCols=t.sd.sortCols, parameters={})
+        parts.append(T.Partition(values=vals, dbName=info.db, tableName=info.name,
+                                 createTime=now, lastAccessTime=0, sd=sd, parameters={}))
+    ms.add_partitions_req(T.AddPartitionsRequest(dbName=info.db, tblName=info.name,
+                                                 parts=parts, ifNotExists=True,
+                                                 needResult=False))

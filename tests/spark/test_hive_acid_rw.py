@@ -1,0 +1,290 @@
+"""hive_acid data source: reads, appends, overwrites, layout, snapshot isolation, aborts,
+heartbeats and timeouts, against a metastore server this suite starts (see conftest)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pyarrow.orc as po
+import pytest
+
+from spark import _metastore as M
+
+pytestmark = [pytest.mark.spark]
+
+_ids = itertools.count(1)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def tname():
+    return f"default.rw{next(_ids)}_{os.getpid()}"
+
+
+@pytest.fixture
+def ms(acid_hms):
+    m = M.Metastore(acid_hms.uri)
+    yield m
+    m.close()
+
+
+def rows(df):
+    return sorted(tuple(r) for r in df.collect())
+
+
+def table_dirs(location):
+    return sorted(e for e in os.listdir(location) if not e.startswith((".", "_")))
+
+
+def snapshot_wids(ms, table):
+    txns = M.valid_txn_list(ms)
+    return txns, M.valid_write_ids(ms, [table], txns)[table]
+
+
+def test_register_and_schema(acid_spark, tname):
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, name STRING, amount DECIMAL(10,2), ts TIMESTAMP,"
+                   " d DATE, tags ARRAY<STRING>, p STRING", partition_by=["p"])
+    df = acid_spark.read.format("hive_acid").load(tname)
+    assert [f.name for f in df.schema.fields] == ["id", "name", "amount", "ts", "d", "tags", "p"]
+    assert df.count() == 0
+    ms = M.Metastore(acid_spark.conf.get("spark.hadoop.hive.metastore.uris"))
+    t = ms.get_table(*tname.split("."))
+    assert t.parameters["transactional"] == "true"
+    assert t.parameters["transactional_properties"] == "default"
+    assert t.sd.inputFormat == M.ORC_INPUT and t.sd.outputFormat == M.ORC_OUTPUT
+    assert t.sd.serdeInfo.serializationLib == M.ORC_SERDE
+    assert [c.name for c in t.partitionKeys] == ["p"]
+    ms.close()
+
+
+def test_append_read_and_hive_layout(acid_spark, tname, ms):
+    import orc_acid
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, v STRING, p STRING", partition_by=["p"])
+    data = [(i, f"v{i}", "a" if i % 3 else "b") for i in range(40)]
+    df = acid_spark.createDataFrame(data, "id INT, v STRING, p STRING").repartition(2)
+    df.write.format("hive_acid").mode("append").save(tname)
+    got = acid_spark.read.format("hive_acid").load(tname)
+    assert rows(got) == sorted(data)
+    # partition pruning: only p=b's buckets are planned
+    assert got.where("p = 'b'").rdd.getNumPartitions() <= 2
+    assert rows(got.where("p = 'b'")) == sorted(r for r in data if r[2] == "b")
+    # layout as Hive writes it
+    info = M.table_info(ms, tname)
+    assert sorted(n for n, _, _ in M.list_partitions(ms, info)) == ["p=a", "p=b"]
+    txns, wids = snapshot_wids(ms, tname)
+    for part in ("a", "b"):
+        pdir = os.path.join(info.location, f"p={part}")
+        assert table_dirs(pdir) == ["delta_0000001_0000001_0000"]
+        ddir = os.path.join(pdir, "delta_0000001_0000001_0000")
+        with open(os.path.join(ddir, "_orc_acid_version"), "rb") as f:
+            assert f.read() == b"2"
+        files = sorted(e for e in os.listdir(ddir) if not e.startswith("_"))
+        assert files and all(f.startswith("bucket_0000") for f in files)
+        for name in files:
+            f = po.ORCFile(os.path.join(ddir, name))
+            ev = f.read()
+            assert ev.schema.names == ["operation", "originalTransaction", "bucket", "rowId",
+                                       "currentTransaction", "row"]
+            n = ev.num_rows
+            writer = int(name.split("_")[1])
+            assert set(ev.column("operation").to_pylist()) == {0}
+            assert set(ev.column("originalTransaction").to_pylist()) == {1}
+            assert set(ev.column("currentTransaction").to_pylist()) == {1}
+            assert set(ev.column("bucket").to_pylist()) == {orc_acid.encode_bucket(writer, 0)}
+            assert ev.column("rowId").to_pylist() == list(range(n))
+            md = f.metadata
+            assert md[b"hive.acid.version"] == b"2"
+            assert md[b"hive.acid.stats"] == f"{n},0,0".encode()
+            assert md[b"hive.acid.key.index"] == \
+                f"1,{orc_acid.encode_bucket(writer, 0)},{n - 1};".encode()
+        # orc_acid reads back the same rows
+        t = orc_acid.read_table(pdir, wids, valid_txns=txns)
+        assert sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist())) == \
+            sorted((i, v) for i, v, p in data if p == part)
+
+
+def test_overwrite_and_projection(acid_spark, tname, ms):
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, v STRING")
+    acid_spark.createDataFrame([(1, "a"), (2, "b")], "id INT, v STRING") \
+        .write.format("hive_acid").mode("append").save(tname)
+    acid_spark.createDataFrame([(3, "c")], "id INT, v STRING").coalesce(1) \
+        .write.format("hive_acid").mode("overwrite").save(tname)
+    assert rows(acid_spark.read.format("hive_acid").load(tname)) == [(3, "c")]
+    info = M.table_info(ms, tname)
+    assert "base_0000002" in table_dirs(info.location)
+    assert os.listdir(os.path.join(info.location, "base_0000002")) == ["_orc_acid_version",
+                                                                       "bucket_00000"] or \
+        sorted(os.listdir(os.path.join(info.location, "base_0000002"))) == \
+        ["_orc_acid_version", "bucket_00000"]
+    # projection: a user schema or the columns option
+    assert rows(acid_spark.read.format("hive_acid").schema("v STRING").load(tname)) == [("c",)]
+    assert rows(acid_spark.read.format("hive_acid").option("columns", "v").load(tname)) == \
+        [("c",)]
+    # an empty overwrite empties the table
+    acid_spark.createDataFrame([], "id INT, v STRING") \
+        .write.format("hive_acid").mode("overwrite").save(tname)
+    assert acid_spark.read.format("hive_acid").load(tname).count() == 0
+
+
+def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, tmp_path):
+    """A scan planned before a writer commits does not see the commit (even though it reads
+    the files afterwards); one started after does. The scan holds a SHARED_READ lock."""
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, v STRING")
+    acid_spark.createDataFrame([(i, "old") for i in range(10)], "id INT, v STRING") \
+        .coalesce(1).write.format("hive_acid").mode("append").save(tname)
+    started, go = str(tmp_path / "started"), str(tmp_path / "go")
+
+    def gate(it):
+        import os as _os
+        import time as _t
+        open(started, "w").close()
+        while not _os.path.exists(go):
+            _t.sleep(0.05)
+        yield from it
+
+    result = {}
+
+    def reader():
+        df = acid_spark.read.format("hive_acid").load(tname)
+        try:
+            result["rows"] = rows(df.mapInArrow(gate, df.schema))
+        except Exception as e:  # pragma: no cover - reported below
+            result["error"] = e
+
+    th = threading.Thread(target=reader)
+    th.start()
+    deadline = time.time() + 120
+    while not os.path.exists(started):
+        assert time.time() < deadline and th.is_alive(), result
+        time.sleep(0.05)
+    db, t = tname.split(".")
+    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    locks = ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks or []
+    assert [(lk.type, lk.state) for lk in locks] == [(M.SHARED_READ, M.ACQUIRED)]
+    # a writer commits while the scan runs: an append and a delete
+    acid_spark.createDataFrame([(100, "new")], "id INT, v STRING").coalesce(1) \
+        .write.format("hive_acid").mode("append").save(tname)
+    H.delete(acid_spark, tname, "id < 5")
+    open(go, "w").close()
+    th.join(120)
+    assert "error" not in result, result.get("error")
+    assert result["rows"] == [(i, "old") for i in range(10)]
+    after = rows(acid_spark.read.format("hive_acid").load(tname))
+    assert after == [(i, "old") for i in range(5, 10)] + [(100, "new")]
+    # the scan's lock is released once every input partition reported completion
+    deadline = time.time() + 10
+    while ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks:
+        assert time.time() < deadline
+        time.sleep(0.1)
+
+
+def _txn_states(ms):
+    info = ms.get_open_txns_info()
+    return {t.id: t.state for t in info.open_txns}
+
+
+def test_aborted_write_leaves_no_rows_and_no_files(acid_spark, tname, ms):
+    from pyspark.sql import functions as F
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
+    acid_spark.createDataFrame([(1, "x")], "id INT, p STRING") \
+        .write.format("hive_acid").mode("append").save(tname)
+    info = M.table_info(ms, tname)
+    before = sorted(os.walk(info.location))
+    hwm = ms.get_open_txns().txn_high_water_mark
+    bad = acid_spark.range(0, 20, numPartitions=2).select(
+        F.expr("CASE WHEN id = 17 THEN CAST(raise_error('boom') AS INT) ELSE CAST(id AS INT)"
+               " END").alias("id"),
+        F.expr("CASE WHEN id % 2 = 0 THEN 'even' ELSE 'x' END").alias("p"))
+    with pytest.raises(Exception, match="boom"):
+        bad.write.format("hive_acid").mode("append").save(tname)
+    assert rows(acid_spark.read.format("hive_acid").load(tname)) == [(1, "x")]
+    assert sorted(os.walk(info.location)) == before          # no files, no new directories
+    assert [n for n, _, _ in M.list_partitions(ms, info)] == ["p=x"]
+    states = _txn_states(ms)
+    new = [t for t in states if t > hwm]
+    assert new and all(states[t] == 2 for t in new)          # ABORTED
+
+
+def test_heartbeat_keeps_long_write_alive(acid_spark, tname):
+    """A write job running longer than hive.txn.timeout commits: the driver heartbeats."""
+    from pyspark.sql import functions as F
+    from spark import hive_acid as H
+    from tests.spark.conftest import ACID_TXN_TIMEOUT_S
+    H.create_table(acid_spark, tname, "id INT")
+
+    @F.udf("int")
+    def slow(x):
+        import time as _t
+        _t.sleep(ACID_TXN_TIMEOUT_S + 3)
+        return x
+
+    acid_spark.createDataFrame([(7,)], "id INT").coalesce(1).select(slow("id").alias("id")) \
+        .write.format("hive_acid").mode("append").save(tname)
+    assert rows(acid_spark.read.format("hive_acid").load(tname)) == [(7,)]
+
+
+KILLED_JOB = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {repo!r})
+    from pyspark.sql import SparkSession, functions as F
+    from spark import hive_acid
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.hadoop.hive.metastore.uris", {uri!r}).getOrCreate())
+    hive_acid.register(spark)
+    marker = {marker!r}
+
+    @F.udf("int")
+    def hang(x):
+        open(marker, "w").close()
+        time.sleep(600)
+        return x
+
+    spark.createDataFrame([(1,)], "id INT").select(hang("id").alias("id")) \\
+        .write.format("hive_acid").mode("append").save({table!r})
+""")
+
+
+def test_killed_job_transaction_aborted_by_timeout(acid_spark, acid_hms, tname, ms, tmp_path):
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT")
+    marker = str(tmp_path / "writing")
+    script = tmp_path / "job.py"
+    script.write_text(KILLED_JOB.format(repo=REPO, uri=acid_hms.uri, marker=marker,
+                                        table=tname))
+    hwm = ms.get_open_txns().txn_high_water_mark
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "job.log", "wb"), env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while not os.path.exists(marker):
+            assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+            assert time.time() < deadline
+            time.sleep(0.2)
+        states = _txn_states(ms)
+        mine = [t for t in states if t > hwm and states[t] == 3]   # OPEN
+        assert len(mine) == 1, states
+        time.sleep(2)   # still open while the driver lives and heartbeats
+        assert _txn_states(ms)[mine[0]] == 3
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    deadline = time.time() + 60
+    while _txn_states(ms).get(mine[0]) != 2:
+        assert time.time() < deadline, _txn_states(ms)
+        time.sleep(0.5)
+    assert acid_spark.read.format("hive_acid").load(tname).count() == 0
