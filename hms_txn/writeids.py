@@ -195,12 +195,11 @@ class WriteIds:
         txn_hwm = snapshot.high_watermark
         t2w = txn_to_write_id.c
         base = (t2w.db_name == db) & (t2w.tbl_name == table)
-        max_txn = conn.execute(select(func.max(t2w.txn_id)).where(base)
-                               .where(t2w.txn_id <= txn_hwm)).scalar()
-        hwm = 0
-        if max_txn is not None:
-            hwm = conn.execute(select(t2w.write_id).where(base)
-                               .where(t2w.txn_id == max_txn)).scalar() or 0
+        # The highest write id of any transaction the snapshot's range covers. Write ids are
+        # handed out in allocation order, not txn order (txn 1 may allocate after txn 2), so
+        # this is the max over those transactions, not the write id of the highest txn.
+        hwm = conn.execute(select(func.max(t2w.write_id)).where(base)
+                           .where(t2w.txn_id <= txn_hwm)).scalar() or 0
         if hwm <= 0:
             nxt = conn.execute(select(next_write_id.c.next_id)
                                .where(next_write_id.c.db_name == db)

@@ -168,7 +168,6 @@ class Driver:
             txn.next_stmt += 2 if op in ("update", "merge") else 1
             if op == "overwrite":
                 txn.overwritten.add(name)
-            import sys; print("DEBUG stmt", txn.id, name, txn.write_ids[name], stmt, op, txn.txns, file=sys.stderr)
             return Statement(info, txn.write_ids[name], stmt, op, dynamic_overwrite)
 
     def finish_statement(self, txn: Txn, st: Statement,

@@ -148,3 +148,25 @@ def test_add_dynamic_partitions(hms, client):
     with pytest.raises(T.NoSuchTxnException):
         client.add_dynamic_partitions(T.AddDynamicPartitions(
             txnid=500, writeid=1, dbname="default", tablename="dp", partitionnames=["k=3"]))
+
+
+def test_high_watermark_is_the_highest_write_id_not_the_highest_txns(client):
+    """Write ids follow allocation order: the later txn may hold the lower write id."""
+    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from tests.hms_txn.test_catalog import make_table
+    client.create_table(make_table("default", "order_t", params={"transactional": "true"}))
+    t1, t2 = client.open_txns(T.OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids
+
+    def alloc(txn):
+        return client.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="order_t", txnIds=[txn])).txnToWriteIds[0].writeId
+
+    assert alloc(t2) == 1 and alloc(t1) == 2
+    client.commit_txn(T.CommitTxnRequest(txnid=t1))
+    client.abort_txn(T.AbortTxnRequest(txnid=t2))
+    res = client.get_valid_write_ids(T.GetValidWriteIdsRequest(
+        fullTableNames=["default.order_t"], validTxnList=f"{t2}:9223372036854775807::{t2}"))
+    ids = res.tblValidWriteIds[0]
+    assert ids.writeIdHighWaterMark == 2      # t1's committed write id 2 is visible
+    assert ids.invalidWriteIds == [1]          # t2's aborted write id
+    assert ids.abortedBits == b"\x01"

@@ -151,8 +151,13 @@ def test_concurrent_updates_one_wins_other_gets_write_conflict(acid_spark, tname
     a_updated, b_updated, a_done = threading.Event(), threading.Event(), threading.Event()
     out = {}
 
+    # B starts after A has written (but not committed): both transactions are open at once
+    # and B's snapshot does not contain A. (A's write id is allocated first: see the report
+    # about get_valid_write_ids' high watermark when write ids are allocated out of txn order.)
     def writer(name, qty, mine, other, wait_for):
         try:
+            if name == "B":
+                a_updated.wait(120)
             with H.transaction(spark):
                 H.update(spark, tname, {"qty": str(qty)}, "p = 'a' AND id < 5")
                 mine.set()
