@@ -27,7 +27,8 @@ def cells_markdown(results: dict[str, Any]) -> str:
             continue
         vj = c.get("vs_java") or {}
         rows.append(
-            f"| {c['workload']} | {c['server']} | {c['clients']} | {_f(c['ops_per_s'], '.1f')} | "
+            f"| {c['workload']} | {c['server']} | {c['clients']} | "
+            f"{_f(c['ops_per_s'], '.1f' if c['ops_per_s'] >= 10 else '.2f')} | "
             f"{_f(c['calls_per_s'], '.0f')} | {_f(c['p50_ms'], '.3f')} | {_f(c['p99_ms'], '.2f')} | "
             f"{_f(vj.get('throughput'), '.1f')}{'×' if vj.get('throughput') else ''} | "
             f"{_f(vj.get('p50'), '.1f')}{'×' if vj.get('p50') else ''} | "

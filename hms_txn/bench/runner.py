@@ -35,7 +35,6 @@ import tempfile
 import time
 import traceback
 from array import array
-from dataclasses import asdict
 from typing import Any
 
 from thrift.transport.TTransport import TTransportException
@@ -736,10 +735,8 @@ def run(args: argparse.Namespace) -> int:
                 pass
         if pg is not None:
             pg.stop()
-        if getattr(args, "keep_workdir", False):
-            log(f"kept server directories and logs under {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        if sys.exc_info()[0] is not None and not getattr(args, "keep_workdir", False):
+            shutil.rmtree(work, ignore_errors=True)  # failed run: clean up now
     ratios(results["cells"])
     results["targets"] = evaluate_targets(results["cells"], results["scale"],
                                           max_rss if max_rss else None)
@@ -755,5 +752,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001
         log(f"chart failed: {describe_error(err)}")
     log(f"\nwrote {os.path.join(out, 'results.json')} and {os.path.join(out, 'bench.png')}")
+    if getattr(args, "keep_workdir", False):
+        log(f"kept server directories and logs under {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)  # slow after add_partitions: many directories
     logf.close()
     return 0
