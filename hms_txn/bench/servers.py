@@ -148,7 +148,8 @@ class JavaServer:
         self._ms.stop()
 
 
-def _pg_bindir() -> str:
+def pg_bindir() -> str:
+    """Directory of the PostgreSQL server binaries (Debian's postgresql package)."""
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
     if candidates:
         return os.path.dirname(candidates[0])
@@ -167,7 +168,7 @@ class BenchPostgres:
     """
 
     def __init__(self, root: str | None = None):
-        self.bindir = _pg_bindir()
+        self.bindir = pg_bindir()
         self.root = tempfile.mkdtemp(prefix="hms-bench-pg-", dir=root)
         self.datadir = os.path.join(self.root, "data")
         self.port = free_port()

@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support.requirements import require
 from thrift.protocol import TBinaryProtocol
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TType
@@ -239,9 +241,9 @@ def test_matches_pyiceberg_hive4_binding():
         their_tt = importlib.import_module("hive_metastore.ttypes")
         their_svc = importlib.import_module("hive_metastore.ThriftHiveMetastore")
     except ImportError:
-        pytest.skip("pyiceberg's hive_metastore bindings are not installed")
-    if not hasattr(their_svc, "get_open_txns_req_args"):
-        pytest.skip("installed hive_metastore bindings are not Hive 4")
+        their_tt = their_svc = None
+    require(their_svc is not None, "pyiceberg's hive_metastore bindings are not installed")
+    require(hasattr(their_svc, "get_open_txns_req_args"), "installed hive_metastore bindings are not Hive 4")
 
     mismatches = []
     for mod_ours, mod_theirs in ((tt, their_tt), (svc, their_svc)):

@@ -12,6 +12,8 @@ import shutil
 
 import pytest
 
+from tests.support.requirements import require
+
 from hms_txn.thrift_gen.hive_metastore import ttypes as T
 from tests.support.postgres import free_port
 from tests.support.servers import connect
@@ -24,8 +26,7 @@ SELECT, INSERT, UPDATE = 1, 2, 3
 
 @pytest.fixture(scope="module")
 def java_hms(tmp_path_factory):
-    if not shutil.which("java"):
-        pytest.skip("java is not installed")
+    require(shutil.which("java") is not None, "java is not installed")
     pytest.importorskip("pyspark")
     from hms_txn.bench.javahms import start_java_metastore
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
@@ -171,9 +172,7 @@ def test_same_outcomes_as_java_metastore(java_hms, hms):
 @pytest.fixture(scope="module")
 def hive2_client_jvm():
     """A JVM with PySpark's jars (Hive 2.3's HiveMetaStoreClient), driven through py4j."""
-    if not shutil.which("java"):
-        pytest.skip("java is not installed")
-    pytest.importorskip("pyspark")
+    require(shutil.which("java") is not None, "java is not installed")
     from pyspark.java_gateway import launch_gateway
     gateway = launch_gateway()
     yield gateway.jvm

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.requirements import require
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MISSING_FIXTURES = ("Hive-written fixtures not found: set HIVE_WRITTEN_FIXTURES or place "
                     "shared/ beside the checkout; they are never vendored")
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +24,7 @@ def hive_fixtures_dir() -> Path:
     for c in candidates:
         if (c / "streaming.orc").is_file():
             return c
-    if _in_ci():
-        pytest.fail(MISSING_FIXTURES)
-    pytest.skip(MISSING_FIXTURES)
+    require(False, MISSING_FIXTURES)
 
 
 @pytest.fixture

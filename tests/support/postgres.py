@@ -8,7 +8,6 @@ root, so when the suite runs as root (CI) the server runs as the unprivileged
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import shutil
@@ -19,6 +18,8 @@ import threading
 
 import psycopg2
 
+from hms_txn.bench.servers import pg_bindir
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -26,19 +27,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _bindir() -> str:
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
-    if candidates:
-        return os.path.dirname(candidates[0])
-    initdb = shutil.which("initdb")
-    if initdb:
-        return os.path.dirname(os.path.realpath(initdb))
-    raise RuntimeError("PostgreSQL server binaries not found: install Debian's postgresql package")
-
-
 class PostgresServer:
     def __init__(self) -> None:
-        self.bindir = _bindir()
+        self.bindir = pg_bindir()
         self.root = tempfile.mkdtemp(prefix="hms-pg-")
         self.datadir = os.path.join(self.root, "data")
         self.port = free_port()
