@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from .cli_txn import _EPILOG, _connect, _when, render_table, split_object
+from .cli_txn import _EPILOG, _connect, _when, add_connection_args, render_table, split_object
 
 TYPES = {1: "MINOR", 2: "MAJOR", 3: "REBALANCE"}
 FINAL = {"succeeded", "failed", "refused", "did not initiate", "attempted", "aborted"}
@@ -24,14 +24,7 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
     def add_conn(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--uri", metavar="thrift://HOST:PORT",
-                       help="metastore to ask (default: 127.0.0.1 and the port from --conf)")
-        p.add_argument("--conf", metavar="FILE", help="hive-site.xml giving port and transport")
-        p.add_argument("--hiveconf", action="append", metavar="KEY=VALUE",
-                       help="override a configuration key (repeatable)")
-        p.add_argument("--json", action="store_true", help="print JSON instead of text")
-        p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                       help="socket timeout (default 60)")
+        add_connection_args(p, json_help="print JSON instead of text")
 
     p = sub.add_parser(
         "compact", help="request a compaction of a table or partition",

@@ -27,16 +27,21 @@ hive.metastore.thrift.framed.transport.enabled / .compact.protocol.enabled.
 Output: an aligned table by default, --json for machine-readable output."""
 
 
+def add_connection_args(p: argparse.ArgumentParser, *, json_help: str) -> None:
+    """Options of every command that talks to a running metastore."""
+    p.add_argument("--uri", metavar="thrift://HOST:PORT",
+                   help="metastore to ask (default: 127.0.0.1 and the port from --conf)")
+    p.add_argument("--conf", metavar="FILE", help="hive-site.xml giving port and transport")
+    p.add_argument("--hiveconf", action="append", metavar="KEY=VALUE",
+                   help="override a configuration key (repeatable)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="socket timeout (default 60)")
+
+
 def register_txn_commands(sub: argparse._SubParsersAction) -> None:
     def add_conn(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--uri", metavar="thrift://HOST:PORT",
-                       help="metastore to ask (default: 127.0.0.1 and the port from --conf)")
-        p.add_argument("--conf", metavar="FILE", help="hive-site.xml giving port and transport")
-        p.add_argument("--hiveconf", action="append", metavar="KEY=VALUE",
-                       help="override a configuration key (repeatable)")
-        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                       help="socket timeout (default 60)")
+        add_connection_args(p, json_help="print JSON instead of a table")
 
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("show-transactions", help="list open and aborted transactions",

@@ -146,7 +146,7 @@ class UpstreamPool:
             import thrift_sasl
             host, user, password = endpoint.host, self.user, self.password or ""
             transport = thrift_sasl.TSaslClientTransport(
-                lambda: _PlainSasl(host, user, password), "PLAIN", sock)
+                lambda: PlainSaslClient(host, user, password), "PLAIN", sock)
         elif self.framed:
             transport = TTransport.TFramedTransport(sock)
         else:
@@ -261,7 +261,7 @@ class UpstreamPool:
                 "calls": self.calls, "failures": self.failures, "reconnects": self.reconnects}
 
 
-class _PlainSasl:
+class PlainSaslClient:
     """thrift-sasl expects the API of the old ``sasl`` package; pure-sasl provides PLAIN."""
 
     def __init__(self, host: str, user: str, password: str):

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import socket
-import struct
 import time
 
 import pytest
-from puresasl.client import SASLClient
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TSocket
 from thrift.transport.TTransport import TTransportException
 from thrift_sasl import TSaslClientTransport
 
 from hms_txn.config import Config, ConfigError
+from hms_txn.upstream import PlainSaslClient
 from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import client_for
@@ -31,31 +30,7 @@ def sasl_client(port: int, user: str, password: str):
     sock = TSocket.TSocket("127.0.0.1", port)
     sock.setTimeout(20000)
 
-    def factory():
-        return SASLClient("127.0.0.1", "hive", mechanism="PLAIN", username=user, password=password)
-
-    class _Adapter:
-        """thrift_sasl expects the old sasl module's API; puresasl offers process()."""
-
-        def __init__(self):
-            self.client = factory()
-
-        def start(self, mechanism):
-            return True, mechanism, self.client.process()
-
-        def step(self, challenge):
-            return True, self.client.process(challenge)
-
-        def encode(self, data):
-            return True, data
-
-        def decode(self, data):
-            return True, data
-
-        def getError(self):
-            return "sasl error"
-
-    transport = TSaslClientTransport(_Adapter, "PLAIN", sock)
+    transport = TSaslClientTransport(lambda: PlainSaslClient("127.0.0.1", user, password), "PLAIN", sock)
     transport.open()
     client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
     client._transport = transport
