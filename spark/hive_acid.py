@@ -706,6 +706,10 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
     params = {"transactional": "true",
               "transactional_properties": "insert_only" if insert_only else "default",
               "bucketing_version": "2"}
+    if file_format == "orc":
+        codec = _orc_codec_of(session)
+        if codec:
+            params["orc.compress"] = codec
     params.update(properties or {})
     bcols = [b.lower() for b in bucket_by] or ([cols[0].name] if buckets else [])
     sd = T.StorageDescriptor(cols=cols, location=None, inputFormat=inf, outputFormat=outf,
@@ -721,6 +725,20 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
     except T.AlreadyExistsException:
         if not if_not_exists:
             raise HiveAcidError(f"table {db}.{name} already exists") from None
+
+
+# Spark's ORC codec names → the table property ``orc.compress`` that Hive's writers read.
+_ORC_CODECS = {"none": "NONE", "uncompressed": "NONE", "snappy": "SNAPPY", "zlib": "ZLIB",
+               "lz4": "LZ4", "zstd": "ZSTD"}
+
+
+def _orc_codec_of(session: SparkSession) -> Optional[str]:
+    """The codec a table created from this session gets: the session's own ORC codec
+    (``spark.sql.orc.compression.codec``, snappy unless changed), so ACID tables cost what
+    Spark's native ORC tables cost. A codec our writer cannot produce (lzo, brotli) leaves
+    the property unset, i.e. Hive's default, ZLIB."""
+    name = (session.conf.get("spark.sql.orc.compression.codec", "snappy") or "snappy")
+    return _ORC_CODECS.get(name.strip().lower())
 
 
 def create_database(session: SparkSession, name: str, *, location: Optional[str] = None

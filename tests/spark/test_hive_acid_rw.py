@@ -65,6 +65,38 @@ def test_register_and_schema(acid_spark, tname):
     ms.close()
 
 
+def test_created_table_uses_the_session_orc_codec(acid_spark, tname, ms):
+    """A table created from Spark gets Spark's ORC codec (snappy by default) as
+    ``orc.compress``, the files it writes use it, and an explicit property wins."""
+    from spark import hive_acid as H
+    db, name = tname.split(".")
+
+    def codec_of_written_file(table):
+        acid_spark.createDataFrame([(1,)], "id INT").coalesce(1) \
+            .write.format("hive_acid").mode("append").save(table)
+        info = M.table_info(ms, table)
+        delta = next(d for d in table_dirs(info.location) if d.startswith("delta_"))
+        bucket = next(f for f in os.listdir(os.path.join(info.location, delta))
+                      if f.startswith("bucket_"))
+        return po.ORCFile(os.path.join(info.location, delta, bucket)).compression
+
+    H.create_table(acid_spark, tname, "id INT")
+    assert ms.get_table(db, name).parameters["orc.compress"] == "SNAPPY"
+    assert codec_of_written_file(tname) == "SNAPPY"
+
+    previous = acid_spark.conf.get("spark.sql.orc.compression.codec")
+    acid_spark.conf.set("spark.sql.orc.compression.codec", "zlib")
+    try:
+        H.create_table(acid_spark, tname + "_z", "id INT")
+        H.create_table(acid_spark, tname + "_n", "id INT", properties={"orc.compress": "NONE"})
+    finally:
+        acid_spark.conf.set("spark.sql.orc.compression.codec", previous)
+    assert ms.get_table(db, name + "_z").parameters["orc.compress"] == "ZLIB"
+    assert codec_of_written_file(tname + "_z") == "ZLIB"
+    assert ms.get_table(db, name + "_n").parameters["orc.compress"] == "NONE"
+    assert codec_of_written_file(tname + "_n") == "UNCOMPRESSED"
+
+
 def test_append_read_and_hive_layout(acid_spark, tname, ms):
     import orc_acid
     from spark import hive_acid as H
