@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from . import __version__
+from . import __version__, logs
 
 
 def _load_config(args: argparse.Namespace):
@@ -26,6 +26,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .store import SchemaError
 
     config = _load_config(args)
+    if args.log_format is None:
+        logs.configure(args.log_level_number, config["hms_txn.log.format"])
     try:
         server = create_server(config, data_dir=args.data_dir, host=args.host, port=args.port)
         server.start()
@@ -74,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hms-txn {__version__}")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument("--log-format", choices=logs.FORMATS, default=None,
+                        help="log lines as text or JSON (default: hms_txn.log.format, text)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add_common(p: argparse.ArgumentParser) -> None:
@@ -109,8 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args.log_level_number = getattr(logging, str(args.log_level).upper(), logging.INFO)
+    logs.configure(args.log_level_number, args.log_format or "text")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

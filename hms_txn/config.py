@@ -166,6 +166,9 @@ _key("hms_txn.metrics.enabled", False, parse_bool,
      "Serve /metrics (Prometheus) and /health over HTTP.")
 _key("hms_txn.metrics.port", 9084, parse_port,
      "Port of the /metrics and /health endpoint (0 = any free port).")
+_key("hms_txn.log.format", "text", lambda v: _choice(v, ("TEXT", "JSON")).lower(),
+     "Server log lines as text or as one JSON object per line; either way each record of a "
+     "transaction call carries its method, txnid, lockid and authenticated user.")
 # Database
 _key("javax.jdo.option.ConnectionURL", None, parse_str,
      "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from thrift.Thrift import TApplicationException, TException
 
-from .. import errors
+from .. import errors, logs
+from . import call_log
 from ..thrift_gen.fb303 import FacebookService
 from ..thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes
 
@@ -119,5 +120,29 @@ class DeclaredErrors:
                     metrics.record(method, time.perf_counter() - start,
                                    type(failure).__name__ if failure is not None else None)
 
+        level = call_log.TXN_CALLS.get(method)
+        if level is not None:
+            call = self._logged(method, level, call)
         setattr(self, method, call)  # cache: __getattr__ runs once per method
         return call
+
+    @staticmethod
+    def _logged(method: str, level: int, call: Callable[..., Any]) -> Callable[..., Any]:
+        """A transaction call whose log records (its own and the domain's) carry its ids."""
+
+        @functools.wraps(call)
+        def logged(*args: Any) -> Any:
+            start = time.perf_counter()
+            failure = None
+            with logs.bound(method=method, **call_log.request_ids(method, args)):
+                try:
+                    result = call(*args)
+                    call_log.bind_response(method, result)
+                    return result
+                except BaseException as err:
+                    failure = err
+                    raise
+                finally:
+                    call_log.record(method, level, time.perf_counter() - start, failure)
+
+        return logged

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import threading
 
+from .. import logs
+
 _local = threading.local()
 
 
 def set_authenticated_user(user: str | None) -> None:
     _local.user = user
+    logs.set_connection(user=user)
 
 
 def authenticated_user() -> str | None:
     """The SASL-authenticated user of the current connection, or None without SASL."""
     return getattr(_local, "user", None)
+
+
+def identity(claimed: str | None) -> str | None:
+    """The user to record on a transaction or lock: with SASL on, the authenticated user,
+    whatever the client claims (a client must not act as somebody else); without SASL the
+    client's own word is all there is."""
+    user = authenticated_user()
+    return user if user is not None else claimed

@@ -33,6 +33,7 @@ from ..errors import InvalidInput
 from ..locks import LockComponent, LockRequest
 from ..thrift_gen.hive_metastore import ttypes
 from ..txn import TxnType, WriteEvent
+from .session import identity
 
 log = logging.getLogger("hms_txn.handler")
 
@@ -232,7 +233,7 @@ class TxnCalls:
 
     def open_txns(self, rqst):
         ids = self.ms.txns.open_txns(
-            rqst.num_txns, rqst.user, rqst.hostname, agent_info=rqst.agentInfo,
+            rqst.num_txns, identity(rqst.user), rqst.hostname, agent_info=rqst.agentInfo,
             txn_type=rqst.txn_type if rqst.txn_type is not None else TxnType.DEFAULT,
             repl_policy=rqst.replPolicy, repl_src_txn_ids=rqst.replSrcTxnIds)
         return ttypes.OpenTxnsResponse(txn_ids=ids)
@@ -333,7 +334,7 @@ class TxnCalls:
                 is_transactional=c.isTransactional,
                 is_dynamic_partition_write=c.isDynamicPartitionWrite)
                 for c in (rqst.component or ())],
-            txn_id=rqst.txnid or 0, user=rqst.user, hostname=rqst.hostname,
+            txn_id=rqst.txnid or 0, user=identity(rqst.user), hostname=rqst.hostname,
             agent_info=rqst.agentInfo, zero_wait_read=bool(rqst.zeroWaitReadEnabled),
             exclusive_ctas=bool(rqst.exclusiveCTAS))
         return self._lock_response(self.ms.locks.lock(request))
