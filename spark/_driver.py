@@ -59,6 +59,8 @@ class Txn:
     tables: Dict[str, M.TableInfo] = field(default_factory=dict)
     state: str = "open"
     pending: Dict[str, tuple] = field(default_factory=dict)
+    # (table id, `_meta*` parameter, value) the commit records atomically (CommitTxnKeyValue)
+    key_value: Optional[Tuple[int, str, str]] = None
     lock = None
 
     def __post_init__(self):
@@ -297,8 +299,12 @@ class Driver:
                             files=",".join(os.path.join(info.location, p, f) if p else
                                            os.path.join(info.location, f) for f in files),
                             partition=p or None))
+                kv = None
+                if txn.key_value is not None:
+                    kv = T.CommitTxnKeyValue(tableId=txn.key_value[0], key=txn.key_value[1],
+                                             value=txn.key_value[2])
                 self.ms.commit_txn(T.CommitTxnRequest(txnid=txn.id, writeEventInfos=events,
-                                                      exclWriteEnabled=False))
+                                                      exclWriteEnabled=False, keyValue=kv))
                 txn.state = "committed"
             except T.TxnAbortedException as e:
                 txn.state = "aborted"

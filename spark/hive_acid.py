@@ -11,6 +11,7 @@
     with hive_acid.transaction(spark) as tx:       # several statements, one transaction
         tx.append("db.a", df); tx.delete("db.b", "x = 1")
     hive_acid.sql(spark, "MERGE INTO db.t USING ... ON ... WHEN MATCHED THEN UPDATE SET ...")
+    hive_acid.write_stream(stream_df, "db.t", checkpoint_location="/chk")  # exactly-once sink
 
 Reads: the driver takes a snapshot (ValidTxnList + the table's ValidWriteIdList) and a
 SHARED_READ lock held while the scan runs; one Spark input partition per (table partition,
@@ -60,7 +61,7 @@ if TYPE_CHECKING:   # the driver module is imported by driver-side functions onl
 from ._metastore import HiveAcidError, WriteConflictError
 
 __all__ = ["register", "shutdown", "create_database", "create_table", "drop_table", "read", "insert", "delete", "update",
-           "merge", "transaction", "Transaction", "sql", "HiveAcidError",
+           "merge", "transaction", "Transaction", "sql", "write_stream", "HiveAcidError",
            "WriteConflictError", "HiveAcidDataSource"]
 
 FORMAT = "hive_acid"
@@ -668,6 +669,17 @@ def transaction(session: SparkSession) -> Iterator[Transaction]:
         raise
     d.active = None
     d.commit(txn)
+
+
+# -- Structured Streaming (spark/streaming.py) -------------------------------------------------
+
+def write_stream(stream_df: DataFrame, table: str, checkpoint_location: str, **kw):
+    """Start a streaming query writing each micro-batch of ``stream_df`` into the ACID table
+    ``table`` as one transaction, exactly once across restarts (keywords ``query_name``,
+    ``trigger``, ``sink_id``, ``write``, ``output_mode``: see
+    :func:`spark.streaming.write_stream`)."""
+    from .streaming import write_stream as start
+    return start(stream_df, table, checkpoint_location, **kw)
 
 
 # -- DDL -----------------------------------------------------------------------------------------
