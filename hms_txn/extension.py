@@ -44,6 +44,100 @@ Doc = dict[str, Any]
 EXPIRED = "expired"
 
 
+DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})
+# Events that may change the list of a database's table names (ALTER_TABLE: a rename).
+TABLE_NAME_EVENTS = frozenset({"CREATE_TABLE", "DROP_TABLE", "ALTER_TABLE"})
+
+
+class UpstreamDatabases:
+    """The upstream's databases and the names of their tables, read through with the
+    table TTL.
+
+    Clients ask for these on nearly every statement (Spark: ``get_database`` before each
+    table lookup, ``get_tables`` to resolve names); forwarding each of those tiny calls
+    adds a whole network hop to a call that costs the upstream almost nothing. Entries live
+    ``hms_txn.upstream.cache.ttl`` at most and are dropped at once when an event (ours, or
+    the upstream's own log when it is read) names their database. A read that started
+    before an invalidation does not install its answer (the generation check), so a change
+    made through us is never hidden by a slower read of the old state. Missing databases
+    are not cached."""
+
+    def __init__(self, source, ttl: float):
+        self.source = source
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._docs: dict[str, tuple[float, Doc, dict]] = {}
+        self._names: tuple[float, list[str]] | None = None
+        self._tables: dict[str, tuple[float, list[str]]] = {}
+
+    def get(self, name: str) -> tuple[Doc, dict]:
+        """(document, memo) of database ``name``; the memo is a per-entry dict on which the
+        caller may keep a converted form (entries are never changed, only replaced)."""
+        key = name.lower()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._docs.get(key)
+            if hit is not None and now - hit[0] <= self.ttl:
+                return hit[1], hit[2]
+            generation = self._generation
+        doc = self.source.get_database(name)
+        memo: dict = {}
+        with self._lock:
+            if generation == self._generation:
+                self._docs[key] = (now, doc, memo)
+        return doc, memo
+
+    def names(self) -> list[str]:
+        now = time.monotonic()
+        with self._lock:
+            if self._names is not None and now - self._names[0] <= self.ttl:
+                return list(self._names[1])
+            generation = self._generation
+        found = list(self.source.list_databases())
+        with self._lock:
+            if generation == self._generation:
+                self._names = (now, found)
+        return list(found)
+
+    def table_names(self, db: str) -> list[str]:
+        """``get_all_tables(db)`` of the upstream (sorted, as the metastore returns it)."""
+        key = db.lower()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._tables.get(key)
+            if hit is not None and now - hit[0] <= self.ttl:
+                return list(hit[1])
+            generation = self._generation
+        found = list(self.source.list_tables(db))
+        with self._lock:
+            if generation == self._generation:
+                self._tables[key] = (now, found)
+        return list(found)
+
+    def invalidate(self, name: str | None = None) -> None:
+        """Forget database ``name`` (all of them with None), its table names and the list
+        of database names."""
+        with self._lock:
+            self._generation += 1
+            self._names = None
+            if name is None:
+                self._docs.clear()
+                self._tables.clear()
+            else:
+                self._docs.pop(name.lower(), None)
+                self._tables.pop(name.lower(), None)
+
+    def invalidate_tables(self, db: str | None) -> None:
+        """Forget the table names of ``db`` (of every database with None)."""
+        with self._lock:
+            self._generation += 1
+            if db is None:
+                self._tables.clear()
+            else:
+                self._tables.pop(db.lower(), None)
+
+
 class ExtensionCache(MetadataCache):
     def __init__(self, store, source, config):
         # ``catalog`` of the base class: get_table / list_partitions when the cache is off
@@ -57,6 +151,7 @@ class ExtensionCache(MetadataCache):
         self._stats.update({"misses." + EXPIRED: 0, "upstream_events": 0, "upstream_evictions": 0})
         self.upstream_pos: int | None = None
         self._events_thread: threading.Thread | None = None
+        self.databases = UpstreamDatabases(source, self.ttl)
 
     # ------------------------------------------------------------------ loading
 
@@ -110,9 +205,20 @@ class ExtensionCache(MetadataCache):
             return EXPIRED
         return super()._verdict(entry, text, snapshot)
 
+    def _apply(self, ev, reload) -> None:
+        super()._apply(ev, reload)
+        if ev.event_type in DATABASE_EVENTS:   # through another hms-txn process
+            self.databases.invalidate(ev.db_name)
+        elif ev.event_type in TABLE_NAME_EVENTS:
+            self.databases.invalidate_tables(ev.db_name)
+
     def invalidate(self, db: str, name: str | None) -> None:
         """Drop a table (all of a database's with ``name`` None) changed on the upstream;
         loads that started before are not installed."""
+        if name is None:
+            self.databases.invalidate(db)
+        else:
+            self.databases.invalidate_tables(db)
         now = time.monotonic()
         with self._lock:
             if name is None:
@@ -164,6 +270,8 @@ class ExtensionCache(MetadataCache):
                 self.invalidate(db, table)
             elif event_type == "DROP_DATABASE" and db:
                 self.invalidate(db, None)
+            elif event_type in DATABASE_EVENTS:
+                self.databases.invalidate(db)
             self.upstream_pos = max(self.upstream_pos, event_id)
         if events:
             self._count("upstream_events", len(events))

@@ -314,6 +314,16 @@ class UpstreamTables:
         from .handler.wire import to_doc
         return to_doc(self._call("get_table", db, name))
 
+    def get_database(self, name: str) -> dict:
+        from .handler.wire import to_doc
+        return to_doc(self._call("get_database", name))
+
+    def list_databases(self) -> list[str]:
+        return list(self._call("get_all_databases"))
+
+    def list_tables(self, db: str) -> list[str]:
+        return list(self._call("get_all_tables", db))
+
     def get_partitions_by_names(self, db: str, name: str, part_names: list[str]) -> list[dict]:
         from .handler.wire import to_doc
         if not part_names:

@@ -40,7 +40,7 @@ from .catalog_calls import _cached_table
 from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
 from .txn_calls import TxnCalls
-from .wire import to_doc
+from .wire import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
 
@@ -62,6 +62,19 @@ OWNED = _owned()
 _IDL = frozenset(m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_"))
 _STATS_WRITES = {"update_table_column_statistics", "update_partition_column_statistics",
                  "delete_table_column_statistics", "delete_partition_column_statistics"}
+
+
+# Hive's default hive.serdes.using.metastore.for.schema.
+_SERDES_WITH_METASTORE_SCHEMA = frozenset({
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+    "org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe",
+    "org.apache.hadoop.hive.serde2.dynamic_type.DynamicSerDe",
+    "org.apache.hadoop.hive.serde2.MetadataTypedColumnsetSerDe",
+    "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe",
+    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+    "org.apache.hadoop.hive.serde2.lazybinary.LazyBinarySerDe",
+})
 
 
 def forwarded_methods() -> list[str]:
@@ -142,11 +155,13 @@ class ForwardingCalls:
 
     def create_database(self, database):
         self._up("create_database", database)
+        self.ms.cache.databases.invalidate(database.name)
         self._record("CREATE_DATABASE", database.name, None, self.ms.notifications.database_changed,
                      "CREATE_DATABASE", database.name)
 
     def alter_database(self, dbname, db):
         self._up("alter_database", dbname, db)
+        self.ms.cache.databases.invalidate(dbname)
         self._record("ALTER_DATABASE", dbname, None, self.ms.notifications.database_changed,
                      "ALTER_DATABASE", dbname)
 
@@ -156,8 +171,32 @@ class ForwardingCalls:
         self._record("DROP_DATABASE", name, None, self.ms.notifications.database_changed,
                      "DROP_DATABASE", name)
 
+    # Database reads come from the upstream through a TTL cache (extension.UpstreamDatabases):
+    # forwarding these tiny, frequent calls would double their latency.
+
+    def get_database(self, name):
+        cache = self.ms.cache
+        if not cache.enabled:
+            return self._up("get_database", name)
+        doc, memo = cache.databases.get(name)
+        database = memo.get("Database")
+        if database is None:
+            database = memo["Database"] = from_doc(t.Database, doc)
+        return database
+
     def get_database_req(self, request):
-        return self._up("get_database", request.name)
+        return self.get_database(request.name)
+
+    def get_all_databases(self):
+        if not self.ms.cache.enabled:
+            return self._up("get_all_databases")
+        return self.ms.cache.databases.names()
+
+    def get_databases(self, pattern):
+        # A catalog-qualified pattern (Hive 3's "@cat#...") is the upstream's business.
+        if not self.ms.cache.enabled or (pattern or "").startswith("@"):
+            return self._up("get_databases", pattern)
+        return [n for n in self.ms.cache.databases.names() if names.matches(pattern, n)]
 
     def drop_database_req(self, req):
         try:
@@ -182,22 +221,76 @@ class ForwardingCalls:
             tables = [x for x in tables if names.matches(req.tablesPattern, x.tableName)]
         return t.GetTablesResult(tables=tables)
 
+    # Columns: a metastore answers get_fields/get_schema from the table's own columns when
+    # its serde keeps the schema in the metastore (Hive's hive.serdes.using.metastore.for
+    # .schema, whose default list is below); for those we answer from the cached table.
+    # Other serdes (Avro with a schema URL, ...) derive the columns from the data's schema,
+    # which only the upstream can do, so those calls are forwarded.
+
+    def _columns(self, method: str, db, table, env, *, with_keys: bool):
+        read = self.ms.read_table(db, table)
+        serde = ((read.doc.get("sd") or {}).get("serdeInfo") or {}).get("serializationLib")
+        if serde and serde not in _SERDES_WITH_METASTORE_SCHEMA:
+            return self._up(method, db, table, env) if env is not None else \
+                self._up(method.replace("_with_environment_context", ""), db, table)
+        key = "Schema" if with_keys else "Fields"
+        memo = read.entry.wire if read.entry is not None else {}
+        cols = memo.get(key)
+        if cols is None:
+            docs = list((read.doc.get("sd") or {}).get("cols") or [])
+            if with_keys:
+                docs += read.doc.get("partitionKeys") or []
+            cols = memo[key] = [from_doc(t.FieldSchema, c) for c in docs]
+        return cols
+
+    def get_fields(self, db_name, table_name):
+        return self._columns("get_fields_with_environment_context", db_name, table_name, None,
+                             with_keys=False)
+
+    def get_fields_with_environment_context(self, db_name, table_name, environment_context):
+        return self._columns("get_fields_with_environment_context", db_name, table_name,
+                             environment_context, with_keys=False)
+
+    def get_schema(self, db_name, table_name):
+        return self._columns("get_schema_with_environment_context", db_name, table_name, None,
+                             with_keys=True)
+
+    def get_schema_with_environment_context(self, db_name, table_name, environment_context):
+        return self._columns("get_schema_with_environment_context", db_name, table_name,
+                             environment_context, with_keys=True)
+
     def get_fields_req(self, req):
-        return t.GetFieldsResponse(fields=self._up("get_fields_with_environment_context",
-                                                   req.dbName, req.tblName, req.envContext))
+        return t.GetFieldsResponse(fields=self._columns(
+            "get_fields_with_environment_context", req.dbName, req.tblName, req.envContext,
+            with_keys=False))
 
     def get_schema_req(self, req):
-        return t.GetSchemaResponse(fields=self._up("get_schema_with_environment_context",
-                                                   req.dbName, req.tblName, req.envContext))
+        return t.GetSchemaResponse(fields=self._columns(
+            "get_schema_with_environment_context", req.dbName, req.tblName, req.envContext,
+            with_keys=True))
 
     # ---------------------------------------------------------------- tables: changes
 
     def _created(self, db: str, name: str) -> None:
+        self.ms.cache.databases.invalidate_tables(db)
         doc = self._fetch_table(db, name)
         if doc is None:
             self.ms.cache.invalidate(db, name)
             return
         self._record("CREATE_TABLE", db, name, self.ms.notifications.table_created, doc)
+
+    # Table names come through the same read-through cache as databases.
+
+    def get_all_tables(self, db_name):
+        if not self.ms.cache.enabled:
+            return self._up("get_all_tables", db_name)
+        return self.ms.cache.databases.table_names(db_name)
+
+    def get_tables(self, db_name, pattern):
+        if not self.ms.cache.enabled or (db_name or "").startswith("@"):
+            return self._up("get_tables", db_name, pattern)
+        return [n for n in self.ms.cache.databases.table_names(db_name)
+                if names.matches(pattern, n)]
 
     def create_table(self, tbl):
         self._up("create_table", tbl)
@@ -230,6 +323,9 @@ class ForwardingCalls:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
         self._up(method, dbname, tbl_name, new_tbl, *rest)
+        self.ms.cache.databases.invalidate_tables(dbname)
+        if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():
+            self.ms.cache.databases.invalidate_tables(new_tbl.dbName)
         after = self._fetch_table(new_tbl.dbName or dbname, new_tbl.tableName or tbl_name)
         self._record("ALTER_TABLE", dbname, tbl_name, self.ms.notifications.table_altered, dbname, tbl_name,
                      before, after)
@@ -252,6 +348,7 @@ class ForwardingCalls:
     def _drop_table(self, method: str, dbname, name, *rest):
         before = self._fetch_table(dbname, name)
         self._up(method, dbname, name, *rest)
+        self.ms.cache.databases.invalidate_tables(dbname)
         self._record("DROP_TABLE", dbname, name, self.ms.notifications.table_dropped, dbname, name, before)
 
     def drop_table(self, dbname, name, deleteData):

@@ -15,6 +15,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from thrift.Thrift import TException
 
 from hms_txn.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
@@ -178,6 +179,135 @@ def test_without_upstream_events_changes_are_seen_within_the_ttl(tmp_path):
         assert time.monotonic() - start < 2.0
     finally:
         ext.stop()
+        upstream.stop()
+
+
+def test_database_reads_are_cached_and_kept_current(tmp_path):
+    """get_database / get_all_databases / get_databases and get_tables / get_all_tables come
+    from a read-through cache:
+    repeated reads do not reach the upstream, changes through us are seen at once, and
+    changes made directly upstream within the upstream's event log delay."""
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
+        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
+        "hms_txn.upstream.events.interval": "50ms"}))
+    try:
+        c, u = ext.client(), upstream.client()
+        pool = ext.ms.upstream
+        assert c.get_database("default").name == "default"
+        assert c.get_all_databases() == ["default"]
+        before = pool.calls
+        for _ in range(5):
+            assert c.get_database("default").name == "default"
+            assert c.get_database_req(t.GetDatabaseRequest(name="default")).name == "default"
+            assert c.get_all_databases() == ["default"]
+            assert c.get_databases("def*") == ["default"]
+        assert pool.calls == before                       # all from the cache
+        # a missing database: the upstream's own exception, never cached
+        with pytest.raises(t.NoSuchObjectException) as ours:
+            c.get_database("nope")
+        with pytest.raises(t.NoSuchObjectException) as theirs:
+            u.get_database("nope")
+        assert ours.value.message == theirs.value.message
+        # changes through us are visible at once
+        c.create_database(t.Database(name="mine", description="one"))
+        assert c.get_all_databases() == ["default", "mine"]
+        assert c.get_databases("m*|x") == ["mine"]
+        db = c.get_database("mine")
+        db.description = "two"
+        c.alter_database("mine", db)
+        assert c.get_database("mine").description == "two"
+        c.drop_database("mine", True, False)
+        assert c.get_all_databases() == ["default"]
+        with pytest.raises(t.NoSuchObjectException):
+            c.get_database("mine")
+        # changes made directly on the upstream arrive through its notification log
+        u.create_database(t.Database(name="direct", description="a"))
+        _wait(lambda: c.get_all_databases() == ["default", "direct"],
+              what="the upstream's CREATE_DATABASE")
+        db = u.get_database("direct")
+        db.description = "b"
+        u.alter_database("direct", db)
+        _wait(lambda: c.get_database("direct").description == "b",
+              what="the upstream's ALTER_DATABASE")
+
+        # table names: the same cache, kept current the same ways
+        c.create_table(make_table("default", "t1"))
+        assert c.get_all_tables("default") == ["t1"]
+        before = pool.calls
+        for _ in range(3):
+            assert c.get_tables("default", "t*") == ["t1"]
+            assert c.get_tables("default", "x*") == []
+            assert c.get_all_tables("default") == ["t1"]
+        assert pool.calls == before
+        table = c.get_table("default", "t1")
+        table.tableName = "t2"
+        c.alter_table("default", "t1", table)                 # a rename through us
+        assert c.get_all_tables("default") == ["t2"]
+        c.drop_table("default", "t2", True)
+        assert c.get_tables("default", "*") == []
+        u.create_table(make_table("default", "up"))           # directly upstream
+        _wait(lambda: c.get_all_tables("default") == ["up"], what="the upstream's CREATE_TABLE")
+    finally:
+        ext.stop()
+        upstream.stop()
+
+
+def test_columns_come_from_the_cached_table_when_the_serde_keeps_them(pair):
+    upstream, ext = pair
+    c, u = ext.client(), upstream.client()
+    c.create_table(make_table("default", "orc", keys=(("dt", "string"),)))
+    avro = make_table("default", "avro")
+    avro.sd.serdeInfo.serializationLib = "org.apache.hadoop.hive.serde2.avro.AvroSerDe"
+    c.create_table(avro)
+    expected_fields = u.get_fields("default", "orc")
+    expected_schema = u.get_schema("default", "orc")
+    assert [f.name for f in expected_schema][-1] == "dt"
+    c.get_table("default", "orc")                          # cached from here on
+    before = ext.ms.upstream.calls
+    for _ in range(3):
+        assert c.get_fields("default", "orc") == expected_fields
+        assert c.get_schema("default", "orc") == expected_schema
+        assert c.get_fields_req(t.GetFieldsRequest(dbName="default", tblName="orc")).fields == \
+            expected_fields
+        assert c.get_schema_req(t.GetSchemaRequest(dbName="default", tblName="orc")).fields == \
+            expected_schema
+    assert ext.ms.upstream.calls == before
+    # a serde that derives columns from the data: the upstream answers
+    assert c.get_fields("default", "avro") == u.get_fields("default", "avro")
+    assert ext.ms.upstream.calls > before
+    errors = []
+    for client in (c, u):
+        try:
+            client.get_fields("default", "missing")
+        except TException as err:
+            errors.append((type(err), getattr(err, "message", None)))
+    assert len(errors) == 2 and errors[0][0] is errors[1][0]   # the same declared exception
+
+
+def test_database_reads_expire_with_the_ttl_and_follow_other_processes(tmp_path):
+    upstream = _server(tmp_path, "upstream", {})
+    shared_db = f"jdbc:sqlite:{tmp_path}/ext-shared.sqlite"
+    conf = _ext_conf(upstream.uri, **{"hms_txn.upstream.cache.ttl": "300ms",
+                                      "javax.jdo.option.ConnectionURL": shared_db})
+    one = InProcessServer(os.path.join(str(tmp_path), "one"), {
+        **conf, "hive.metastore.warehouse.dir": os.path.join(str(tmp_path), "wh")})
+    two = InProcessServer(os.path.join(str(tmp_path), "two"), {
+        **conf, "hms_txn.upstream.cache.ttl": "1h",
+        "hive.metastore.warehouse.dir": os.path.join(str(tmp_path), "wh")})
+    try:
+        a, b, u = one.client(), two.client(), upstream.client()
+        assert a.get_all_databases() == b.get_all_databases() == ["default"]
+        u.create_database(t.Database(name="late"))          # directly upstream, no events
+        start = time.monotonic()
+        _wait(lambda: "late" in a.get_all_databases(), what="the TTL to expire")
+        assert time.monotonic() - start < 2.0
+        # through process one: process two (TTL 1 h) sees it from our shared notification log
+        a.create_database(t.Database(name="shared"))
+        _wait(lambda: "shared" in b.get_all_databases(), what="our CREATE_DATABASE event")
+    finally:
+        one.stop()
+        two.stop()
         upstream.stop()
 
 
