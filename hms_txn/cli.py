@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_txn_commands(sub)
     from .cli_compact import register_compact_commands
     register_compact_commands(sub)
+    from .cli_token import register_token_commands
+    register_token_commands(sub)
     from .bench.cli import add_parser as add_bench_parser
     add_bench_parser(sub)
     return parser

@@ -71,7 +71,9 @@ def register_txn_commands(sub: argparse._SubParsersAction) -> None:
 
 # ----------------------------------------------------------------------------- connection
 
-def _connect(args: argparse.Namespace):
+def _connect(args: argparse.Namespace, *, sasl_plain: tuple[str, str] | None = None):
+    """Client and transport for ``args``' metastore; with ``sasl_plain=(user, password)``
+    the connection authenticates with SASL PLAIN (framed, as SASL implies)."""
     from thrift.protocol import TBinaryProtocol, TCompactProtocol
     from thrift.transport import TSocket, TTransport
 
@@ -92,9 +94,17 @@ def _connect(args: argparse.Namespace):
         host, port = "127.0.0.1", config["hive.metastore.port"]
     sock = TSocket.TSocket(host, port)
     sock.setTimeout(int(args.timeout * 1000))
-    transport = (TTransport.TFramedTransport(sock)
-                 if config["hive.metastore.thrift.framed.transport.enabled"]
-                 else TTransport.TBufferedTransport(sock))
+    if sasl_plain is not None:
+        from thrift_sasl import TSaslClientTransport
+
+        from .upstream import PlainSaslClient
+        user, password = sasl_plain
+        transport = TSaslClientTransport(lambda: PlainSaslClient(host, user, password), "PLAIN",
+                                         sock)
+    elif config["hive.metastore.thrift.framed.transport.enabled"]:
+        transport = TTransport.TFramedTransport(sock)
+    else:
+        transport = TTransport.TBufferedTransport(sock)
     protocol = (TCompactProtocol.TCompactProtocol(transport)
                 if config["hive.metastore.thrift.compact.protocol.enabled"]
                 else TBinaryProtocol.TBinaryProtocol(transport))

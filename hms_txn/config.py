@@ -151,7 +151,8 @@ _key("hms_txn.connection.idle.timeout", 3600.0, _seconds("s"),
      "A client connection idle for this long is closed (0 = never); clients reconnect.")
 # Authentication
 _key("hive.metastore.sasl.enabled", False, parse_bool,
-     "Require SASL (mechanism PLAIN) before any call.", "metastore.sasl.enabled")
+     "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "
+     "delegation tokens).", "metastore.sasl.enabled")
 _key("hive.metastore.authentication", "NOSASL", lambda v: _choice(v, AUTH_MODES),
      "NOSASL, NONE or CONFIG (SASL PLAIN against configured users). KERBEROS and LDAP are "
      "not supported yet.", "metastore.authentication")
@@ -161,6 +162,13 @@ _key("hive.metastore.authentication.config.password", None, lambda v: v,
      "Password of that user.", "metastore.authentication.config.password")
 _key("hms_txn.authentication.users.file", None, parse_str,
      "File of `user:password` or `user:sha256:<hex>` lines accepted by SASL PLAIN.")
+# Hive 2 reads these as plain milliseconds; Hive 3+ also accepts "1d", "7d", ...
+_key("hive.cluster.delegation.token.renew-interval", 86400.0, _seconds("ms"),
+     "A delegation token expires this long after it was issued or last renewed.",
+     "metastore.cluster.delegation.token.renew-interval")
+_key("hive.cluster.delegation.token.max-lifetime", 7 * 86400.0, _seconds("ms"),
+     "No renewal keeps a delegation token valid longer than this after its issue.",
+     "metastore.cluster.delegation.token.max-lifetime")
 # Observability
 _key("hms_txn.metrics.enabled", False, parse_bool,
      "Serve /metrics (Prometheus) and /health over HTTP.")

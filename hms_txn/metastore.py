@@ -51,6 +51,9 @@ class Metastore:
         self.writeids = WriteIds(self.store, self.txns)
         self.locks = LockManager(self.store, config)
         self.compaction = CompactionQueue(self.store)
+        # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
+        from .delegation_tokens import DelegationTokens
+        self.tokens = DelegationTokens.from_config(self.store, config)
         self.observability = Observability()
         # Notification calls and the metadata cache (hms_txn.notifications / hms_txn.cache).
         from .cache import MetadataCache

@@ -25,7 +25,7 @@ from thrift.transport import TSocket, TTransport
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 
-from .auth import AuthenticationFailed, PasswordBook, SaslPlainServer
+from .auth import AuthenticationFailed, PasswordBook, SaslServer
 from .config import Config
 from .handler import make_processor
 from .handler.session import set_authenticated_user
@@ -47,8 +47,10 @@ class MetastoreServer:
         self.max_message = config["hive.metastore.server.max.message.size"]
         idle = config["hms_txn.connection.idle.timeout"]
         self.idle_timeout = idle if idle > 0 else None
-        # SASL wraps every message in a length-prefixed frame after the handshake.
-        self.sasl = SaslPlainServer(PasswordBook.from_config(config)) if config.sasl_required() else None
+        # SASL (PLAIN, or DIGEST-MD5 with a delegation token) wraps every message in a
+        # length-prefixed frame after the handshake.
+        self.sasl = (SaslServer(PasswordBook.from_config(config), ms.tokens)
+                     if config.sasl_required() else None)
         limits = {"string_length_limit": self.max_message, "container_length_limit": self.max_message}
         self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact
                                  else TBinaryProtocolAcceleratedFactory(**limits))
@@ -123,10 +125,13 @@ class MetastoreServer:
         client.setHandle(sock)
         itrans = otrans = None
         try:
-            user = None
             if self.sasl is not None:
-                user = self.sasl.handshake(sock)
-            set_authenticated_user(user)
+                who = self.sasl.handshake(sock)
+                log.info("%s authenticated as %s with SASL %s%s", _peer(peer), who.user,
+                         who.mechanism, f" ({who.detail})" if who.detail else "")
+                set_authenticated_user(who.user, who.mechanism)
+            else:
+                set_authenticated_user(None)
             sock.settimeout(self.idle_timeout)
             itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
             iprot = self.protocol_factory.getProtocol(itrans)
@@ -134,7 +139,7 @@ class MetastoreServer:
             while not self._stopping.is_set():
                 self.processor.process(iprot, oprot)
         except AuthenticationFailed as err:
-            log.warning("refused connection from %s: %s", peer, err)
+            log.warning("refused connection from %s: %s", _peer(peer), err)
         except TTransport.TTransportException:
             pass  # the client hung up, or was idle past the timeout
         except (ConnectionError, OSError):
@@ -209,6 +214,13 @@ class MetastoreServer:
             self.metrics.stop()
         self.ms.close()
         log.info("stopped")
+
+
+def _peer(peer: Any) -> str:
+    try:
+        return f"{peer[0]}:{peer[1]}"
+    except (TypeError, IndexError):
+        return str(peer)
 
 
 def create_server(config: Config, *, data_dir: str = "metastore_data", host: str | None = None,

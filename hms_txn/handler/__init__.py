@@ -10,16 +10,18 @@ from .errors import DeclaredErrors
 from .forwarding_calls import ForwardingCalls
 from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
+from .token_calls import TokenCalls
 from .txn_calls import TxnCalls
 
 
-class MetastoreHandler(ServiceCalls, CatalogCalls, TxnCalls, NotificationCalls):
+class MetastoreHandler(ServiceCalls, CatalogCalls, TxnCalls, NotificationCalls, TokenCalls):
     def __init__(self, ms: Any):
         self.ms = ms
 
 
-class ExtensionHandler(ServiceCalls, ForwardingCalls, TxnCalls, NotificationCalls):
-    """Extension mode: our transactions, notifications and cache; the catalog upstream."""
+class ExtensionHandler(ServiceCalls, ForwardingCalls, TxnCalls, NotificationCalls, TokenCalls):
+    """Extension mode: our transactions, notifications and cache; the catalog upstream.
+    Delegation tokens are ours too: they authenticate clients to this server."""
 
     def __init__(self, ms: Any):
         self.ms = ms

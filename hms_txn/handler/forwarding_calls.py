@@ -39,6 +39,7 @@ from ..thrift_gen.hive_metastore import ttypes as t
 from .catalog_calls import _cached_table
 from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
+from .token_calls import TokenCalls
 from .txn_calls import TxnCalls
 from .wire import from_doc, to_doc
 
@@ -52,7 +53,7 @@ _OWNED_PATTERN = re.compile(
 
 
 def _owned() -> frozenset[str]:
-    mine = {m for cls in (TxnCalls, NotificationCalls, ServiceCalls) for m in vars(cls)
+    mine = {m for cls in (TxnCalls, NotificationCalls, ServiceCalls, TokenCalls) for m in vars(cls)
             if not m.startswith("_")}
     idl = {m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_")}
     return frozenset(mine | {m for m in idl if _OWNED_PATTERN.search(m)})

@@ -23,6 +23,11 @@ class SchemaError(Exception):
     """The database schema cannot be used by this version of hms-txn."""
 
 
+# Versions: 1 catalog; 2 notification log, transactions, write ids, locks, compaction
+# queue; 3 delegation tokens (``delegation_tokens``, ``next_delegation_token_id``).
+# Versions 2 and 3 only add tables (created from their ``info["since"]``), so they need no
+# data step; an upgrade from 2 to 3 leaves every existing row alone.
+#
 # version -> callable(conn) run after the tables of that version are created.
 DATA_STEPS: dict[int, Callable[[Connection], None]] = {}
 

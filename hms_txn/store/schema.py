@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -294,4 +294,32 @@ next_compaction_id = Table(
     Column("id", Integer, primary_key=True),
     Column("next_id", BigInteger, nullable=False),
     info={"since": 2},
+)
+
+# ------------------------------------------------------------------ delegation tokens (v3)
+#
+# Owned by hms_txn.delegation_tokens. One row per live token, keyed by its sequence number;
+# cancelling deletes the row. ``identifier`` is base64 of the identifier Writable (the
+# DIGEST-MD5 user name); ``digest_secret`` is hex of H(identifier:realm:password), what
+# DIGEST-MD5 needs, so the token password itself is not stored.
+
+delegation_tokens = Table(
+    "delegation_tokens", metadata,
+    Column("sequence_number", Integer, primary_key=True, autoincrement=False),
+    Column("identifier", Text, nullable=False),
+    Column("owner", String(256), nullable=False),
+    Column("renewer", String(256), nullable=False),
+    Column("real_user", String(256), nullable=False),
+    Column("issue_ms", BigInteger, nullable=False),
+    Column("max_date_ms", BigInteger, nullable=False),
+    Column("expiry_ms", BigInteger, nullable=False),
+    Column("digest_secret", String(32), nullable=False),
+    info={"since": 3},
+)
+
+next_delegation_token_id = Table(
+    "next_delegation_token_id", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("next_id", BigInteger, nullable=False),
+    info={"since": 3},
 )

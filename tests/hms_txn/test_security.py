@@ -128,3 +128,95 @@ def test_idle_connections_are_closed(hms_factory):
     assert sock.recv(1) == b""  # server closed it
     assert time.monotonic() - start < 8
     sock.close()
+
+
+# ------------------------------------------------- delegation tokens and DIGEST-MD5 (issue 9)
+
+class DigestSaslClient:
+    """thrift-sasl adapter for pure-sasl's DIGEST-MD5, answering as Hive's client does:
+    user base64(token identifier), password base64(token password)."""
+
+    def __init__(self, host: str, token):
+        from puresasl.client import SASLClient
+        self.client = SASLClient(host, "hive", mechanism="DIGEST-MD5",
+                                 username=token.sasl_username, password=token.sasl_password)
+
+    def start(self, mechanism):
+        return True, mechanism, self.client.process() or b""
+
+    def step(self, challenge):
+        return True, self.client.process(challenge)
+
+    def encode(self, data):
+        return True, data
+
+    def decode(self, data):
+        return True, data
+
+    def getError(self):
+        return "SASL DIGEST-MD5 failed"
+
+
+def digest_client(port: int, token_str: str):
+    from hms_txn.delegation_tokens import Token
+    token = Token.decode_url_string(token_str)
+    sock = TSocket.TSocket("127.0.0.1", port)
+    sock.setTimeout(20000)
+    transport = TSaslClientTransport(lambda: DigestSaslClient("127.0.0.1", token), "DIGEST-MD5", sock)
+    transport.open()
+    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+    client._transport = transport
+    return client
+
+
+def test_delegation_tokens_need_sasl(hms):
+    with client_for(hms.port) as c:
+        with pytest.raises(t.MetaException, match="hive.metastore.sasl.enabled=true"):
+            c.get_delegation_token("alice", "alice")
+        with pytest.raises(t.MetaException, match="needs an authenticated connection"):
+            c.renew_delegation_token("x")
+
+
+def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
+    plain = sasl_client(sasl_hms.port, "alice", "s3cret")
+    try:
+        with pytest.raises(t.MetaException, match="may not obtain a delegation token owned by 'bob'"):
+            plain.get_delegation_token("bob", "bob")
+        token = plain.get_delegation_token("alice", "alice")
+    finally:
+        plain._transport.close()
+
+    caplog.set_level("INFO", logger="hms_txn.server")
+    client = digest_client(sasl_hms.port, token)
+    try:
+        client.create_database(t.Database(name="via_token"))
+        assert "via_token" in client.get_all_databases()
+        with pytest.raises(t.MetaException, match="cannot obtain another delegation token"):
+            client.get_delegation_token("alice", "alice")
+        assert client.renew_delegation_token(token) > time.time() * 1000  # owner = renewer
+    finally:
+        client._transport.close()
+    assert any(r.getMessage().endswith("authenticated as alice with SASL DIGEST-MD5 "
+                                       "(delegation token 1)") for r in caplog.records)
+
+    other = digest_client(sasl_hms.port, token)
+    try:
+        other.cancel_delegation_token(token)  # the owner may cancel over its own token
+    finally:
+        other._transport.close()
+    with pytest.raises(TTransportException, match="Bad status: 3.*delegation token 1 of alice "
+                                                  "is not known"):
+        digest_client(sasl_hms.port, token)
+
+
+def test_expired_token_fails_the_handshake(hms_factory):
+    server = hms_factory({**SASL_CONF, "hive.cluster.delegation.token.renew-interval": "1000"})
+    plain = sasl_client(server.port, "alice", "s3cret")
+    try:
+        token = plain.get_delegation_token("alice", "")
+    finally:
+        plain._transport.close()
+    digest_client(server.port, token)._transport.close()
+    time.sleep(1.3)
+    with pytest.raises(TTransportException, match="Bad status: 3.*has expired"):
+        digest_client(server.port, token)

@@ -47,6 +47,21 @@ def test_older_schema_is_upgraded(store):
         assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
 
 
+def test_version_2_is_upgraded_to_3_keeping_its_data(store):
+    """Version 3 adds the delegation token tables; rows of version 2 tables stay."""
+    from hms_txn.store.schema import next_txn_id
+    _create_version(store, 2)
+    with store.write() as conn:
+        conn.execute(insert(next_txn_id).values(id=1, next_id=42))
+        assert not inspect(conn).has_table("delegation_tokens")
+    assert ensure_schema(store) == 2
+    with store.read() as conn:
+        assert inspect(conn).has_table("delegation_tokens")
+        assert inspect(conn).has_table("next_delegation_token_id")
+        assert conn.execute(select(next_txn_id.c.next_id)).scalar_one() == 42
+        assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
+
+
 def test_older_schema_refused_without_auto_upgrade(store):
     _create_version(store, 1)
     with pytest.raises(SchemaError, match="upgrade-schema"):
