@@ -18,7 +18,6 @@ import socket
 import threading
 from typing import Any
 
-from thrift.protocol.TBinaryProtocol import TBinaryProtocolAcceleratedFactory
 from thrift.protocol.TCompactProtocol import TCompactProtocolAcceleratedFactory
 from thrift.transport import TSocket, TTransport
 
@@ -27,6 +26,7 @@ from thrift.Thrift import TApplicationException, TMessageType
 
 from .auth import AuthenticationFailed, PasswordBook, SaslServer
 from .config import Config
+from .handler.encoded import BinaryProtocolFactory
 from .handler import make_processor
 from .handler.session import set_authenticated_user
 from .handler.wire import object_json
@@ -53,7 +53,7 @@ class MetastoreServer:
                      if config.sasl_required() else None)
         limits = {"string_length_limit": self.max_message, "container_length_limit": self.max_message}
         self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact
-                                 else TBinaryProtocolAcceleratedFactory(**limits))
+                                 else BinaryProtocolFactory(**limits))
         self.processor = make_processor(ms)
         self.max_connections = config["hive.metastore.server.max.threads"]
         self._slots = threading.BoundedSemaphore(self.max_connections)

@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from ..thrift_gen.hive_metastore import ttypes as t
+from .encoded import EncodedStructs, encode
 from .wire import from_doc, to_doc
 
 I16_ALL = -1
@@ -34,19 +35,28 @@ class _ConvertedMemo:
 
     def __init__(self, limit: int = 20000):
         self.limit = limit
-        self._items: dict[int, tuple[dict, Any]] = {}
+        self._items: dict[int, tuple[dict, Any, bytes]] = {}
         self._lock = threading.Lock()
 
-    def partition(self, doc: dict[str, Any]) -> t.Partition:
+    def _get(self, doc: dict[str, Any]) -> tuple[dict, Any, bytes]:
         hit = self._items.get(id(doc))
         if hit is not None and hit[0] is doc:
-            return hit[1]
+            return hit
         obj = _partition(doc)
+        item = (doc, obj, encode(obj))
         with self._lock:
             if len(self._items) >= self.limit:
                 self._items.clear()
-            self._items[id(doc)] = (doc, obj)
-        return obj
+            self._items[id(doc)] = item
+        return item
+
+    def partition(self, doc: dict[str, Any]) -> t.Partition:
+        return self._get(doc)[1]
+
+    def partitions(self, docs) -> EncodedStructs:
+        """The structs of ``docs`` with their encodings (see ``handler.encoded``)."""
+        items = [self._get(d) for d in docs]
+        return EncodedStructs([i[1] for i in items], [i[2] for i in items])
 
 
 _converted = _ConvertedMemo()
@@ -290,7 +300,7 @@ class CatalogCalls:
 
     def get_partitions_by_names(self, db_name, tbl_name, names):
         _, rows = self.ms.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return [_converted.partition(d) for _, d in rows]
+        return _converted.partitions(d for _, d in rows)
 
     def get_partitions_by_names_req(self, req):
         _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
