@@ -367,7 +367,7 @@ class MetadataCache:
             self._install(loaded)
             return loaded.doc, [(n, d) for n, d in sorted(loaded.parts.items()) if d is not None]
         entry.tick = next(self._ticks)
-        wanted = self._normalize(entry.doc, part_names)
+        wanted = self._normalize(entry.doc, part_names, entry.parts)
         missing = [n for n in wanted if n not in entry.parts]
         if missing:
             self._miss("cold")
@@ -380,11 +380,17 @@ class MetadataCache:
             parts = {n: entry.parts[n] for n in wanted}
         return entry.doc, [(n, d) for n, d in sorted(parts.items()) if d is not None]
 
-    def _normalize(self, table: Doc | None, part_names: list[str]) -> list[str]:
+    def _normalize(self, table: Doc | None, part_names: list[str],
+                   known: dict | None = None) -> list[str]:
+        """The canonical, sorted, distinct names of ``part_names``. A name already among
+        ``known`` (the entry's cached partitions, stored under canonical names) is canonical
+        as it stands, so only the others are parsed and rebuilt."""
         if table is None:
             return part_names
         keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
-        return sorted({names.make_partition_name(keys, names.partition_values_from_name(keys, n))
+        known = known or {}
+        return sorted({n if n in known else
+                       names.make_partition_name(keys, names.partition_values_from_name(keys, n))
                        for n in part_names})
 
     @staticmethod
