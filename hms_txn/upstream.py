@@ -261,15 +261,19 @@ class UpstreamPool:
                 "calls": self.calls, "failures": self.failures, "reconnects": self.reconnects}
 
 
-class PlainSaslClient:
-    """thrift-sasl expects the API of the old ``sasl`` package; pure-sasl provides PLAIN."""
+class PureSaslClient:
+    """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
+    client (PLAIN, DIGEST-MD5) to it."""
 
-    def __init__(self, host: str, user: str, password: str):
+    def __init__(self, host: str, mechanism: str, user: str, password: str):
         from puresasl.client import SASLClient
-        self.client = SASLClient(host, "hive", mechanism="PLAIN", username=user, password=password)
+        self.mechanism = mechanism
+        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
+                                 password=password)
 
     def start(self, mechanism):
-        return True, mechanism, self.client.process()
+        # PLAIN sends its credentials at once; DIGEST-MD5 waits for the server's challenge.
+        return True, mechanism, self.client.process() or b""
 
     def step(self, challenge):
         return True, self.client.process(challenge)
@@ -281,7 +285,11 @@ class PlainSaslClient:
         return True, data
 
     def getError(self):
-        return "SASL PLAIN failed"
+        return f"SASL {self.mechanism} failed"
+
+
+def PlainSaslClient(host: str, user: str, password: str) -> PureSaslClient:
+    return PureSaslClient(host, "PLAIN", user, password)
 
 
 def _describe(err: BaseException) -> str:

@@ -13,7 +13,7 @@ from thrift.transport.TTransport import TTransportException
 from thrift_sasl import TSaslClientTransport
 
 from hms_txn.config import Config, ConfigError
-from hms_txn.upstream import PlainSaslClient
+from hms_txn.upstream import PlainSaslClient, PureSaslClient
 from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import client_for
@@ -132,29 +132,10 @@ def test_idle_connections_are_closed(hms_factory):
 
 # ------------------------------------------------- delegation tokens and DIGEST-MD5 (issue 9)
 
-class DigestSaslClient:
-    """thrift-sasl adapter for pure-sasl's DIGEST-MD5, answering as Hive's client does:
-    user base64(token identifier), password base64(token password)."""
-
-    def __init__(self, host: str, token):
-        from puresasl.client import SASLClient
-        self.client = SASLClient(host, "hive", mechanism="DIGEST-MD5",
-                                 username=token.sasl_username, password=token.sasl_password)
-
-    def start(self, mechanism):
-        return True, mechanism, self.client.process() or b""
-
-    def step(self, challenge):
-        return True, self.client.process(challenge)
-
-    def encode(self, data):
-        return True, data
-
-    def decode(self, data):
-        return True, data
-
-    def getError(self):
-        return "SASL DIGEST-MD5 failed"
+def DigestSaslClient(host: str, token) -> PureSaslClient:
+    """DIGEST-MD5 answered as Hive's client does: user base64(token identifier), password
+    base64(token password)."""
+    return PureSaslClient(host, "DIGEST-MD5", token.sasl_username, token.sasl_password)
 
 
 def digest_client(port: int, token_str: str):
