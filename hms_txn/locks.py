@@ -20,15 +20,16 @@ import logging
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from .errors import InvalidInput, NoSuchLock, TxnOpen
 from .store import Store
+from .store.hot import Hot
 from .store.schema import hive_locks, next_lock_id, txn_components, txn_to_write_id
 from .txn import (
-    DataOp, TxnType, heartbeat_txn_in, lock_id_str, lock_mutex, now_ms, require_open,
-    reserve_ids, txn_id_str,
+    DataOp, TxnType, heartbeat_txn_in, lock_id_str, lock_mutex, now_ms,
+    require_open_heartbeat, reserve_ids, txn_id_str,
 )
 
 log = logging.getLogger(__name__)
@@ -157,18 +158,47 @@ def conflicts(req: _Row, ex: _Row) -> bool:
     return True
 
 
-def _rows(conn: Connection, query) -> list[_Row]:
+def _rows(conn: Connection, query: "Hot", params: dict) -> list[_Row]:
     return [_Row(r.ext_id, r.int_id, r.txn_id, r.db_name, r.tbl_name, r.part_name, r.state,
-                 r.lock_type) for r in conn.execute(query)]
+                 r.lock_type) for r in query.execute(conn, params)]
+
+
+# Statements of lock/check_lock/unlock, built once and executed with bound values (see
+# hms_txn.txn: building a Core statement per call costs more than executing it).
+_hl = hive_locks.c
+_lock_rows = select(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+_LOCK_ROWS = Hot(_lock_rows)
+_LOCK_ROWS_LOCKED = Hot(_lock_rows.with_for_update())
+_earlier_locks = select(hive_locks).where(_hl.ext_id < bindparam("p_ext"))
+_order = (_hl.ext_id, _hl.int_id)
+# The locks a request queues behind: those on the databases of its components (one
+# database, the usual case, has its own statement: an IN list needs SQLAlchemy's expansion).
+_EARLIER_LOCKS_DB = Hot(_earlier_locks.where(_hl.db_name == bindparam("p_db")).order_by(*_order))
+_EARLIER_LOCKS_DBS = Hot(_earlier_locks.where(_hl.db_name.in_(bindparam("p_dbs", expanding=True)))
+                         .order_by(*_order))
+_INSERT_LOCKS = Hot(insert(hive_locks))
+_GRANT = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+             .values(state=int(LockState.ACQUIRED), acquired_ms=bindparam("p_now"),
+                     blocked_by_ext_id=None, blocked_by_int_id=None))
+_BLOCKED_BY = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+                  .where(_hl.int_id == bindparam("p_int"))
+                  .values(blocked_by_ext_id=bindparam("p_by_ext"),
+                          blocked_by_int_id=bindparam("p_by_int")))
+_DELETE_LOCK = Hot(delete(hive_locks).where(_hl.ext_id == bindparam("p_ext")))
+_HEARTBEAT_LOCK = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+                      .values(last_heartbeat_ms=bindparam("p_now"),
+                              heartbeat_count=_hl.heartbeat_count + 1))
+_TXN_WRITE_ID = Hot(select(txn_to_write_id.c.write_id)
+                    .where(txn_to_write_id.c.txn_id == bindparam("p_txn"))
+                    .where(txn_to_write_id.c.db_name == bindparam("p_db"))
+                    .where(txn_to_write_id.c.tbl_name == bindparam("p_tbl")))
+_INSERT_COMPONENTS = Hot(insert(txn_components))
 
 
 def heartbeat_lock_in(conn: Connection, lock_id: int, now: int | None = None) -> None:
     """Refresh a lock's heartbeat (what keeps a txn-less lock alive)."""
     now = now_ms() if now is None else now
-    done = conn.execute(
-        update(hive_locks).where(hive_locks.c.ext_id == lock_id)
-        .values(last_heartbeat_ms=now, heartbeat_count=hive_locks.c.heartbeat_count + 1)
-    ).rowcount
+    done = _HEARTBEAT_LOCK.execute(conn, {"p_ext": lock_id, "p_now": now}).rowcount
     if done < 1:
         raise NoSuchLock(f"No such lock: {lock_id_str(lock_id)}")
 
@@ -195,11 +225,11 @@ class LockManager:
             now = now_ms()
             txn_type = None
             if txn_id:
-                row = require_open(conn, txn_id)
-                txn_type = row.txn_type
-                heartbeat_txn_in(conn, txn_id, now)
+                # Also what lets commit_txn skip releasing locks of a transaction that never
+                # heartbeated: this must stay in the transaction that inserts the locks.
+                txn_type = require_open_heartbeat(conn, txn_id, now)
             ext_id = reserve_ids(conn, next_lock_id, 1)
-            conn.execute(insert(hive_locks), [
+            rows = [
                 {"ext_id": ext_id, "int_id": i, "txn_id": txn_id,
                  "db_name": c.dbname.lower(),
                  "tbl_name": c.tablename.lower() if c.tablename else None,
@@ -213,11 +243,14 @@ class LockManager:
                  "agent_info": request.agent_info if request.agent_info is not None
                  else "Unknown"}
                 for i, c in enumerate(request.components, start=1)
-            ])
+            ]
+            _INSERT_LOCKS.execute(conn, rows[0] if len(rows) == 1 else rows)
             if txn_id and txn_type != TxnType.READ_ONLY:
                 self._record_components(conn, txn_id, request.components)
+            mine = [_Row(ext_id, r["int_id"], txn_id, r["db_name"], r["tbl_name"],
+                         r["part_name"], r["state"], r["lock_type"]) for r in rows]
             return self._check(conn, ext_id, txn_id, request.zero_wait_read,
-                               request.exclusive_ctas, now)
+                               request.exclusive_ctas, now, mine=mine)
 
         return self.store.transaction(work)
 
@@ -251,22 +284,19 @@ class LockManager:
             seen.add(key)
             write_id = None
             if table is not None:
-                write_id = conn.execute(
-                    select(txn_to_write_id.c.write_id).where(txn_to_write_id.c.txn_id == txn_id)
-                    .where(txn_to_write_id.c.db_name == db)
-                    .where(txn_to_write_id.c.tbl_name == table)
-                ).scalar()
+                write_id = _TXN_WRITE_ID.execute(
+                    conn, {"p_txn": txn_id, "p_db": db, "p_tbl": table}).scalar()
             rows.append({"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": part,
                          "operation_type": op_value, "write_id": write_id})
         if rows:
-            conn.execute(insert(txn_components), rows)
+            _INSERT_COMPONENTS.execute(conn, rows[0] if len(rows) == 1 else rows)
 
     def check_lock(self, lock_id: int, *, txn_id: int | None = None,
                    elapsed_ms: int | None = None) -> LockResult:
         def work(conn: Connection) -> LockResult:
             lock_mutex(conn, "locks")
             now = now_ms()
-            rows = _rows(conn, select(hive_locks).where(hive_locks.c.ext_id == lock_id))
+            rows = _rows(conn, _LOCK_ROWS, {"p_ext": lock_id})
             if not rows:
                 raise NoSuchLock(f"No such lock {lock_id_str(lock_id)}")
             owner = rows[0].txn_id
@@ -284,18 +314,19 @@ class LockManager:
                exclusive_ctas: bool, now: int, mine: list[_Row] | None = None) -> LockResult:
         """Grant all components of ``ext_id`` or none; caller holds the ``locks`` mutex."""
         if mine is None:
-            mine = _rows(conn, select(hive_locks).where(hive_locks.c.ext_id == ext_id))
+            mine = _rows(conn, _LOCK_ROWS, {"p_ext": ext_id})
         dbs = sorted({r.db for r in mine})
-        earlier = _rows(conn, select(hive_locks).where(hive_locks.c.db_name.in_(dbs))
-                        .where(hive_locks.c.ext_id < ext_id)
-                        .order_by(hive_locks.c.ext_id, hive_locks.c.int_id))
+        if len(dbs) == 1:
+            earlier = _rows(conn, _EARLIER_LOCKS_DB, {"p_db": dbs[0], "p_ext": ext_id})
+        else:
+            earlier = _rows(conn, _EARLIER_LOCKS_DBS, {"p_dbs": dbs, "p_ext": ext_id})
         for req in mine:
             for ex in earlier:
                 if not conflicts(req, ex):
                     continue
                 if (zero_wait_read and req.type == LockType.SHARED_READ or exclusive_ctas) \
                         and txn_id:
-                    conn.execute(delete(hive_locks).where(hive_locks.c.ext_id == ext_id))
+                    _DELETE_LOCK.execute(conn, {"p_ext": ext_id})
                     what = (f"lockid:{ex.ext_id} intLockId:{ex.int_id} {txn_id_str(ex.txn_id)} "
                             f"db:{ex.db} table:{ex.tbl} partition:{ex.part} "
                             f"type:{LockType(ex.type).name}")
@@ -304,17 +335,10 @@ class LockManager:
                            f"Unable to acquire read lock due to an existing exclusive lock "
                            f"{{{what}}}")
                     return LockResult(ext_id, LockState.NOT_ACQUIRED, msg)
-                conn.execute(
-                    update(hive_locks).where(hive_locks.c.ext_id == ext_id)
-                    .where(hive_locks.c.int_id == req.int_id)
-                    .values(blocked_by_ext_id=ex.ext_id, blocked_by_int_id=ex.int_id)
-                )
+                _BLOCKED_BY.execute(conn, {"p_ext": ext_id, "p_int": req.int_id,
+                                           "p_by_ext": ex.ext_id, "p_by_int": ex.int_id})
                 return LockResult(ext_id, LockState.WAITING)
-        conn.execute(
-            update(hive_locks).where(hive_locks.c.ext_id == ext_id)
-            .values(state=int(LockState.ACQUIRED), acquired_ms=now, blocked_by_ext_id=None,
-                    blocked_by_int_id=None)
-        )
+        _GRANT.execute(conn, {"p_ext": ext_id, "p_now": now})
         return LockResult(ext_id, LockState.ACQUIRED)
 
     # -- unlock / show ---------------------------------------------------------------------
@@ -326,8 +350,7 @@ class LockManager:
         removed.
         """
         def work(conn: Connection) -> bool:
-            rows = _rows(conn, select(hive_locks).where(hive_locks.c.ext_id == lock_id)
-                         .with_for_update())
+            rows = _rows(conn, _LOCK_ROWS_LOCKED, {"p_ext": lock_id})
             if not rows:
                 log.info("unlock(%s): no such lock; nothing to do", lock_id_str(lock_id))
                 return False
@@ -340,7 +363,7 @@ class LockManager:
                     f"db:{r.db} table:{r.tbl} partition:{r.part} "
                     f"state:{LockState(r.state).name} type:{LockType(r.type).name}"
                     .replace(":None", ":null"))
-            conn.execute(delete(hive_locks).where(hive_locks.c.ext_id == lock_id))
+            _DELETE_LOCK.execute(conn, {"p_ext": lock_id})
             return True
 
         return self.store.transaction(work)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
+from .store.hot import Hot
 from .store.sql import reserve_ids
 from .store.schema import notification_log, notification_sequence
 
@@ -24,8 +24,9 @@ MESSAGE_FORMAT = "json-0.2"
 LOCAL_EVENTS_KEY = "hms_txn.local_events"
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
+    """One notification event. A named tuple: the metadata cache's tailer reads every
+    event of the log, and building a frozen dataclass per row cost it more than the read."""
     event_id: int
     event_time: int
     event_type: str
@@ -62,10 +63,9 @@ def append_many(conn: Connection,
         rows.append({
             "event_id": first + offset, "event_time": now, "event_type": event_type,
             "cat_name": cat_name, "db_name": db_name, "tbl_name": tbl_name,
-            "message": json.dumps(message, separators=(",", ":")),
-            "message_format": MESSAGE_FORMAT,
+            "message": _dumps(message), "message_format": MESSAGE_FORMAT,
         })
-    conn.execute(insert(notification_log), rows)
+    _INSERT_EVENT.execute(conn, rows[0] if len(rows) == 1 else rows)
     # Remembered on the connection until commit/rollback: the metadata cache evicts the
     # tables this process changed when the change commits (see hms_txn.cache).
     conn.info.setdefault(LOCAL_EVENTS_KEY, []).extend(
@@ -73,21 +73,36 @@ def append_many(conn: Connection,
     return [r["event_id"] for r in rows]
 
 
+_INSERT_EVENT = Hot(insert(notification_log))
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+_nl = notification_log.c
+# The columns of an Event, in its field order.
+_EVENT_COLUMNS = (_nl.event_id, _nl.event_time, _nl.event_type, _nl.db_name, _nl.tbl_name,
+                  _nl.message, _nl.message_format, _nl.cat_name)
+# The tailer's query (next_events without skip_types), built once.
+_NEXT_EVENTS = Hot(select(*_EVENT_COLUMNS).where(_nl.event_id > bindparam("p_after"))
+                    .order_by(_nl.event_id).limit(bindparam("p_limit")))
+
+
 def _event(row) -> Event:
-    return Event(row.event_id, row.event_time, row.event_type, row.db_name, row.tbl_name,
-                 row.message, row.message_format, row.cat_name)
+    return Event._make(row)
 
 
 def next_events(conn: Connection, last_event: int, max_events: int | None = None,
                 skip_types: Iterable[str] = ()) -> list[Event]:
-    query = select(notification_log).where(notification_log.c.event_id > last_event)
     skip = list(skip_types)
+    if not skip and max_events is not None and max_events > 0:
+        rows = _NEXT_EVENTS.execute(conn, {"p_after": last_event, "p_limit": max_events})
+        return list(map(Event._make, rows))
+    query = select(*_EVENT_COLUMNS).where(_nl.event_id > last_event)
     if skip:
-        query = query.where(notification_log.c.event_type.not_in(skip))
-    query = query.order_by(notification_log.c.event_id)
+        query = query.where(_nl.event_type.not_in(skip))
+    query = query.order_by(_nl.event_id)
     if max_events is not None and max_events > 0:
         query = query.limit(max_events)
-    return [_event(row) for row in conn.execute(query)]
+    return list(map(Event._make, conn.execute(query)))
 
 
 def current_event_id(conn: Connection) -> int:
@@ -125,8 +140,8 @@ def purge_older_than(conn: Connection, ttl_seconds: float) -> int:
 
 def oldest_event(conn: Connection, after: int) -> Event | None:
     """The first event after ``after`` (for lag measurements)."""
-    row = conn.execute(select(notification_log).where(notification_log.c.event_id > after)
-                       .order_by(notification_log.c.event_id).limit(1)).first()
+    row = conn.execute(select(*_EVENT_COLUMNS).where(_nl.event_id > after)
+                       .order_by(_nl.event_id).limit(1)).first()
     return None if row is None else _event(row)
 
 

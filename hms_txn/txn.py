@@ -31,16 +31,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from . import notifications
 from .catalog import set_table_parameter_in
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
+from .store.hot import Hot
 from .store.sql import insert_ignore, reserve_ids  # noqa: F401  (re-exported)
 from .store.schema import (
-    completed_txn_components, hive_locks, next_txn_id, txn_components, txns, write_set,
+    completed_txn_components, hive_locks, next_txn_id, txn_components, txn_mutex, txns,
+    write_set,
 )
 
 log = logging.getLogger(__name__)
@@ -101,28 +103,60 @@ def lock_id_str(lock_id: int) -> str:
 
 # ------------------------------------------------------------------------ shared SQL helpers
 
+# Statements of the hot paths, built once and executed with bound values: building a Core
+# statement per call costs several times more than executing it, and on SQLite a ``Hot``
+# statement also skips SQLAlchemy's per-execution overhead (see hms_txn.store.hot).
+_next_txn_id = select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1)
+_NEXT_TXN_ID = Hot(_next_txn_id)
+_NEXT_TXN_ID_LOCKED = Hot(_next_txn_id.with_for_update())
+_txn_row = select(txns).where(txns.c.txn_id == bindparam("p_txn"))
+_TXN_ROW = Hot(_txn_row)
+_TXN_ROW_LOCKED = Hot(_txn_row.with_for_update())
+_INSERT_TXNS = Hot(insert(txns))
+_COUNT_OPEN = Hot(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
+_heartbeat_open = (update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+                   .where(txns.c.state == OPEN)
+                   .values(last_heartbeat_ms=bindparam("p_now"),
+                           heartbeat_count=txns.c.heartbeat_count + 1))
+_HEARTBEAT_OPEN = Hot(_heartbeat_open)
+# Heartbeat and lock an open transaction's row in one statement, returning its type.
+_HEARTBEAT_OPEN_RETURNING = Hot(_heartbeat_open.returning(txns.c.txn_type))
+_TXN_COMPONENTS = Hot(select(txn_components)
+                      .where(txn_components.c.txn_id == bindparam("p_txn"))
+                      .order_by(txn_components.c.id))
+_DELETE_TXN_COMPONENTS = Hot(delete(txn_components)
+                             .where(txn_components.c.txn_id == bindparam("p_txn")))
+_INSERT_COMPLETED = Hot(insert(completed_txn_components))
+_INSERT_WRITE_SET = Hot(insert(write_set))
+_MARK_COMMITTED = Hot(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+                      .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
+                              ended_ms=bindparam("p_now")))
+_RELEASE_TXN_LOCKS = Hot(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
+_MUTEX_ROW_LOCKED = Hot(select(txn_mutex.c.name).where(txn_mutex.c.name == bindparam("p_name"))
+                        .with_for_update())
+_OPEN_AND_ABORTED = (select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
+                     .where(txns.c.state.in_((OPEN, ABORTED)))
+                     .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))
+
+
 def current_hwm(conn: Connection) -> int:
     """Highest transaction id handed out so far (0 when none)."""
-    value = conn.execute(select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1)).scalar()
+    value = _NEXT_TXN_ID.execute(conn).scalar()
     return 0 if value is None else int(value) - 1
 
 
 def lock_mutex(conn: Connection, name: str) -> None:
     """Serialize a critical section across server processes (a no-op cost on SQLite)."""
-    from .store.schema import txn_mutex
     if conn.dialect.name == "sqlite":
         return  # every SQLite write transaction is already exclusive
-    query = select(txn_mutex.c.name).where(txn_mutex.c.name == name).with_for_update()
-    if conn.execute(query).first() is None:
+    params = {"p_name": name}
+    if _MUTEX_ROW_LOCKED.execute(conn, params).first() is None:
         insert_ignore(conn, txn_mutex, {"name": name})
-        conn.execute(query).first()
+        _MUTEX_ROW_LOCKED.execute(conn, params).first()
 
 
 def txn_row(conn: Connection, txn_id: int, *, for_update: bool = True):
-    query = select(txns).where(txns.c.txn_id == txn_id)
-    if for_update:
-        query = query.with_for_update()
-    return conn.execute(query).first()
+    return (_TXN_ROW_LOCKED if for_update else _TXN_ROW).execute(conn, {"p_txn": txn_id}).first()
 
 
 def raise_not_open(state: str | None, txn_id: int) -> None:
@@ -145,13 +179,24 @@ def require_open(conn: Connection, txn_id: int):
 def heartbeat_txn_in(conn: Connection, txn_id: int, now: int | None = None) -> None:
     """Refresh an open transaction's heartbeat; raise as Hive does if it is not open."""
     now = now_ms() if now is None else now
-    done = conn.execute(
-        update(txns).where(txns.c.txn_id == txn_id).where(txns.c.state == OPEN)
-        .values(last_heartbeat_ms=now, heartbeat_count=txns.c.heartbeat_count + 1)
-    ).rowcount
+    done = _HEARTBEAT_OPEN.execute(conn, {"p_txn": txn_id, "p_now": now}).rowcount
     if done < 1:
         row = txn_row(conn, txn_id, for_update=False)
         raise_not_open(None if row is None else row.state, txn_id)
+
+
+def require_open_heartbeat(conn: Connection, txn_id: int, now: int) -> int:
+    """``require_open`` + ``heartbeat_txn_in`` in one statement: lock the transaction's row,
+    refresh its heartbeat and return its type; raise as Hive does if it is not open.
+
+    Also what marks a transaction as one that may hold locks: ``heartbeat_count`` > 0
+    (``commit_txn`` relies on it, see there).
+    """
+    txn_type = _HEARTBEAT_OPEN_RETURNING.execute(conn, {"p_txn": txn_id, "p_now": now}).scalar()
+    if txn_type is None:
+        row = txn_row(conn, txn_id, for_update=False)
+        raise_not_open(None if row is None else row.state, txn_id)
+    return txn_type
 
 
 def abort_in(conn: Connection, txn_ids: Iterable[int], *, now: int | None = None,
@@ -282,12 +327,13 @@ class TxnManager:
             first = reserve_ids(conn, next_txn_id, num_txns)
             now = now_ms()
             ids = list(range(first, first + num_txns))
-            conn.execute(insert(txns), [
+            rows = [
                 {"txn_id": t, "state": OPEN, "txn_type": txn_type, "started_ms": now,
                  "last_heartbeat_ms": now, "heartbeat_count": 0, "user_name": user or "",
                  "host": hostname or "", "agent_info": agent}
                 for t in ids
-            ])
+            ]
+            _INSERT_TXNS.execute(conn, rows[0] if num_txns == 1 else rows)
             notifications.append(conn, "OPEN_TXN", {
                 "server": "", "servicePrincipal": "", "timestamp": now // 1000,
                 "txnIds": ids, "fromTxnId": ids[0], "toTxnId": ids[-1],
@@ -306,8 +352,7 @@ class TxnManager:
                     and now - self._counted_at < 1.0):
                 self._open_count += opening
                 return
-        count = conn.execute(select(func.count()).select_from(txns)
-                             .where(txns.c.state == OPEN)).scalar_one()
+        count = _COUNT_OPEN.execute(conn).scalar_one()
         with self._flag_lock:
             self._open_count, self._counted_at = count + opening, now
             if not self._too_many_open and count >= limit:
@@ -356,18 +401,13 @@ class TxnManager:
                 set_table_parameter_in(conn, key_value[0], key_value[1], key_value[2],
                                        must_exist=True)
             read_only = row.txn_type == TxnType.READ_ONLY
-            comps = [] if read_only else conn.execute(
-                select(txn_components).where(txn_components.c.txn_id == txn_id)
-                .order_by(txn_components.c.id)
-            ).all()
+            comps = [] if read_only else _TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
             upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
             commit_id = None
             if upd_del:
                 # Lock the txn counter: orders this commit against open_txns and other
                 # update/delete commits (see the module docstring).
-                commit_id = conn.execute(
-                    select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1).with_for_update()
-                ).scalar_one() - 1
+                commit_id = _NEXT_TXN_ID_LOCKED.execute(conn).scalar_one() - 1
                 if check_conflicts:
                     conflict = self._find_conflict(conn, txn_id, commit_id, upd_del)
                     if conflict is not None:
@@ -383,19 +423,23 @@ class TxnManager:
                     ws_rows.append({"db_name": c.db_name, "tbl_name": c.tbl_name,
                                     "part_name": c.part_name, "txn_id": txn_id,
                                     "commit_id": commit_id, "operation_type": c.operation_type})
-                conn.execute(insert(write_set), ws_rows)
+                _INSERT_WRITE_SET.execute(conn, ws_rows)
             if comps:
                 flag = "Y" if upd_del else "N"
-                conn.execute(insert(completed_txn_components), [
+                _INSERT_COMPLETED.execute(conn, [
                     {"txn_id": txn_id, "db_name": c.db_name, "tbl_name": c.tbl_name,
                      "part_name": c.part_name, "write_id": c.write_id, "update_delete": flag,
                      "commit_ms": now}
                     for c in comps
                 ])
-                conn.execute(delete(txn_components).where(txn_components.c.txn_id == txn_id))
-            conn.execute(update(txns).where(txns.c.txn_id == txn_id)
-                         .values(state=COMMITTED, commit_id=commit_id, ended_ms=now))
-            conn.execute(delete(hive_locks).where(hive_locks.c.txn_id == txn_id))
+                _DELETE_TXN_COMPONENTS.execute(conn, {"p_txn": txn_id})
+            _MARK_COMMITTED.execute(conn, {"p_txn": txn_id, "p_commit_id": commit_id,
+                                           "p_now": now})
+            if row.heartbeat_count:
+                # Only lock() creates a transaction's locks, and it heartbeats the
+                # transaction in the same database transaction (require_open_heartbeat): a
+                # transaction never heartbeated holds no locks and needs no release.
+                _RELEASE_TXN_LOCKS.execute(conn, {"p_txn": txn_id})
             ts = now // 1000
             events = []
             for w in write_events:
@@ -495,11 +539,7 @@ class TxnManager:
         excluded = {int(t) for t in (exclude_types or ())}
         with self.store.read() as conn:
             hwm = current_hwm(conn)
-            rows = conn.execute(
-                select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
-                .where(txns.c.state.in_((OPEN, ABORTED))).where(txns.c.txn_id <= hwm)
-                .order_by(txns.c.txn_id)
-            ).all()
+            rows = conn.execute(_OPEN_AND_ABORTED, {"p_hwm": hwm}).all()
         ids: list[int] = []
         aborted: set[int] = set()
         min_open = None

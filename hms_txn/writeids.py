@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.engine import Connection
 
 from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
@@ -21,6 +21,7 @@ from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
 from . import notifications
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
+from .store.hot import Hot
 from .store.schema import (
     next_write_id, txn_components, txn_to_write_id, txns, write_set,
 )
@@ -30,6 +31,31 @@ from .txn import (
 )
 
 log = logging.getLogger(__name__)
+
+# Statements of allocate_table_write_ids, built once and executed with bound values (see
+# hms_txn.txn). One transaction, the usual request, has its own statements: an IN list needs
+# SQLAlchemy's parameter expansion, which hms_txn.store.hot leaves to conn.execute.
+_txn_states = select(txns.c.txn_id, txns.c.state, txns.c.txn_type).order_by(txns.c.txn_id)
+_TXN_STATE_LOCKED = Hot(_txn_states.where(txns.c.txn_id == bindparam("p_txn")).with_for_update())
+_TXN_STATES_LOCKED = Hot(_txn_states.where(txns.c.txn_id.in_(bindparam("p_txns", expanding=True)))
+                         .with_for_update())
+_t2w = txn_to_write_id.c
+_write_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
+              .where(_t2w.tbl_name == bindparam("p_tbl")))
+_EXISTING_WRITE_ID = Hot(_write_ids.where(_t2w.txn_id == bindparam("p_txn")))
+_EXISTING_WRITE_IDS = Hot(_write_ids.where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True))))
+_INSERT_WRITE_IDS = Hot(insert(txn_to_write_id))
+# get_valid_write_ids (see _table_write_ids).
+_table_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
+              .where(_t2w.tbl_name == bindparam("p_tbl")))
+_WRITE_IDS_ABOVE = Hot(_table_ids.where(_t2w.txn_id > bindparam("p_txn")))
+_TOP_WRITE_IDS = Hot(_table_ids.order_by(_t2w.write_id.desc()).limit(bindparam("p_n")))
+_WRITE_IDS_OF_TXNS = _table_ids.where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True)))
+_WRITE_IDS_UP_TO = Hot(_table_ids.where(_t2w.write_id <= bindparam("p_wid"))
+                       .order_by(_t2w.write_id))
+_NEXT_WRITE_ID = Hot(select(next_write_id.c.next_id)
+                     .where(next_write_id.c.db_name == bindparam("p_db"))
+                     .where(next_write_id.c.tbl_name == bindparam("p_tbl")))
 
 
 @dataclass
@@ -89,10 +115,11 @@ class WriteIds:
             raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
 
         def work(conn: Connection) -> list[tuple[int, int]]:
-            rows = {r.txn_id: r for r in conn.execute(
-                select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
-                .where(txns.c.txn_id.in_(ids)).order_by(txns.c.txn_id).with_for_update()
-            )}
+            if len(ids) == 1:
+                found = _TXN_STATE_LOCKED.execute(conn, {"p_txn": ids[0]})
+            else:
+                found = _TXN_STATES_LOCKED.execute(conn, {"p_txns": ids})
+            rows = {r.txn_id: r for r in found}
             where = f"Write ID allocation on {db}.{table} failed"
             missing = [t for t in ids if t not in rows]
             aborted = [t for t in ids if t in rows and rows[t].state == ABORTED]
@@ -110,21 +137,21 @@ class WriteIds:
                 raise NoSuchTxn(f"{where}: " + "; ".join(parts))
             if read_only:
                 raise Internal(f"{where}: {_txns(read_only)} are read-only transactions")
-            existing = dict(conn.execute(
-                select(txn_to_write_id.c.txn_id, txn_to_write_id.c.write_id)
-                .where(txn_to_write_id.c.db_name == db)
-                .where(txn_to_write_id.c.tbl_name == table)
-                .where(txn_to_write_id.c.txn_id.in_(ids))
-            ).all())
+            if len(ids) == 1:
+                pairs = _EXISTING_WRITE_ID.execute(conn, {"p_db": db, "p_tbl": table,
+                                                          "p_txn": ids[0]})
+            else:
+                pairs = _EXISTING_WRITE_IDS.execute(conn, {"p_db": db, "p_tbl": table,
+                                                           "p_txns": ids})
+            existing = dict(pairs.all())
             fresh = [t for t in ids if t not in existing]
             if fresh:
                 first = reserve_ids(conn, next_write_id, len(fresh),
                                     key={"db_name": db, "tbl_name": table})
                 new_pairs = [(t, first + i) for i, t in enumerate(fresh)]
-                conn.execute(insert(txn_to_write_id), [
-                    {"txn_id": t, "db_name": db, "tbl_name": table, "write_id": w}
-                    for t, w in new_pairs
-                ])
+                t2w_rows = [{"txn_id": t, "db_name": db, "tbl_name": table, "write_id": w}
+                            for t, w in new_pairs]
+                _INSERT_WRITE_IDS.execute(conn, t2w_rows[0] if len(t2w_rows) == 1 else t2w_rows)
                 existing.update(new_pairs)
                 notifications.append(conn, "ALLOC_WRITE_ID_EVENT", {
                     "server": "", "servicePrincipal": "", "timestamp": now_ms() // 1000,
@@ -192,18 +219,30 @@ class WriteIds:
     @staticmethod
     def _table_write_ids(conn: Connection, full: str, db: str, table: str,
                          snapshot: ValidTxnList) -> TableWriteIds:
+        """One table's write ids as the snapshot sees them.
+
+        ``txn_to_write_id`` keeps every write id ever allocated, so every query here walks an
+        index over the part that can matter -- transactions above the snapshot's high
+        watermark, its exceptions, the top write ids -- and none scans the table's history
+        (without planner statistics, which SQLite does not collect, ``max(write_id) WHERE
+        txn_id <= :hwm`` and ``write_id <= :hwm AND (txn_id > :hwm OR txn_id IN ...)`` were
+        both range scans over all of the table's rows).
+        """
         txn_hwm = snapshot.high_watermark
-        t2w = txn_to_write_id.c
-        base = (t2w.db_name == db) & (t2w.tbl_name == table)
-        # The highest write id of any transaction the snapshot's range covers. Write ids are
-        # handed out in allocation order, not txn order (txn 1 may allocate after txn 2), so
-        # this is the max over those transactions, not the write id of the highest txn.
-        hwm = conn.execute(select(func.max(t2w.write_id)).where(base)
-                           .where(t2w.txn_id <= txn_hwm)).scalar() or 0
+        key = {"p_db": db, "p_tbl": table}
+        # Write ids of transactions the snapshot's range does not cover.
+        above = _WRITE_IDS_ABOVE.execute(conn, {**key, "p_txn": txn_hwm}).all()
+        # The high watermark is the highest write id of any covered transaction. Write ids
+        # are handed out in allocation order, not txn order (txn 1 may allocate after txn
+        # 2), so it is not the write id of the highest txn: walk the top write ids down to
+        # the first of a covered transaction. At most len(above) of them are not covered.
+        hwm = 0
+        for txn_id, wid in _TOP_WRITE_IDS.execute(conn, {**key, "p_n": len(above) + 1}):
+            if txn_id <= txn_hwm:
+                hwm = int(wid)
+                break
         if hwm <= 0:
-            nxt = conn.execute(select(next_write_id.c.next_id)
-                               .where(next_write_id.c.db_name == db)
-                               .where(next_write_id.c.tbl_name == table)).scalar()
+            nxt = _NEXT_WRITE_ID.execute(conn, key).scalar()
             if nxt is not None and nxt - 1 > 0:
                 hwm = int(nxt) - 1
         invalid: list[int] = []
@@ -213,15 +252,15 @@ class WriteIds:
             # Only write ids of transactions the snapshot does not see as committed matter:
             # those above its high watermark or among its exceptions.
             exceptions = list(snapshot.exceptions)
-            cond = t2w.txn_id > txn_hwm
             if len(exceptions) > 1000:
-                cond = None  # a long exception list: scan the table's ids instead
-            elif exceptions:
-                cond = cond | t2w.txn_id.in_(exceptions)
-            query = select(t2w.txn_id, t2w.write_id).where(base).where(t2w.write_id <= hwm)
-            if cond is not None:
-                query = query.where(cond)
-            rows = conn.execute(query.order_by(t2w.write_id)).all()
+                # a long exception list: scan the table's ids instead
+                rows = _WRITE_IDS_UP_TO.execute(conn, {**key, "p_wid": hwm}).all()
+            else:
+                rows = list(above)
+                if exceptions:
+                    rows += conn.execute(_WRITE_IDS_OF_TXNS, {**key, "p_txns": exceptions}).all()
+                rows = sorted({(int(w), int(t)) for t, w in rows if w <= hwm})
+                rows = [(t, w) for w, t in rows]
             for txn_id, wid in rows:
                 if snapshot.is_valid(txn_id):
                     continue

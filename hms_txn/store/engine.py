@@ -10,10 +10,12 @@ live here:
 * Group commit (SQLite): the fsync at COMMIT dominates a small transaction, and SQLite
   allows one writer at a time anyway, so ``Store.transaction`` calls that arrive while
   another is committing are run together, by whichever thread takes the writer mutex next,
-  in one database transaction, each inside its own SAVEPOINT. A call that fails rolls back
-  only its savepoint; every call returns only after the shared COMMIT is durable, so the
-  contract of a single transaction per call is unchanged while many clients share an
-  fsync.
+  in one database transaction, each inside its own SAVEPOINT (a group of one needs none).
+  A call that fails rolls back only its savepoint; every call returns only after the
+  shared COMMIT is durable, so the contract of a single transaction per call is unchanged
+  while many clients share an fsync.
+* SQLite writes all go through one connection, kept open and used only under the writer
+  mutex, instead of a pool checkout (and reset) per transaction.
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
   deadlocks are retried by ``Store.transaction``.
@@ -54,16 +56,30 @@ class Store:
         self.group_commit = group_commit and self.is_sqlite
         self._pending: list[_PendingCall] = []
         self._pending_lock = threading.Lock()
+        self._writer: Connection | None = None   # SQLite: used only under _write_mutex
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
         """A read-write transaction; commits on success, rolls back on error."""
         with self._write_mutex:
-            with self.engine.connect() as conn:
-                if self.is_sqlite:
-                    conn = conn.execution_options(hms_begin="BEGIN IMMEDIATE")
+            if self.is_sqlite:
+                conn = self._writer_connection()
                 with conn.begin():
                     yield conn
+                return
+            with self.engine.connect() as conn:
+                with conn.begin():
+                    yield conn
+
+    def _writer_connection(self) -> Connection:
+        """SQLite's write connection (caller holds the writer mutex)."""
+        conn = self._writer
+        if conn is None or conn.closed or conn.invalidated:
+            if conn is not None:
+                conn.close()
+            conn = self._writer = self.engine.connect().execution_options(
+                hms_begin="BEGIN IMMEDIATE")
+        return conn
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
@@ -105,8 +121,13 @@ class Store:
                     self._write_mutex.release()
                 with self._pending_lock:
                     waiting = self._pending[0] if self._pending else None
-                if waiting is not None:
+                if waiting is not None and waiting.wake is not None:
                     waiting.wake.set()  # hand leadership to a caller that is still waiting
+            elif call.wake is None:
+                # Only a call that has to wait needs an Event (most calls of a lone client
+                # never do). Having made it, look at the mutex once more before sleeping: a
+                # leader that finished meanwhile saw no Event to set.
+                call.wake = threading.Event()
             else:
                 # Another thread leads. Its batch may include our call (then we return as
                 # soon as it is durable, without queueing for the mutex), or it hands us
@@ -119,26 +140,36 @@ class Store:
 
     def _run_batch(self, batch: list["_PendingCall"]) -> None:
         try:
-            with self.engine.connect() as conn:
-                conn = conn.execution_options(hms_begin="BEGIN IMMEDIATE")
-                with conn.begin():
+            conn = self._writer_connection()
+            with conn.begin() as txn:
+                if len(batch) == 1:
+                    call = batch[0]
+                    try:
+                        call.result = call.fn(conn)
+                    except BaseException as err:
+                        call.error = err
+                        txn.rollback()
+                else:
+                    # SAVEPOINTs on the driver connection: SQLAlchemy's begin_nested() costs
+                    # several times more and tracks nothing we need (no call nests its own).
+                    driver = conn.connection.driver_connection
                     for call in batch:
-                        savepoint = conn.begin_nested()
+                        driver.execute("SAVEPOINT hms_call")
                         try:
                             call.result = call.fn(conn)
                         except BaseException as err:
-                            savepoint.rollback()
+                            driver.execute("ROLLBACK TO hms_call")
                             call.error = err
-                        else:
-                            savepoint.commit()
+                        driver.execute("RELEASE hms_call")
         except BaseException as err:  # BEGIN or COMMIT failed: no call of the batch happened
             for call in batch:
                 if call.error is None:
                     call.result, call.error = None, err
         finally:
             for call in batch:
-                call.done = True
-                call.wake.set()
+                call.done = True       # before looking at wake: see _grouped
+                if call.wake is not None:
+                    call.wake.set()
 
     def _retryable(self, err: DBAPIError) -> bool:
         if self.is_sqlite:
@@ -147,6 +178,10 @@ class Store:
         return code in _RETRYABLE_PG_CODES
 
     def dispose(self) -> None:
+        with self._write_mutex:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         self.engine.dispose()
 
 
@@ -158,7 +193,7 @@ class _PendingCall:
         self.result: object = None
         self.error: BaseException | None = None
         self.done = False
-        self.wake = threading.Event()
+        self.wake: threading.Event | None = None   # made when the call has to wait
 
 
 def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FULL") -> Engine:
@@ -181,7 +216,9 @@ def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FU
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn):  # pragma: no cover - driver callback
-            conn.exec_driver_sql(conn.get_execution_options().get("hms_begin", "BEGIN"))
+            # On the driver connection: exec_driver_sql would cost more than the BEGIN.
+            conn.connection.driver_connection.execute(
+                conn.get_execution_options().get("hms_begin", "BEGIN"))
 
         return engine
     return create_engine(url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 4,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, insert, update
+from sqlalchemy import and_, bindparam, insert, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
+
+from .hot import Hot
 
 
 def insert_ignore(conn: Connection, table, values: dict) -> None:
@@ -34,12 +36,31 @@ def reserve_ids(conn: Connection, counter, count: int, *, key: dict | None = Non
     order their transactions commit. A missing row (a fresh database) is created first,
     race-safely.
     """
-    key = key or {"id": 1}
-    col = counter.c[column]
-    cond = and_(*[counter.c[k] == v for k, v in key.items()])
-    bump = update(counter).where(cond).values({column: col + count}).returning(col)
-    row = conn.execute(bump).first()
+    key = key or _SINGLETON_KEY
+    bump = _bump_statement(counter, column, tuple(key))
+    params = {"k_" + k: v for k, v in key.items()}
+    params["count"] = count
+    row = bump.execute(conn, params).first()
     if row is None:
         insert_ignore(conn, counter, {**key, column: start})
-        row = conn.execute(bump).first()
+        row = bump.execute(conn, params).first()
     return int(row[0]) - count
+
+
+_SINGLETON_KEY = {"id": 1}
+# (counter table, column, key columns) -> its UPDATE ... RETURNING. Built once and executed
+# with bound values: building a Core statement per call costs more than running it (and see
+# hms_txn.store.hot).
+_BUMPS: dict[tuple, Hot] = {}
+
+
+def _bump_statement(counter, column: str, key_columns: tuple[str, ...]):
+    cache_key = (counter.name, column, key_columns)
+    stmt = _BUMPS.get(cache_key)
+    if stmt is None:
+        col = counter.c[column]
+        cond = and_(*[counter.c[k] == bindparam("k_" + k) for k in key_columns])
+        stmt = Hot(update(counter).where(cond)
+                   .values({column: col + bindparam("count", type_=col.type)}).returning(col))
+        _BUMPS[cache_key] = stmt
+    return stmt

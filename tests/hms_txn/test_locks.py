@@ -185,3 +185,17 @@ def test_zero_wait_read_is_not_acquired(client):
     assert r.state == NOT_ACQUIRED
     assert "Unable to acquire read lock due to an existing exclusive lock" in r.errorMessage
     assert not client.show_locks(T.ShowLocksRequest(txnid=t)).locks
+
+
+def test_commit_releases_the_transactions_locks(client):
+    """commit_txn releases every lock of its transaction, granted or waiting (it skips the
+    release only for a transaction that never locked anything)."""
+    blocker = lock(client, comp(EX, table="held"))
+    t = open_txn(client)
+    assert lock(client, comp(SR, table="r"), txn=t).state == ACQUIRED
+    assert lock(client, comp(SW, table="held"), txn=t).state == WAITING
+    plain = open_txn(client)
+    client.commit_txn(T.CommitTxnRequest(txnid=plain))
+    assert {e.txnid for e in client.show_locks(T.ShowLocksRequest()).locks} == {0, t}
+    client.commit_txn(T.CommitTxnRequest(txnid=t))
+    assert [e.lockid for e in client.show_locks(T.ShowLocksRequest()).locks] == [blocker.lockid]

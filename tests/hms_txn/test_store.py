@@ -99,3 +99,42 @@ def test_write_transactions_serialize(store):
         th.join()
     with store.read() as conn:
         assert conn.execute(select(notification_sequence.c.next_event_id)).scalar_one() == 200
+
+
+def test_hot_statements_match_conn_execute(store):
+    """A Hot statement returns what conn.execute returns (SQLite takes the driver path)."""
+    from sqlalchemy import bindparam
+    from sqlalchemy.exc import IntegrityError
+
+    from hms_txn.store.hot import Hot
+    from hms_txn.store.schema import txns
+    ensure_schema(store)
+    row = {"txn_id": 7, "state": "o", "txn_type": 0, "started_ms": 1, "last_heartbeat_ms": 1,
+           "heartbeat_count": 0, "user_name": "u", "host": "h", "agent_info": None}
+    ins = Hot(insert(txns))
+    sel = Hot(select(txns.c.txn_id, txns.c.state, txns.c.agent_info)
+              .where(txns.c.txn_id >= bindparam("p_min")).order_by(txns.c.txn_id))
+    bump = Hot(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+               .where(txns.c.state == "o")
+               .values(heartbeat_count=txns.c.heartbeat_count + 1).returning(txns.c.txn_type))
+    with store.write() as conn:
+        ins.execute(conn, row)
+        ins.execute(conn, [dict(row, txn_id=8), dict(row, txn_id=9, agent_info="a")])
+        rows = sel.execute(conn, {"p_min": 8}).all()
+        assert rows == conn.execute(sel.stmt, {"p_min": 8}).all()
+        assert [(r.txn_id, r.agent_info) for r in rows] == [(8, None), (9, "a")]
+        assert bump.execute(conn, {"p_txn": 9}).scalar() == 0
+        assert bump.execute(conn, {"p_txn": 99}).first() is None
+        assert sel.execute(conn, {"p_min": 100}).scalar() is None
+    # A driver error surfaces as SQLAlchemy's exception, like conn.execute raises it.
+    with pytest.raises(IntegrityError):
+        with store.write() as conn:
+            ins.execute(conn, row)
+    # A row that leaves out a column with a Python-side default, and a statement run
+    # outside a transaction, go through conn.execute.
+    partial = {k: v for k, v in row.items() if k not in ("txn_type", "heartbeat_count")}
+    with store.write() as conn:
+        ins.execute(conn, dict(partial, txn_id=10))
+    with store.engine.connect() as conn:
+        assert sel.execute(conn, {"p_min": 10}).one().txn_id == 10
+        conn.rollback()
