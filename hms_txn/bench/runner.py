@@ -459,10 +459,11 @@ def evaluate_targets(cells: list[dict[str, Any]], scale: list[dict[str, Any]],
         if sc["server"].startswith("hms-") and sc.get("points"):
             top = max(p["rss_mb"] for p in sc["points"])
             txns = max(p["committed"] for p in sc["points"])
+            short = "" if txns >= 1_000_000 else " (the target says 1e6; not measured that far)"
             out.append({"target": "server RSS < 300 MB through txn history", "server": sc["server"],
-                        "measured": top, "goal": 300.0, "met": top < 300.0,
-                        "detail": f"peak RSS along the scale curve up to {txns} committed txns "
-                                  f"(the target says 1e6; not measured that far)"})
+                        "measured": top, "goal": 300.0, "met": top < 300.0 and not short,
+                        "detail": f"peak RSS along the scale curve up to {txns} committed txns"
+                                  + short})
     if max_rss_mb is not None:
         out.append({"target": "server RSS < 300 MB, whole run (info)", "server": "hms-*",
                     "measured": max_rss_mb, "goal": 300.0, "met": max_rss_mb < 300.0,
