@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 import time
 from typing import Any
@@ -123,15 +124,34 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+class _Handler(logging.StreamHandler):
+    """Writes to ``stream``, or to whatever ``sys.stderr`` is at the time of each record, so a
+    program that swaps stderr (a test runner capturing output) never leaves it writing to
+    a closed file."""
+
+    def __init__(self, stream: Any = None):
+        super().__init__(stream)
+        self._follow_stderr = stream is None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._follow_stderr:
+            self.stream = sys.stderr
+        super().emit(record)
+
+
 def configure(level: int | str = logging.INFO, fmt: str = "text", stream: Any = None) -> None:
     """Install one handler on the root logger with the chosen format and the context filter."""
     if fmt not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    handler = logging.StreamHandler(stream)
+    handler = _Handler(stream)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(ContextFilter())
+    handler._hms_txn = True   # type: ignore[attr-defined]
     root = logging.getLogger()
+    # Replace only a handler installed here before (``serve`` re-configures once it has
+    # read hive-site.xml); handlers of an embedding program (a test runner) stay.
     for old in list(root.handlers):
-        root.removeHandler(old)
+        if getattr(old, "_hms_txn", False):
+            root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
