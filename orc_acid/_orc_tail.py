@@ -18,8 +18,10 @@ then rewritten with the new footer length (every other field copied verbatim). S
 is never touched.
 
 Reading the stripe row counts (for the one-key-per-stripe ``hive.acid.key.index``) needs
-the footer decompressed: NONE, ZLIB and (if the ``zstandard`` package is present) ZSTD are
-supported, which covers what our writer produces.
+the footer decompressed: NONE, ZLIB, SNAPPY, LZ4 and ZSTD are supported, which covers what
+our writer produces (SNAPPY/LZ4/ZSTD through pyarrow's codecs, given the chunk's
+uncompressed length: Snappy's varint preamble, a walk over the LZ4 block's sequences, the
+Zstandard frame header).
 """
 
 from __future__ import annotations
@@ -91,6 +93,78 @@ def _fields(buf: bytes) -> List[Tuple[int, int, object, bytes]]:
     return out
 
 
+def _snappy_length(chunk: bytes) -> int:
+    """Uncompressed length of a raw Snappy block (its varint preamble)."""
+    return _varint(chunk, 0)[0]
+
+
+def _lz4_length(chunk: bytes) -> int:
+    """Uncompressed length of a raw LZ4 block (ORC's LZ4 has no frame), by walking its
+    sequences: token, literal length, literals, 2-byte offset, match length."""
+    pos, out, end = 0, 0, len(chunk)
+    while pos < end:
+        token = chunk[pos]
+        pos += 1
+        lit = token >> 4
+        if lit == 15:
+            while True:
+                if pos >= end:
+                    raise OrcTailError("truncated LZ4 block")
+                b = chunk[pos]
+                pos += 1
+                lit += b
+                if b != 255:
+                    break
+        pos += lit
+        out += lit
+        if pos >= end:          # the last sequence has literals only
+            break
+        pos += 2
+        match = token & 15
+        if match == 15:
+            while True:
+                if pos >= end:
+                    raise OrcTailError("truncated LZ4 block")
+                b = chunk[pos]
+                pos += 1
+                match += b
+                if b != 255:
+                    break
+        out += match + 4
+    return out
+
+
+def _zstd_length(chunk: bytes) -> int:
+    """Frame content size from a Zstandard frame header (ORC's writer records it)."""
+    if len(chunk) < 6 or chunk[:4] != b"\x28\xb5\x2f\xfd":
+        raise OrcTailError("not a Zstandard frame")
+    fhd = chunk[4]
+    fcs_flag, single, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0:
+        raise OrcTailError("Zstandard frame without its content size")
+    v = int.from_bytes(chunk[pos:pos + size], "little")
+    return v + 256 if size == 2 else v
+
+
+def _decompress_chunk(chunk: bytes, kind: int) -> bytes:
+    if kind == 1:
+        return zlib.decompress(chunk, -15)
+    import pyarrow as pa
+    if kind == 2:
+        return pa.decompress(chunk, _snappy_length(chunk), codec="snappy", asbytes=True)
+    if kind == 4:
+        return pa.decompress(chunk, _lz4_length(chunk), codec="lz4_raw", asbytes=True)
+    if kind == 5:
+        try:
+            import zstandard
+        except ImportError:
+            return pa.decompress(chunk, _zstd_length(chunk), codec="zstd", asbytes=True)
+        return zstandard.ZstdDecompressor().decompressobj().decompress(chunk)
+    raise OrcTailError(f"cannot decompress {_COMPRESSION.get(kind, kind)} footer")
+
+
 def _decompress(data: bytes, kind: int) -> bytes:
     if kind == 0:
         return data
@@ -106,16 +180,13 @@ def _decompress(data: bytes, kind: int) -> bytes:
         pos += ln
         if h & 1:
             out += chunk
-        elif kind == 1:
-            out += zlib.decompress(chunk, -15)
-        elif kind == 5:
-            try:
-                import zstandard
-            except ImportError as e:  # pragma: no cover
-                raise OrcTailError("ZSTD footer needs the zstandard package") from e
-            out += zstandard.ZstdDecompressor().decompressobj().decompress(chunk)
         else:
-            raise OrcTailError(f"cannot decompress {_COMPRESSION.get(kind, kind)} footer")
+            try:
+                out += _decompress_chunk(chunk, kind)
+            except OrcTailError:
+                raise
+            except Exception as e:   # a codec error (corrupt chunk, codec not built in)
+                raise OrcTailError(f"{_COMPRESSION.get(kind, kind)} footer chunk: {e}") from e
     return bytes(out)
 
 

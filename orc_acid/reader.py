@@ -4,8 +4,9 @@ Entry points:
 
 * :func:`read_table` -- the snapshot's rows as one ``pyarrow.Table``
 * :func:`iter_batches` -- the same rows as a stream of ``pyarrow.RecordBatch``
-* :func:`plan_splits` / :func:`read_split` -- one unit of work per bucket id (its data files
-  plus the delete files of the same bucket), for engines that fan out
+* :func:`plan_splits` / :func:`read_split` (:func:`iter_split`: stripe by stripe) -- one unit
+  of work per bucket id (its data files plus the delete files of the same bucket), for
+  engines that fan out
 
 What happens per data file (no per-row Python anywhere):
 
@@ -44,6 +45,7 @@ from .valid_ids import RangeResponse, ValidWriteIdList
 __all__ = [
     "OrcAcidError", "AcidSchemaError", "DataFile", "DeleteFile", "Split",
     "read_table", "iter_batches", "plan_splits", "plan_splits_for_snapshot", "read_split",
+    "iter_split",
     "ROW_ID_TYPE", "infer_row_schema",
 ]
 
@@ -375,6 +377,16 @@ class _DeleteSet:
 
     @staticmethod
     def _hits(rowid: np.ndarray, dels: np.ndarray) -> np.ndarray:
+        n = len(rowid)
+        if n > 1 and int(rowid[-1]) - int(rowid[0]) == n - 1 and bool(
+                (np.diff(rowid) == 1).all()):
+            # consecutive rowIds (a stripe of any file our writer or Hive writes): mark the
+            # deleted ones by position instead of a binary search per row
+            r0 = int(rowid[0])
+            lo, hi = np.searchsorted(dels, [r0, r0 + n])
+            hit = np.zeros(n, dtype=bool)
+            hit[dels[lo:hi] - r0] = True
+            return hit
         idx = np.searchsorted(dels, rowid)
         idx[idx == len(dels)] = len(dels) - 1
         return dels[idx] == rowid
@@ -460,6 +472,14 @@ def _build(ctx: _Ctx, cols: List, row_id: Optional[Tuple], n: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def _concat(ctx: _Ctx, tables: List[pa.Table]) -> pa.Table:
+    if not tables:
+        return _output_schema(ctx).empty_table()
+    if tables[0].num_columns == 0:   # count only: concat_tables would drop the row count
+        return _empty_width_table(sum(t.num_rows for t in tables))
+    return pa.concat_tables(tables)
+
+
 def _empty_width_table(n: int) -> pa.Table:
     """A table with n rows and no columns."""
     return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
@@ -474,10 +494,18 @@ def _row_id_struct(o, b, r) -> pa.ChunkedArray:
         fields=list(ROW_ID_TYPE))], type=ROW_ID_TYPE)
 
 
-def _read_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]) -> pa.Table:
+def _stripes(f: orc.ORCFile, columns: List[str]) -> Iterator[pa.Table]:
+    """The file's rows one stripe at a time (bounded memory; a consumer such as a Spark
+    task starts on the first stripe while the next is decoded)."""
+    for i in range(f.nstripes):
+        yield pa.Table.from_batches([f.read_stripe(i, columns=columns)])
+
+
+def _iter_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]
+                    ) -> Iterator[pa.Table]:
     f = ctx.files.open_orc(df.path, df.side_file)
     if f is None:  # streaming file with nothing flushed yet
-        return _output_schema(ctx).empty_table()
+        return
     path = ctx.files.full(df.path)
     names = _acid_names(f.schema)
     if names is None:
@@ -496,7 +524,15 @@ def _read_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]) -> p
     cols += [f"{row_name}.{row_fields[p].name}" for p in wanted]
     if not cols:  # count only
         cols = [names["currenttransaction"]]
-    t = f.read(columns=cols)
+    for t in _stripes(f, cols):
+        yield _acid_rows(ctx, df, deletes, t, names, row_fields, wanted, need_ids, path)
+
+
+def _acid_rows(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet], t: pa.Table,
+               names: dict, row_fields: List[pa.Field], wanted: List[int], need_ids: bool,
+               path: str) -> pa.Table:
+    """Rows of one stripe of an ACID file: invalid transactions and deleted rows dropped,
+    the projected ``row`` fields as table columns."""
     n = t.num_rows
     keep = None
     if df.filter_current_txn:
@@ -511,7 +547,7 @@ def _read_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]) -> p
     # row fields by position
     row_cols: List = [None] * len(row_fields)
     if wanted:
-        rowcol = t.column(row_name)
+        rowcol = t.column(names["row"])
         sub = {fl.name: i for i, fl in enumerate(rowcol.type)}
         for p in wanted:
             child = pa.chunked_array(
@@ -525,36 +561,44 @@ def _read_acid_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet]) -> p
     return table
 
 
-def _read_original_file(ctx: _Ctx, df: DataFile, deletes: Optional[_DeleteSet],
-                        row_offset: int) -> Tuple[pa.Table, int]:
-    files = ctx.files
-    path = files.full(df.path)
-    f = files.open_orc(df.path)
-    n = f.nrows
+def _iter_original_file(ctx: _Ctx, df: DataFile, f: orc.ORCFile,
+                        deletes: Optional[_DeleteSet], row_offset: int) -> Iterator[pa.Table]:
+    """Rows of an original (pre-ACID) file; synthetic ROW__IDs continue at ``row_offset``."""
+    path = ctx.files.full(df.path)
     fields = list(f.schema)
     wanted = [p for p in ctx.proj if p < len(fields)]
-    if wanted:
-        t = f.read(columns=[fields[p].name for p in wanted])
-        n = t.num_rows
-    row_cols: List = [None] * len(fields)
-    for p in wanted:
-        row_cols[p] = t.column(fields[p].name)
-    out_cols = _conform(row_cols, n, ctx, path)
-    ids = None
-    keep = None
-    if ctx.with_row_id or deletes is not None:
-        bucket = encode_bucket(df.bucket_id, 0)
-        ids = (pa.chunked_array([np.zeros(n, dtype=np.int64)]),
-               pa.chunked_array([np.full(n, bucket, dtype=np.int32)]),
-               pa.chunked_array([np.arange(row_offset, row_offset + n, dtype=np.int64)]))
-        keep = _apply_deletes(ids, deletes)
-    table = _build(ctx, out_cols, ids, n)
-    if keep is not None:
-        table = table.filter(pa.array(keep))
-    return table, n
+    bucket = encode_bucket(df.bucket_id, 0)
+    for t, n in _stripes_counted(f, [fields[p].name for p in wanted]):
+        row_cols: List = [None] * len(fields)
+        for p in wanted:
+            row_cols[p] = t.column(fields[p].name)
+        out_cols = _conform(row_cols, n, ctx, path)
+        ids = None
+        keep = None
+        if ctx.with_row_id or deletes is not None:
+            ids = (pa.chunked_array([np.zeros(n, dtype=np.int64)]),
+                   pa.chunked_array([np.full(n, bucket, dtype=np.int32)]),
+                   pa.chunked_array([np.arange(row_offset, row_offset + n, dtype=np.int64)]))
+            keep = _apply_deletes(ids, deletes)
+        row_offset += n
+        table = _build(ctx, out_cols, ids, n)
+        if keep is not None:
+            table = table.filter(pa.array(keep))
+        yield table
 
 
-def _read_insert_only_file(ctx: _Ctx, df: DataFile) -> pa.Table:
+def _stripes_counted(f: orc.ORCFile, names: List[str]
+                     ) -> Iterator[Tuple[Optional[pa.Table], int]]:
+    """(stripe table of ``names``, its row count); with no names only the row count of the
+    whole file, from its footer (nothing to decode)."""
+    if names:
+        for t in _stripes(f, names):
+            yield t, t.num_rows
+    else:
+        yield None, f.nrows
+
+
+def _iter_insert_only_file(ctx: _Ctx, df: DataFile) -> Iterator[pa.Table]:
     files = ctx.files
     path = files.full(df.path)
     if files.is_parquet(df.path):
@@ -565,34 +609,36 @@ def _read_insert_only_file(ctx: _Ctx, df: DataFile) -> pa.Table:
             raise OrcAcidError(f"{path}: not a readable Parquet file ({e})") from e
         fields = list(pf.schema_arrow)
         wanted = [p for p in ctx.proj if p < len(fields)]
-        t = pf.read(columns=[fields[p].name for p in wanted])
-        n = pf.metadata.num_rows
+        names = [fields[p].name for p in wanted]
+        chunks = ((pf.read_row_group(i, columns=names),
+                   pf.metadata.row_group(i).num_rows) for i in range(pf.num_row_groups))
     else:
         f = files.open_orc(df.path, df.side_file)
         if f is None:  # streaming file with nothing flushed yet
-            return _output_schema(ctx).empty_table()
+            return
         fields = list(f.schema)
         wanted = [p for p in ctx.proj if p < len(fields)]
-        t = f.read(columns=[fields[p].name for p in wanted]) if wanted else None
-        n = f.nrows if t is None else t.num_rows
-    row_cols: List = [None] * len(fields)
-    for p in wanted:
-        row_cols[p] = t.column(fields[p].name)
-    return _build(ctx, _conform(row_cols, n, ctx, path), None, n)
+        chunks = _stripes_counted(f, [fields[p].name for p in wanted])
+    for t, n in chunks:
+        row_cols: List = [None] * len(fields)
+        for p in wanted:
+            row_cols[p] = t.column(fields[p].name)
+        yield _build(ctx, _conform(row_cols, n, ctx, path), None, n)
 
 
 def _iter_split_tables(ctx: _Ctx, split: Split) -> Iterator[pa.Table]:
+    """The split's rows, one table per stripe (row group) of each data file, in order."""
     deletes = None if split.insert_only else _read_delete_keys(ctx, split)
     orig_offset = 0
     for df in split.data_files:
         if df.kind == "insert_only":
-            t = _read_insert_only_file(ctx, df)
+            yield from _iter_insert_only_file(ctx, df)
         elif df.kind == "original":
-            t, n = _read_original_file(ctx, df, deletes, orig_offset)
-            orig_offset += n
+            f = ctx.files.open_orc(df.path)
+            yield from _iter_original_file(ctx, df, f, deletes, orig_offset)
+            orig_offset += f.nrows
         else:
-            t = _read_acid_file(ctx, df, deletes)
-        yield t
+            yield from _iter_acid_file(ctx, df, deletes)
 
 
 def _output_schema(ctx: _Ctx) -> pa.Schema:
@@ -638,17 +684,24 @@ def read_split(split: Split, *, schema=None, columns: Optional[Sequence[str]] = 
     :func:`infer_row_schema`) so their outputs line up; default: inferred from this split."""
     ctx = _make_ctx(split.location, split.valid_write_ids, schema, columns, with_row_id,
                     filesystem, [split], split.insert_only)
-    tables = list(_iter_split_tables(ctx, split))
-    if not tables:
-        return _output_schema(ctx).empty_table()
-    return pa.concat_tables(tables)
+    return _concat(ctx, list(_iter_split_tables(ctx, split)))
+
+
+def iter_split(split: Split, *, schema=None, columns: Optional[Sequence[str]] = None,
+               with_row_id: bool = False, filesystem=None) -> Iterator[pa.Table]:
+    """:func:`read_split` as a stream: one table per stripe (row group) of each data file,
+    so memory stays bounded by a stripe and a consumer can start on the first rows while the
+    rest is decoded. Yields nothing for an empty split."""
+    ctx = _make_ctx(split.location, split.valid_write_ids, schema, columns, with_row_id,
+                    filesystem, [split], split.insert_only)
+    return _iter_split_tables(ctx, split)
 
 
 def iter_batches(location: str, valid_write_ids, *, valid_txns=None,
                  columns: Optional[Sequence[str]] = None, with_row_id: bool = False,
                  schema=None, insert_only: bool = False, filesystem=None
                  ) -> Iterator[pa.RecordBatch]:
-    """The snapshot's rows as record batches, one file at a time (bounded memory)."""
+    """The snapshot's rows as record batches, one stripe at a time (bounded memory)."""
     splits = plan_splits(location, valid_write_ids, valid_txns=valid_txns,
                          insert_only=insert_only, filesystem=filesystem)
     ctx = _make_ctx(location, valid_write_ids, schema, columns, with_row_id, filesystem,
@@ -688,7 +741,4 @@ def read_table(location: str, valid_write_ids, *, valid_txns=None,
             results = list(ex.map(run, splits))
     else:
         results = [run(sp) for sp in splits]
-    tables = [t for ts in results for t in ts]
-    if not tables:
-        return _output_schema(ctx).empty_table()
-    return pa.concat_tables(tables)
+    return _concat(ctx, [t for ts in results for t in ts])

@@ -29,6 +29,7 @@ from orc_acid.layout import format_base, format_delta, format_delete_delta, pars
     parse_delta
 
 from . import _metastore as M
+from ._rpc import nodelay
 from ._metastore import T
 
 log = logging.getLogger("spark.hive_acid")
@@ -106,6 +107,7 @@ class Driver:
         for t in self._threads:
             t.start()
         self._local = threading.local()
+        self._unlocks: List[threading.Thread] = []
 
     # -- the active multi-statement transaction of the calling thread --------------------------
 
@@ -165,6 +167,7 @@ class Driver:
                 ltype = M.SHARED_WRITE
             comp = M.lock_component(info.db, info.name, ltype, _OP_CODES[op],
                                     dynamic=bool(info.partition_keys))
+            self._flush_unlocks()
             M.acquire_lock(self.ms, [comp], txn.id, timeout_s=max(self.timeout_s, 60.0))
             stmt = txn.next_stmt
             txn.next_stmt += 2 if op in ("update", "merge") else 1
@@ -370,6 +373,7 @@ class Driver:
             wids = self.snapshot(txn, [info.full_name])
             return {"txns": txn.txns, "write_ids": wids[info.full_name], "scan": None,
                     "txn_partitions": self.txn_partitions(txn, info.full_name)}
+        self._flush_unlocks()
         lock_id = M.acquire_lock(self.ms, [M.lock_component(info.db, info.name, M.SHARED_READ,
                                                             M.OP_SELECT, transactional=True)],
                                  0, timeout_s=max(self.timeout_s, 60.0))
@@ -442,7 +446,24 @@ class Driver:
             if s.n_parts >= 0 and len(s.done) >= s.n_parts:
                 release = self.scans.pop(scan_id)
         if release is not None:
-            self._unlock(release.lock_id)
+            self._unlock_later(release.lock_id)
+
+    def _unlock_later(self, lock_id: Optional[int]) -> None:
+        """Release a finished scan's lock in the background: the task reporting the last
+        input partition (and with it the query) need not wait for the metastore. Lock requests
+        of this driver wait for pending releases first (``_flush_unlocks``), so its own next
+        statement never finds its earlier scan's lock still held."""
+        t = threading.Thread(target=self._unlock, args=(lock_id,), name="hive-acid-unlock",
+                             daemon=True)
+        with self._mu:
+            self._unlocks = [u for u in self._unlocks if u.is_alive()] + [t]
+        t.start()
+
+    def _flush_unlocks(self) -> None:
+        with self._mu:
+            pending, self._unlocks = self._unlocks, []
+        for t in pending:
+            t.join()
 
     def _unlock(self, lock_id: Optional[int]) -> None:
         if lock_id is None:
@@ -502,6 +523,7 @@ class Driver:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn):
+        nodelay(conn)
         try:
             while True:
                 try:
@@ -587,6 +609,7 @@ class Driver:
         self._stop.set()
         for t in list(self.txns.values()):
             self.abort(t)
+        self._flush_unlocks()
         self.release_all_scans()
         try:
             self.listener.close()

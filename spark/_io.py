@@ -225,29 +225,34 @@ def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
 def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
               batch_rows: int = 262144, on_progress=None) -> Iterator[pa.RecordBatch]:
     """Rows of one unit as record batches in ``out_schema`` (any subset/order of ROW__ID,
-    data columns and partition columns)."""
+    data columns and partition columns), stripe by stripe: Spark consumes the first batches
+    while the next stripe is decoded, and memory stays bounded by a stripe."""
     if unit is None:
         return
     names = out_schema.names
     with_row_id = ROW_ID in names
     data_cols = [n for n in names if n in data_schema.names]
-    t = orc_acid.read_split(unit.split, schema=data_schema, columns=data_cols,
-                            with_row_id=with_row_id)
-    n = t.num_rows
-    if n == 0:
-        return
     pvals = dict(unit.part_values)
-    cols = []
-    for f in out_schema:
-        if f.name in pvals:
-            cols.append(_part_array(pvals[f.name], f.type, n))
-        else:
-            col = t.column(f.name)
-            if col.type != f.type:
-                col = col.cast(f.type)
-            cols.append(col)
-    out = pa.Table.from_arrays(cols, schema=out_schema)
-    for b in out.to_batches(max_chunksize=batch_rows):
-        yield b
-        if on_progress is not None:
-            on_progress()
+    consts: Dict[str, pa.Array] = {}      # partition column -> constant array (longest so far)
+    for t in orc_acid.iter_split(unit.split, schema=data_schema, columns=data_cols,
+                                 with_row_id=with_row_id):
+        n = t.num_rows
+        if n == 0:
+            continue
+        cols = []
+        for f in out_schema:
+            if f.name in pvals:
+                c = consts.get(f.name)
+                if c is None or len(c) < n:
+                    c = consts[f.name] = _part_array(pvals[f.name], f.type, n)
+                cols.append(c.slice(0, n))
+            else:
+                col = t.column(f.name)
+                if col.type != f.type:
+                    col = col.cast(f.type)
+                cols.append(col)
+        out = pa.Table.from_arrays(cols, schema=out_schema)
+        for b in out.to_batches(max_chunksize=batch_rows):
+            yield b
+            if on_progress is not None:
+                on_progress()
