@@ -48,6 +48,7 @@ class Metastore:
         from .txn import TxnManager
         from .writeids import WriteIds
         self.txns = TxnManager(self.store, config)
+        self._serving = False
         self.writeids = WriteIds(self.store, self.txns)
         self.locks = LockManager(self.store, config)
         self.compaction = CompactionQueue(self.store)
@@ -96,6 +97,11 @@ class Metastore:
     def start(self) -> None:
         """Start background work (housekeeping); idempotent."""
         from .housekeeping import Housekeeper
+        if not self._serving:
+            # Only a serving process hands out ids, so only it settles the reservation of
+            # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.
+            self.txns.recover_reserved_ids()
+            self._serving = True
         if not any(isinstance(t, Housekeeper) for t in self._threads):
             self._threads.append(Housekeeper(self).start())
         if self.cache not in self._threads:
@@ -127,4 +133,10 @@ class Metastore:
                 stop()
         if self.upstream is not None:
             self.upstream.close()
+        self._serving = False
+        if self.txns.reserved_ids_used:
+            try:
+                self.txns.release_reserved_ids()
+            except Exception:  # the next start skips the reserved ids instead
+                log.warning("could not release reserved transaction ids", exc_info=True)
         self.store.dispose()
