@@ -149,7 +149,8 @@ class CacheEntry:
     """One cached table. ``doc`` and ``state`` are never mutated in place (readers hold
     them without a lock); ``parts`` and ``wire`` only grow."""
 
-    __slots__ = ("key", "doc", "pos", "transactional", "snap", "parts", "bytes", "tick", "wire")
+    __slots__ = ("key", "doc", "pos", "transactional", "snap", "parts", "bytes", "tick", "wire",
+                 "listing")
 
     def __init__(self, key: Key, doc: Doc, pos: int, state: WriteIdState, nbytes: int):
         self.key = key
@@ -161,6 +162,8 @@ class CacheEntry:
         self.bytes = nbytes
         self.tick = 0
         self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
+        # Extension mode: all of the table's partitions, set once (extension.PartitionListing)
+        self.listing: Any = None
 
     @property
     def state(self) -> WriteIdState:

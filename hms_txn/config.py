@@ -315,6 +315,10 @@ _key("hms_txn.upstream.pool.size", 16, parse_positive_int,
 _key("hms_txn.upstream.cache.ttl", 5.0, _seconds("s"),
      "Upstream tables in the metadata cache are re-read after this long (changes made "
      "directly on the upstream are seen within it; 0 = every read goes upstream).")
+_key("hms_txn.upstream.cache.max.partitions", 10000, parse_nonneg_int,
+     "Partition reads of an upstream table are answered from the cache when the table has "
+     "at most this many partitions (all are read once per cache entry); larger tables are "
+     "forwarded. 0 = always forward partition reads. At most 32766.")
 _key("hms_txn.upstream.events.enabled", False, parse_bool,
      "Tail the upstream's own notification log (needs DbNotificationListener there) and "
      "evict tables it reports changed.")

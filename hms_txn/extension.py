@@ -17,8 +17,14 @@ the entry. On top of the base class's rules:
   (changes made directly on the upstream, without us, are seen within the TTL);
 * with ``hms_txn.upstream.events.enabled`` a second tailer reads the upstream's own
   notification log and drops the tables it reports changed;
-* partitions are not cached beyond what a cold ``get_partitions_by_names`` load returns;
-  a read of other partitions goes to the upstream.
+* partition reads without a ValidWriteIdList (``get_partitions``, ``get_partition_names``,
+  the ``_ps``/by-name/by-filter reads) of a non-transactional table are answered from the
+  table's entry: the first one reads all of the table's partitions (``PartitionListing``,
+  in the upstream's order, at most ``hms_txn.upstream.cache.max.partitions``) and they
+  live and die with the entry; ``select_partitions`` applies the call's limits and
+  filters, or says the upstream must answer (a filter or partial spec whose Hive
+  semantics we do not reproduce exactly);
+* the upstream's functions (``UpstreamFunctions``) are read through like databases.
 
 ``ExtensionNotificationLog`` resolves tables and partitions from the upstream for
 INSERT/ACID_WRITE events and writes the events of catalog changes forwarded through us
@@ -30,12 +36,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from typing import Any
 
-from . import names, notifications
-from .cache import TABLE_EVENTS, MetadataCache, _Loaded
+from . import errors, names, notifications, partition_filter
+from .cache import _BYTES_FACTOR, HIT, TABLE_EVENTS, MetadataCache, _Loaded
 from .notifications import NotificationLog
 
 log = logging.getLogger(__name__)
@@ -47,6 +54,175 @@ EXPIRED = "expired"
 DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})
 # Events that may change the list of a database's table names (ALTER_TABLE: a rename).
 TABLE_NAME_EVENTS = frozenset({"CREATE_TABLE", "DROP_TABLE", "ALTER_TABLE"})
+# Hive 2.x logs CREATE/DROP_FUNCTION; ALTER_FUNCTION is ours (and newer Hives').
+FUNCTION_EVENTS = frozenset({"CREATE_FUNCTION", "ALTER_FUNCTION", "DROP_FUNCTION"})
+
+
+class FunctionSnapshot:
+    """Every function of the upstream (``get_all_functions``) at one time."""
+
+    __slots__ = ("docs", "by_db", "memo")
+
+    def __init__(self, docs: list[Doc] | None):
+        self.docs = docs            # the upstream's answer, its order (None: no list)
+        # By the names as stored: Hive 2.x keeps a function name's case but looks names up
+        # trimmed and lower-cased (so a mixed-case function is listed, never found).
+        self.by_db: dict[str, dict[str, Doc]] = {}
+        for doc in docs or []:
+            self.by_db.setdefault(doc.get("dbName") or "", {})[doc.get("functionName") or ""] = doc
+        self.memo: dict = {}        # the handler's converted forms
+
+    def names(self, db: str, pattern: str | None) -> list[str]:
+        """``get_functions(db, pattern)``: the matching names in name order (Hive sorts
+        them; its patterns are the metastore's name patterns, matched ignoring case; a
+        blank pattern matches nothing, no pattern everything)."""
+        if pattern is not None and not pattern.strip():
+            return []
+        found = self.by_db.get(names.lower(db).strip(), {})
+        return sorted(n for n in found if names.matches(pattern, n))
+
+    def get(self, db: str, name: str) -> Doc | None:
+        """The function, or None (the caller asks the upstream, for its own answer)."""
+        return self.by_db.get(names.lower(db).strip(), {}).get(names.lower(name).strip())
+
+
+class UpstreamFunctions:
+    """The upstream's functions, read through with the table TTL.
+
+    Clients list functions on every session or statement (Spark: ``get_functions`` when it
+    resolves a name; Hive: ``get_all_functions`` at start-up); the answer is tiny and so
+    cheap for the upstream that forwarding it costs more than the call. One
+    ``get_all_functions`` loads every database's functions; the snapshot is dropped on any
+    function event (ours, or the upstream's log when it is read) and otherwise lives
+    ``hms_txn.upstream.cache.ttl``. A read that started before an invalidation does not
+    install its answer. An upstream without ``get_all_functions`` (Hive < 2.1) is never
+    cached: ``snapshot()`` answers None and the caller forwards."""
+
+    def __init__(self, source, ttl: float):
+        self.source = source
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._snapshot: tuple[float, FunctionSnapshot] | None = None
+        self.unsupported = False
+
+    def snapshot(self) -> FunctionSnapshot | None:
+        if self.unsupported or self.ttl <= 0:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            hit = self._snapshot
+            if hit is not None and now - hit[0] <= self.ttl:
+                return hit[1]
+            generation = self._generation
+        try:
+            docs = self.source.list_functions()
+        except errors.Unsupported:
+            self.unsupported = True
+            return None
+        snap = FunctionSnapshot(docs)
+        with self._lock:
+            if generation == self._generation:
+                self._snapshot = (now, snap)
+        return snap
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._snapshot = None
+
+
+class PartitionListing:
+    """All partitions of one upstream table, in the upstream's order (``get_partitions``:
+    by partition name), with their names. Kept on the table's cache entry
+    (``CacheEntry.listing``) and dropped with it."""
+
+    __slots__ = ("rows", "index")
+
+    def __init__(self, keys: list[str], docs: list[Doc]):
+        self.rows = [(names.make_partition_name(keys, d.get("values") or []), d) for d in docs]
+        self.index = dict(self.rows)
+
+
+_TOO_LARGE = "too_large"     # CacheEntry.listing of a table with too many partitions
+# Hive's partial-spec match (the _ps calls) is a regular expression over the escaped
+# partition name; a value with characters it would not take literally goes upstream.
+_PS_UNSAFE = re.compile(r"[.+()$|}%]")
+_STRING_TYPES = frozenset({"string"})
+_INTEGRAL_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
+
+
+def _filter_is_exact(filter_text: str, key_types: dict[str, str]) -> bool:
+    """Whether ``partition_filter`` evaluates ``filter_text`` as Hive 2.x's direct SQL
+    does: string keys compared with string literals, integral keys with whole numbers, no
+    LIKE (Hive's is a regular expression) and no NOT (which Hive's grammar refuses)."""
+    if any(t not in _STRING_TYPES and t not in _INTEGRAL_TYPES for t in key_types.values()):
+        return False
+    try:
+        tokens = partition_filter._tokens(filter_text)
+    except errors.InvalidInput:
+        return False
+    for i, (kind, value) in enumerate(tokens):
+        if kind in ("like", "not"):     # Hive's LIKE is a regex; NOT alone is no Hive syntax
+            return False
+        if kind != "op" or i == 0 or i + 1 >= len(tokens):
+            continue
+        left, right = tokens[i - 1], tokens[i + 1]
+        word, lit = (left, right) if left[0] == "word" else (right, left)
+        if word[0] != "word" or lit[0] not in ("str", "num"):
+            return False
+        key_type = key_types.get(word[1].strip("`").lower())
+        if key_type is None:
+            return False
+        if key_type in _STRING_TYPES and lit[0] != "str":
+            return False
+        if key_type in _INTEGRAL_TYPES and (lit[0] != "num" or "." in lit[1]):
+            return False
+    return True
+
+
+def select_partitions(table: Doc, listing: PartitionListing, *, limit: int | None = -1,
+                      partial_values: list[str] | None = None, filter_text: str | None = None,
+                      part_names: list[str] | None = None) -> list[tuple[str, Doc]] | None:
+    """The (name, partition) pairs of ``listing`` a partition read asks for, in the
+    upstream's order: ``partial_values`` (the ``_ps`` calls: "" matches any value; only
+    when at most one partition matches, since Hive 2.x lists more in its database's row
+    order, which the objects do not carry), ``filter_text`` (``get_partitions_by_filter``),
+    ``part_names`` (exact names, as the upstream compares them), then the first ``limit``
+    (all when negative; 0 goes upstream, whose calls differ on it). None when the upstream
+    must answer: arguments it refuses, or semantics we do not reproduce exactly."""
+    if limit == 0:
+        return None    # Hive 2.x: "all" for some calls, none for others; let it say
+    rows = listing.rows
+    keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+    if part_names is not None:
+        wanted = set(part_names)
+        rows = [r for r in rows if r[0] in wanted]
+    if partial_values is not None:
+        if not partial_values or len(partial_values) > len(keys):
+            return None    # the upstream's error
+        fixed = [(i, v) for i, v in enumerate(partial_values) if v]
+        if any(_PS_UNSAFE.search(names.escape_path_name(v)) for _, v in fixed):
+            return None
+        if fixed:
+            rows = [r for r in rows if all(r[1]["values"][i] == v for i, v in fixed)]
+        if len(rows) > 1:
+            # Hive 2.x answers these in its database's row order (creation order, as
+            # measured on Derby), not by name; that order is not in the objects.
+            return None
+    if filter_text is not None and filter_text.strip():
+        types = {k["name"].lower(): (k.get("type") or "string").split("(")[0].strip().lower()
+                 for k in table.get("partitionKeys") or []}
+        if not _filter_is_exact(filter_text, types):
+            return None
+        try:
+            predicate = partition_filter.parse(filter_text, types)
+        except errors.InvalidInput:
+            return None
+        rows = [r for r in rows if predicate(dict(zip(keys, r[1]["values"])))]
+    if limit is not None and limit >= 0:
+        rows = rows[:limit]
+    return list(rows)
 
 
 class UpstreamDatabases:
@@ -152,6 +328,10 @@ class ExtensionCache(MetadataCache):
         self.upstream_pos: int | None = None
         self._events_thread: threading.Thread | None = None
         self.databases = UpstreamDatabases(source, self.ttl)
+        self.functions = UpstreamFunctions(source, self.ttl)
+        self.max_listing = min(32766, int(config["hms_txn.upstream.cache.max.partitions"]))
+        self._stats.update({"partition_listing_hits": 0, "partition_listing_fills": 0,
+                            "partition_listing_too_large": 0})
 
     # ------------------------------------------------------------------ loading
 
@@ -196,6 +376,65 @@ class ExtensionCache(MetadataCache):
     def _fill_partitions(self, entry, wanted) -> None:
         return None   # the caller reads them from the upstream
 
+    # ------------------------------------------------------------------ partition reads
+
+    def partitions(self, db: str, name: str) -> tuple[Doc, PartitionListing] | None:
+        """(table, all its partitions) from the table's entry, for partition reads that
+        carry no ValidWriteIdList; None when the upstream must answer: the cache is off,
+        the table is missing (the upstream's own answer), transactional (those reads have
+        no snapshot to check the entry against) or has too many partitions.
+
+        The partitions are read once per entry, after it (so at least as new as it), and
+        kept only if the entry is still the installed one: every event that drops the
+        entry (ours, the upstream's, the TTL) drops them too."""
+        if not self._running or self.max_listing <= 0 or self.ttl <= 0:
+            return None
+        key = (names.lower(db), names.lower(name))
+        entry = self._entries.get(key)
+        verdict = "cold" if entry is None else self._verdict(entry, None, None)
+        if verdict in ("cold", EXPIRED):
+            try:
+                self.get_table(db, name)           # loads and installs the entry
+            except errors.NoSuchObject:
+                return None
+            entry = self._entries.get(key)
+            verdict = "cold" if entry is None else self._verdict(entry, None, None)
+        if verdict != HIT:
+            return None
+        listing = entry.listing
+        if listing is None:
+            listing = self._fill_listing(entry)
+        elif listing is not _TOO_LARGE:
+            entry.tick = next(self._ticks)
+            self._count("partition_listing_hits")
+        if listing is None or listing is _TOO_LARGE:
+            return None
+        return entry.doc, listing
+
+    def _fill_listing(self, entry):
+        table = entry.doc
+        try:
+            docs = self.source.get_partitions(table.get("dbName") or entry.key[0],
+                                              table.get("tableName") or entry.key[1],
+                                              self.max_listing + 1)
+        except errors.NoSuchObject:
+            return None
+        if len(docs) > self.max_listing:
+            listing, size = _TOO_LARGE, 0
+            self._count("partition_listing_too_large")
+        else:
+            keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+            listing, size = PartitionListing(keys, docs), len(json.dumps(docs))
+            self._count("partition_listing_fills")
+        with self._lock:
+            if self._entries.get(entry.key) is entry and entry.listing is None:
+                entry.listing = listing
+                added = _BYTES_FACTOR * size
+                entry.bytes += added
+                self._bytes += added
+                self._enforce_bounds()
+        return listing
+
     def _verdict(self, entry, text, snapshot) -> str:
         loaded_at = self._loaded_at.get(entry.key)
         if loaded_at is None or time.monotonic() - loaded_at > self.ttl:
@@ -209,6 +448,8 @@ class ExtensionCache(MetadataCache):
         super()._apply(ev, reload)
         if ev.event_type in DATABASE_EVENTS:   # through another hms-txn process
             self.databases.invalidate(ev.db_name)
+        elif ev.event_type in FUNCTION_EVENTS:
+            self.functions.invalidate()
         elif ev.event_type in TABLE_NAME_EVENTS:
             self.databases.invalidate_tables(ev.db_name)
 
@@ -272,6 +513,8 @@ class ExtensionCache(MetadataCache):
                 self.invalidate(db, None)
             elif event_type in DATABASE_EVENTS:
                 self.databases.invalidate(db)
+            elif event_type in FUNCTION_EVENTS:
+                self.functions.invalidate()
             self.upstream_pos = max(self.upstream_pos, event_id)
         if events:
             self._count("upstream_events", len(events))
@@ -314,6 +557,15 @@ class ExtensionNotificationLog(NotificationLog):
 
     def database_changed(self, event_type: str, name: str) -> int:
         return self._log(event_type, name, None, {"db": names.lower(name)})
+
+    def function_changed(self, event_type: str, db: str, name: str, function: Doc | None) -> int:
+        """CREATE/ALTER/DROP_FUNCTION (Hive's messages: db, functionObjJson or
+        functionName)."""
+        message: Doc = {"db": names.lower(db), "functionName": names.lower(name)}
+        obj = self._obj_json("Function", function)
+        if obj is not None:
+            message["functionObjJson"] = obj
+        return self._log(event_type, db, None, message)
 
     def table_created(self, table: Doc) -> int:
         message = {"db": table["dbName"], "table": table["tableName"],

@@ -22,6 +22,7 @@ forwarding handler (``hms_txn.handler.forwarding_calls``) and, through ``Upstrea
 
 from __future__ import annotations
 
+import collections
 import logging
 import socket
 import threading
@@ -110,6 +111,8 @@ class UpstreamPool:
         self._closed = False
         self.last_error: str | None = None
         self.calls = 0
+        # Per method: tests and operators can tell catalog calls from the event poller's.
+        self.calls_by_method: collections.Counter[str] = collections.Counter()
         self.failures = 0
         self.reconnects = 0
         self.tables = UpstreamTables(self)
@@ -213,6 +216,7 @@ class UpstreamPool:
 
     def call(self, method: str, *args: Any) -> Any:
         self.calls += 1
+        self.calls_by_method[method] += 1
         attempts = 0
         while True:
             try:
@@ -350,6 +354,24 @@ class UpstreamTables:
         for doc in self.get_partitions_by_names(db, name, part_names):
             rows.append((names.make_partition_name(keys, doc.get("values") or []), doc))
         return table, sorted(rows, key=lambda r: r[0])
+
+    def get_partitions(self, db: str, name: str, max_parts: int) -> list[dict]:
+        """``get_partitions(db, name, max_parts)``: the upstream's order (by name)."""
+        from .handler.wire import to_doc
+        return [to_doc(p) for p in self._call("get_partitions", db, name, max_parts)]
+
+    def list_functions(self) -> list[dict] | None:
+        """Every database's functions (``get_all_functions``), in the upstream's order; None
+        when it answered without a list. ``errors.Unsupported`` when the upstream predates
+        the call (Hive < 2.1)."""
+        from .handler.wire import to_doc
+        try:
+            rsp = self._call("get_all_functions")
+        except TApplicationException as err:
+            if err.type != TApplicationException.UNKNOWN_METHOD:
+                raise
+            raise errors.Unsupported("the upstream metastore has no get_all_functions") from None
+        return None if rsp.functions is None else [to_doc(f) for f in rsp.functions]
 
     # the upstream's own notification log (when it has one)
     def current_event_id(self) -> int:

@@ -9,7 +9,8 @@ it (never in this process: sharing a GIL with the load generator would distort b
 One client per side makes the same calls one at a time, in interleaved blocks (direct,
 through us, direct, ...) so drift hits both sides alike; the report gives p50/p90 per
 method and the added latency at p50. Calls marked "(our cache)" are answered from our
-read-through cache of upstream objects (tables, databases) rather than forwarded.
+read-through cache of upstream objects (tables, databases, functions, partitions) rather
+than forwarded; "(forwarded)" ones go to the upstream.
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ def _setup(client) -> None:
     table = client.get_table(DB, TABLE)
     client.add_partitions([t.Partition(values=[f"2024-01-{d:02d}"], dbName=DB, tableName=TABLE,
                                        sd=table.sd, parameters={}) for d in range(1, 11)])
+    for name in ("bench_upper", "bench_lower", "bench_hash"):
+        client.create_function(t.Function(
+            functionName=name, dbName=DB, className=f"com.example.udf.{name}", ownerName="bench",
+            ownerType=t.PrincipalType.USER, createTime=int(time.time()),
+            functionType=t.FunctionType.JAVA,
+            resourceUris=[t.ResourceUri(resourceType=t.ResourceType.JAR, uri="file:///tmp/udf.jar")]))
 
 
 # "(our cache)": answered from our read-through cache of upstream objects, not forwarded.
@@ -92,10 +99,16 @@ CALLS = {
     "get_database (our cache)": lambda c: c.get_database(DB),
     "get_table (our cache)": lambda c: c.get_table(DB, TABLE),
     "get_tables (our cache)": lambda c: c.get_tables(DB, "*"),
-    "get_functions": lambda c: c.get_functions(DB, "*"),
-    "get_partition_names": lambda c: c.get_partition_names(DB, TABLE, -1),
-    "get_partitions(10)": lambda c: c.get_partitions(DB, TABLE, -1),
-    "get_fields": lambda c: c.get_fields(DB, TABLE),
+    "get_functions (our cache)": lambda c: c.get_functions(DB, "*"),
+    "get_function (our cache)": lambda c: c.get_function(DB, "bench_upper"),
+    "get_partition_names (our cache)": lambda c: c.get_partition_names(DB, TABLE, -1),
+    "get_partitions(10) (our cache)": lambda c: c.get_partitions(DB, TABLE, -1),
+    "get_partitions_ps_with_auth(1) (our cache)": lambda c: c.get_partitions_ps_with_auth(
+        DB, TABLE, ["2024-01-05"], -1, "bench", []),
+    "get_partitions_by_filter(1) (our cache)": lambda c: c.get_partitions_by_filter(
+        DB, TABLE, "dt = '2024-01-05'", -1),
+    "get_fields (our cache)": lambda c: c.get_fields(DB, TABLE),
+    "get_partitions_ps(10) (forwarded)": lambda c: c.get_partitions_ps(DB, TABLE, [""], -1),
 }
 
 
@@ -134,10 +147,10 @@ def measure(direct, ours, calls: int, block: int = 20, warmup: int = 200) -> dic
 
 
 def report(results: dict) -> str:
-    lines = [f"{'call':30} {'direct p50':>11} {'via us p50':>11} {'added':>9} {'added %':>8}"
+    lines = [f"{'call':44} {'direct p50':>11} {'via us p50':>11} {'added':>9} {'added %':>8}"
              f" {'direct p90':>11} {'via us p90':>11}"]
     for name, r in results.items():
-        lines.append(f"{name:30} {r['direct_p50_us']:>9.0f}us {r['ours_p50_us']:>9.0f}us "
+        lines.append(f"{name:44} {r['direct_p50_us']:>9.0f}us {r['ours_p50_us']:>9.0f}us "
                      f"{r['added_p50_us']:>7.0f}us {r['added_p50_pct']:>7.1f}% "
                      f"{r['direct_p90_us']:>9.0f}us {r['ours_p90_us']:>9.0f}us")
     return "\n".join(lines)

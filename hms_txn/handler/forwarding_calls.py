@@ -15,6 +15,9 @@ compaction, the notification log and fb303 stay ours (``TxnCalls``, ``Notificati
   answer empty. Write ids and ValidWriteIdLists are ours and never forwarded.
 * ``get_table``/``get_table_req`` (and ``get_partitions_by_names_req`` with a
   ValidWriteIdList) are served through our metadata cache, whose loader reads the upstream.
+  So are databases, table names, columns, functions (``extension.UpstreamFunctions``) and
+  the partition reads of non-transactional tables (``ExtensionCache.partitions``,
+  ``extension.select_partitions``); whatever the cache cannot answer exactly is forwarded.
 * DDL forwarded through us is written to OUR notification log (CREATE/ALTER/DROP_TABLE,
   ADD/ALTER/DROP_PARTITION, CREATE/ALTER/DROP_DATABASE) with the objects the upstream
   returned, after the upstream applied it; that keeps our cache (and other hms-txn
@@ -34,9 +37,10 @@ from typing import Any
 from thrift.Thrift import TApplicationException
 
 from .. import names
+from ..extension import select_partitions
 from ..thrift_gen.hive_metastore import ThriftHiveMetastore
 from ..thrift_gen.hive_metastore import ttypes as t
-from .catalog_calls import _cached_table
+from .catalog_calls import _cached_table, _converted
 from .notification_calls import NotificationCalls
 from .service_calls import ServiceCalls
 from .token_calls import TokenCalls
@@ -117,7 +121,7 @@ class ForwardingCalls:
                 missing.add(method)
         return fallback()
 
-    def _record(self, what: str, db: str, table: str | None, fn, *args) -> None:
+    def _record(self, what: str, db: str, table: str | None, fn, *args, evict: bool = True) -> None:
         """Write the event of a forwarded change. The upstream has applied the change, so a
         failure here must not fail the call: the table is dropped from this process's cache
         and other processes see the change within the cache TTL."""
@@ -126,7 +130,7 @@ class ForwardingCalls:
         except Exception:
             log.warning("extension mode: could not log %s of %s.%s in the notification log",
                         what, db, table, exc_info=True)
-            if db:
+            if db and evict:
                 self.ms.cache.invalidate(db, table)
 
     def _fetch_table(self, db: str, name: str) -> dict | None:
@@ -427,40 +431,149 @@ class ForwardingCalls:
         self._parts_added(db_name, tbl_name, [part])
         return part
 
+    # Partition reads of non-transactional tables come from the table's cache entry (all
+    # its partitions, read once per entry; extension.ExtensionCache.partitions); whatever
+    # the cache cannot answer exactly (a transactional or too large table, a missing one,
+    # filters whose Hive semantics we do not reproduce) is forwarded as is.
+
+    def _select(self, db, tbl, *, with_auth: bool = False, **how):
+        """The matching (name, partition document) pairs from the cache, or None.
+
+        ``with_auth``: the *_with_auth reads, which add the caller's privileges to each
+        partition when the table has PARTITION_LEVEL_PRIVILEGE=true; then the upstream
+        answers."""
+        cache = self.ms.cache
+        if not cache.enabled:
+            return None
+        found = cache.partitions(db, tbl)
+        if found is None:
+            return None
+        table, listing = found
+        if with_auth and str((table.get("parameters") or {}).get(
+                "PARTITION_LEVEL_PRIVILEGE", "")).lower() == "true":
+            return None
+        return select_partitions(table, listing, **how)
+
+    def _one(self, db, tbl, name_of):
+        """A partition from the cache (None: ask the upstream, for its own answer)."""
+        cache = self.ms.cache
+        if not cache.enabled:
+            return None
+        found = cache.partitions(db, tbl)
+        if found is None:
+            return None
+        table, listing = found
+        name = name_of(table)
+        doc = listing.index.get(name) if name is not None else None
+        return None if doc is None else _converted.partition(doc)
+
+    @staticmethod
+    def _name_of_values(values):
+        def name_of(table):
+            keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+            if len(values) != len(keys):
+                return None
+            return names.make_partition_name(keys, [str(v) for v in values])
+        return name_of
+
+    def get_partition(self, db_name, tbl_name, part_vals):
+        part = self._one(db_name, tbl_name, self._name_of_values(list(part_vals or [])))
+        return part if part is not None else self._up("get_partition", db_name, tbl_name, part_vals)
+
+    def get_partition_by_name(self, db_name, tbl_name, part_name):
+        part = self._one(db_name, tbl_name, lambda table: part_name)
+        return part if part is not None else \
+            self._up("get_partition_by_name", db_name, tbl_name, part_name)
+
     def get_partition_req(self, req):
         return t.GetPartitionResponse(
-            partition=self._up("get_partition", req.dbName, req.tblName, list(req.partVals or [])))
+            partition=self.get_partition(req.dbName, req.tblName, list(req.partVals or [])))
+
+    def get_partitions(self, db_name, tbl_name, max_parts):
+        rows = self._select(db_name, tbl_name, limit=max_parts)
+        if rows is None:
+            return self._up("get_partitions", db_name, tbl_name, max_parts)
+        return _converted.partitions(d for _, d in rows)
 
     def get_partitions_req(self, req):
         max_parts = -1 if req.maxParts is None else req.maxParts
-        return t.PartitionsResponse(
-            partitions=self._up("get_partitions", req.dbName, req.tblName, max_parts))
+        return t.PartitionsResponse(partitions=self.get_partitions(req.dbName, req.tblName, max_parts))
+
+    def get_partition_names(self, db_name, tbl_name, max_parts):
+        rows = self._select(db_name, tbl_name, limit=max_parts)
+        if rows is None:
+            return self._up("get_partition_names", db_name, tbl_name, max_parts)
+        return [n for n, _ in rows]
+
+    def get_partitions_ps(self, db_name, tbl_name, part_vals, max_parts):
+        rows = self._select(db_name, tbl_name, limit=max_parts, partial_values=list(part_vals or []))
+        if rows is None:
+            return self._up("get_partitions_ps", db_name, tbl_name, part_vals, max_parts)
+        return _converted.partitions(d for _, d in rows)
+
+    def get_partition_names_ps(self, db_name, tbl_name, part_vals, max_parts):
+        rows = self._select(db_name, tbl_name, limit=max_parts, partial_values=list(part_vals or []))
+        if rows is None:
+            return self._up("get_partition_names_ps", db_name, tbl_name, part_vals, max_parts)
+        return [n for n, _ in rows]
+
+    def get_partition_names_ps_req(self, req):
+        max_parts = -1 if req.maxParts is None else req.maxParts
+        return t.GetPartitionNamesPsResponse(names=self.get_partition_names_ps(
+            req.dbName, req.tblName, list(req.partValues or []), max_parts))
+
+    def get_partitions_with_auth(self, db_name, tbl_name, max_parts, user_name, group_names):
+        rows = self._select(db_name, tbl_name, limit=max_parts, with_auth=True)
+        if rows is None:
+            return self._up("get_partitions_with_auth", db_name, tbl_name, max_parts, user_name,
+                            group_names)
+        return _converted.partitions(d for _, d in rows)
+
+    def get_partitions_ps_with_auth(self, db_name, tbl_name, part_vals, max_parts, user_name,
+                                    group_names):
+        rows = self._select(db_name, tbl_name, limit=max_parts,
+                            partial_values=list(part_vals or []), with_auth=True)
+        if rows is None:
+            return self._up("get_partitions_ps_with_auth", db_name, tbl_name, part_vals,
+                            max_parts, user_name, group_names)
+        return _converted.partitions(d for _, d in rows)
 
     def get_partitions_ps_with_auth_req(self, req):
         max_parts = -1 if req.maxParts is None else req.maxParts
         if req.partVals:
-            parts = self._up("get_partitions_ps_with_auth", req.dbName, req.tblName,
-                             list(req.partVals), max_parts, req.userName, req.groupNames)
+            parts = self.get_partitions_ps_with_auth(req.dbName, req.tblName, list(req.partVals),
+                                                     max_parts, req.userName, req.groupNames)
         else:
-            parts = self._up("get_partitions_with_auth", req.dbName, req.tblName, max_parts,
-                             req.userName, req.groupNames)
+            parts = self.get_partitions_with_auth(req.dbName, req.tblName, max_parts,
+                                                  req.userName, req.groupNames)
         return t.GetPartitionsPsWithAuthResponse(partitions=parts)
 
-    def get_partition_names_ps_req(self, req):
-        max_parts = -1 if req.maxParts is None else req.maxParts
-        return t.GetPartitionNamesPsResponse(names=self._up(
-            "get_partition_names_ps", req.dbName, req.tblName, list(req.partValues or []), max_parts))
+    def get_partitions_by_filter(self, db_name, tbl_name, filter, max_parts):
+        rows = self._select(db_name, tbl_name, limit=max_parts, filter_text=filter or "")
+        if rows is None:
+            return self._up("get_partitions_by_filter", db_name, tbl_name, filter, max_parts)
+        return _converted.partitions(d for _, d in rows)
+
+    def get_num_partitions_by_filter(self, db_name, tbl_name, filter):
+        rows = self._select(db_name, tbl_name, filter_text=filter or "")
+        if rows is None:
+            return self._up("get_num_partitions_by_filter", db_name, tbl_name, filter)
+        return len(rows)
+
+    def get_partitions_by_names(self, db_name, tbl_name, names):
+        rows = self._select(db_name, tbl_name, part_names=list(names or []))
+        if rows is None:
+            return self._up("get_partitions_by_names", db_name, tbl_name, names)
+        return _converted.partitions(d for _, d in rows)
 
     def get_partitions_by_names_req(self, req):
         if req.validWriteIdList:
             _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
                                                       valid_write_ids=req.validWriteIdList)
-            from .wire import from_doc
             parts = [from_doc(t.Partition, d) for _, d in rows]
         else:
-            parts = self._up("get_partitions_by_names", req.db_name, req.tbl_name,
-                             list(req.names or []))
-        return t.GetPartitionsByNamesResult(partitions=parts)
+            parts = self.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []))
+        return t.GetPartitionsByNamesResult(partitions=list(parts))
 
     def _parts_altered(self, db, name, parts) -> None:
         self._record("ALTER_PARTITION", db, name, self.ms.notifications.partitions_altered, db, name,
@@ -578,6 +691,57 @@ class ForwardingCalls:
             if desc is not None and desc.dbName and desc.tableName:
                 self.ms.cache.invalidate(desc.dbName, desc.tableName)
         return result
+
+    # ---------------------------------------------------------------- functions
+    # Read through extension.UpstreamFunctions (one get_all_functions, TTL, dropped on any
+    # function event); a function the snapshot does not have is asked upstream, so its
+    # "does not exist" answer is the upstream's own.
+
+    def _functions(self):
+        return self.ms.cache.functions.snapshot() if self.ms.cache.enabled else None
+
+    def get_functions(self, dbName, pattern):
+        snap = None if (dbName or "").startswith("@") else self._functions()
+        if snap is None:
+            return self._up("get_functions", dbName, pattern)
+        return snap.names(dbName, pattern)
+
+    def get_function(self, dbName, funcName):
+        snap = self._functions()
+        doc = snap.get(dbName, funcName) if snap is not None else None
+        if doc is None:
+            return self._up("get_function", dbName, funcName)
+        func = snap.memo.get(id(doc))
+        if func is None:
+            func = snap.memo[id(doc)] = from_doc(t.Function, doc)
+        return func
+
+    def get_all_functions(self):
+        snap = self._functions()
+        if snap is None:
+            return self._up("get_all_functions")
+        rsp = snap.memo.get("all")
+        if rsp is None:
+            rsp = snap.memo["all"] = t.GetAllFunctionsResponse(
+                functions=None if snap.docs is None else [from_doc(t.Function, d) for d in snap.docs])
+        return rsp
+
+    def _function_changed(self, event_type: str, db, name, func) -> None:
+        self.ms.cache.functions.invalidate()
+        self._record(event_type, db, name, self.ms.notifications.function_changed, event_type,
+                     db or "", name or "", to_doc(func) if func is not None else None, evict=False)
+
+    def create_function(self, func):
+        self._up("create_function", func)
+        self._function_changed("CREATE_FUNCTION", func.dbName, func.functionName, func)
+
+    def alter_function(self, dbName, funcName, newFunc):
+        self._up("alter_function", dbName, funcName, newFunc)
+        self._function_changed("ALTER_FUNCTION", dbName, funcName, newFunc)
+
+    def drop_function(self, dbName, funcName):
+        self._up("drop_function", dbName, funcName)
+        self._function_changed("DROP_FUNCTION", dbName, funcName, None)
 
     # ---------------------------------------------------------------- Hive 3+ constraints
 

@@ -182,6 +182,14 @@ def test_without_upstream_events_changes_are_seen_within_the_ttl(tmp_path):
         upstream.stop()
 
 
+_POLLER_METHODS = ("get_current_notificationEventId", "get_next_notification")
+
+
+def _catalog_calls(pool) -> int:
+    """Upstream calls made for clients, leaving out the upstream event poller's."""
+    return sum(n for m, n in pool.calls_by_method.items() if m not in _POLLER_METHODS)
+
+
 def test_database_reads_are_cached_and_kept_current(tmp_path):
     """get_database / get_all_databases / get_databases and get_tables / get_all_tables come
     from a read-through cache:
@@ -196,13 +204,13 @@ def test_database_reads_are_cached_and_kept_current(tmp_path):
         pool = ext.ms.upstream
         assert c.get_database("default").name == "default"
         assert c.get_all_databases() == ["default"]
-        before = pool.calls
+        before = _catalog_calls(pool)
         for _ in range(5):
             assert c.get_database("default").name == "default"
             assert c.get_database_req(t.GetDatabaseRequest(name="default")).name == "default"
             assert c.get_all_databases() == ["default"]
             assert c.get_databases("def*") == ["default"]
-        assert pool.calls == before                       # all from the cache
+        assert _catalog_calls(pool) == before              # all from the cache
         # a missing database: the upstream's own exception, never cached
         with pytest.raises(t.NoSuchObjectException) as ours:
             c.get_database("nope")
@@ -234,12 +242,12 @@ def test_database_reads_are_cached_and_kept_current(tmp_path):
         # table names: the same cache, kept current the same ways
         c.create_table(make_table("default", "t1"))
         assert c.get_all_tables("default") == ["t1"]
-        before = pool.calls
+        before = _catalog_calls(pool)
         for _ in range(3):
             assert c.get_tables("default", "t*") == ["t1"]
             assert c.get_tables("default", "x*") == []
             assert c.get_all_tables("default") == ["t1"]
-        assert pool.calls == before
+        assert _catalog_calls(pool) == before
         table = c.get_table("default", "t1")
         table.tableName = "t2"
         c.alter_table("default", "t1", table)                 # a rename through us
@@ -264,7 +272,7 @@ def test_columns_come_from_the_cached_table_when_the_serde_keeps_them(pair):
     expected_schema = u.get_schema("default", "orc")
     assert [f.name for f in expected_schema][-1] == "dt"
     c.get_table("default", "orc")                          # cached from here on
-    before = ext.ms.upstream.calls
+    before = _catalog_calls(ext.ms.upstream)
     for _ in range(3):
         assert c.get_fields("default", "orc") == expected_fields
         assert c.get_schema("default", "orc") == expected_schema
@@ -272,10 +280,10 @@ def test_columns_come_from_the_cached_table_when_the_serde_keeps_them(pair):
             expected_fields
         assert c.get_schema_req(t.GetSchemaRequest(dbName="default", tblName="orc")).fields == \
             expected_schema
-    assert ext.ms.upstream.calls == before
+    assert _catalog_calls(ext.ms.upstream) == before
     # a serde that derives columns from the data: the upstream answers
     assert c.get_fields("default", "avro") == u.get_fields("default", "avro")
-    assert ext.ms.upstream.calls > before
+    assert _catalog_calls(ext.ms.upstream) > before
     errors = []
     for client in (c, u):
         try:
@@ -308,6 +316,95 @@ def test_database_reads_expire_with_the_ttl_and_follow_other_processes(tmp_path)
     finally:
         one.stop()
         two.stop()
+        upstream.stop()
+
+
+def test_partition_reads_are_cached_and_follow_the_upstream_event_log(tmp_path):
+    """Partition reads of a non-transactional upstream table come from the table's cache
+    entry; a change through us is seen at once, one made directly upstream when the
+    upstream's ADD/ALTER/DROP_PARTITION event is polled (TTL 1 h: only the log can do it)."""
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
+        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
+        "hms_txn.upstream.events.interval": "50ms"}))
+    try:
+        c, u = ext.client(), upstream.client()
+        c.create_table(make_table("default", "pt", keys=(("dt", "string"),)))
+        sd = u.get_table("default", "pt").sd
+        c.add_partitions([t.Partition(values=[d], dbName="default", tableName="pt", sd=sd)
+                          for d in ("1", "2", "3")])
+        # the upstream logged our changes too; once its log is read they evict no more
+        head = u.get_current_notificationEventId().eventId
+        _wait(lambda: (ext.ms.cache.upstream_pos or 0) >= head, what="the upstream log poller")
+        assert c.get_partition_names("default", "pt", -1) == u.get_partition_names("default", "pt", -1)
+        # (the cache's counters tell what was answered from it)
+        before = ext.ms.counters()
+        for _ in range(3):
+            assert c.get_partition_names("default", "pt", 2) == ["dt=1", "dt=2"]
+            assert c.get_partitions("default", "pt", -1) == u.get_partitions("default", "pt", -1)
+            assert c.get_partition("default", "pt", ["2"]) == u.get_partition("default", "pt", ["2"])
+        after = ext.ms.counters()
+        assert after["hms_txn.cache.partition_listing_hits"] - \
+            before["hms_txn.cache.partition_listing_hits"] == 9           # all from the cache
+        assert after["hms_txn.cache.partition_listing_fills"] == \
+            before["hms_txn.cache.partition_listing_fills"]
+        assert after["hms_txn.cache.misses"] == before["hms_txn.cache.misses"]
+        # through us: at once
+        c.drop_partition("default", "pt", ["1"], True)
+        assert c.get_partition_names("default", "pt", -1) == ["dt=2", "dt=3"]
+        # directly upstream: when its event log is read
+        u.add_partitions([t.Partition(values=["4"], dbName="default", tableName="pt", sd=sd)])
+        _wait(lambda: c.get_partition_names("default", "pt", -1) == ["dt=2", "dt=3", "dt=4"],
+              what="the upstream's ADD_PARTITION")
+        part = u.get_partition("default", "pt", ["3"])
+        part.parameters["x"] = "y"
+        u.alter_partition("default", "pt", part)
+        _wait(lambda: (c.get_partition("default", "pt", ["3"]).parameters or {}).get("x") == "y",
+              what="the upstream's ALTER_PARTITION")
+        u.drop_partition("default", "pt", ["2"], True)
+        _wait(lambda: c.get_partition_names("default", "pt", -1) == ["dt=3", "dt=4"],
+              what="the upstream's DROP_PARTITION")
+        assert c.get_partitions("default", "pt", -1) == u.get_partitions("default", "pt", -1)
+        counters = ext.ms.counters()
+        assert counters["hms_txn.cache.partition_listing_hits"] > 0
+        assert counters["hms_txn.cache.upstream_evictions"] >= 3
+        # a transactional table's partition reads carry no snapshot: forwarded
+        c.create_table(make_table("default", "acid", keys=(("dt", "string"),),
+                                  params={"transactional": "true"}))
+        c.get_partition_names("default", "acid", -1)
+        before = ext.ms.counters()
+        assert c.get_partition_names("default", "acid", -1) == []
+        after = ext.ms.counters()
+        for name in ("misses", "partition_listing_fills", "partition_listing_hits"):
+            assert after[f"hms_txn.cache.{name}"] == before[f"hms_txn.cache.{name}"], name
+    finally:
+        ext.stop()
+        upstream.stop()
+
+
+def test_partition_reads_of_tables_over_the_limit_are_forwarded(tmp_path):
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
+        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.cache.max.partitions": "2"}))
+    try:
+        c, u = ext.client(), upstream.client()
+        for name, n in (("small", 2), ("big", 3)):
+            c.create_table(make_table("default", name, keys=(("dt", "string"),)))
+            sd = u.get_table("default", name).sd
+            c.add_partitions([t.Partition(values=[str(d)], dbName="default", tableName=name, sd=sd)
+                              for d in range(n)])
+        for _ in range(2):
+            assert c.get_partition_names("default", "small", -1) == ["dt=0", "dt=1"]
+            assert c.get_partition_names("default", "big", -1) == ["dt=0", "dt=1", "dt=2"]
+        counters = ext.ms.counters()
+        assert counters["hms_txn.cache.partition_listing_fills"] == 1       # small only
+        assert counters["hms_txn.cache.partition_listing_hits"] == 1
+        assert counters["hms_txn.cache.partition_listing_too_large"] == 1   # asked once
+        before = _catalog_calls(ext.ms.upstream)
+        assert c.get_partitions("default", "big", 2) == u.get_partitions("default", "big", 2)
+        assert _catalog_calls(ext.ms.upstream) == before + 1     # forwarded
+    finally:
+        ext.stop()
         upstream.stop()
 
 
@@ -453,6 +550,190 @@ def test_acid_writes_and_reads_on_a_table_in_the_java_metastore(java_upstream):
     c.drop_database("acid_ext", True, True)      # forwarded, cascades upstream
     assert "acid_ext" not in direct.get_all_databases()
     direct._transport.close()
+
+
+def _answer(call):
+    """A call's result, or its exception's type and message (to compare two servers)."""
+    try:
+        return call()
+    except TException as err:
+        return type(err), getattr(err, "message", None)
+
+
+def _same(ours, direct, method, *args):
+    got = _answer(lambda: getattr(ours, method)(*args))
+    want = _answer(lambda: getattr(direct, method)(*args))
+    assert got == want, (method, args, got, want)
+    return got
+
+
+def _function(db, name, cls="com.example.Udf"):
+    return t.Function(functionName=name, dbName=db, className=cls, ownerName="tester",
+                      ownerType=t.PrincipalType.USER, createTime=int(time.time()),
+                      functionType=t.FunctionType.JAVA,
+                      resourceUris=[t.ResourceUri(resourceType=t.ResourceType.JAR,
+                                                  uri="file:///tmp/udfs.jar")])
+
+
+@pytest.mark.javahms
+def test_functions_come_from_the_cache_and_match_the_java_metastore(java_upstream):
+    env = java_upstream
+    c, direct = env.server.client(), connect(env.java.port)
+    pool = env.server.ms.upstream
+    try:
+        c.create_database(t.Database(name="fn_ext", locationUri=f"file:{env.root_dir}/fn_ext.db"))
+        # (Hive 2.3 keeps a function name's case but looks names up lower-cased, so it
+        # cannot get or drop a mixed-case one: the names here are lower-case)
+        for name in ("upper_a", "mixed_c", "lower_b"):
+            c.create_function(_function("fn_ext", name))
+        direct.create_function(_function("default", "in_default"))
+        patterns = ("*", "u*", "U*|l*", "*_c", "m*|*b", "nomatch", "", " ", None)
+        dbs = ("fn_ext", "FN_EXT", "default", "missing_db")
+
+        def compare():
+            for db in dbs:
+                for pattern in patterns:
+                    _same(c, direct, "get_functions", db, pattern)
+            for db, name in (("fn_ext", "upper_a"), ("fn_ext", "Mixed_C"), ("FN_EXT", "lower_b"),
+                             ("default", "in_default"), ("fn_ext", "nope"), ("nodb", "upper_a")):
+                _same(c, direct, "get_function", db, name)
+            _same(c, direct, "get_all_functions")
+
+        compare()
+        assert c.get_functions("fn_ext", "*") == ["lower_b", "mixed_c", "upper_a"]
+        before = _catalog_calls(pool)
+        for _ in range(3):
+            c.get_functions("fn_ext", "u*|m*")
+            c.get_function("fn_ext", "upper_a")
+            c.get_all_functions()
+        assert _catalog_calls(pool) == before            # all from the cache
+        # changes through us are visible at once
+        c.drop_function("fn_ext", "lower_b")
+        assert c.get_functions("fn_ext", "*") == ["mixed_c", "upper_a"]
+        c.alter_function("fn_ext", "upper_a", _function("fn_ext", "upper_a", cls="com.example.Other"))
+        assert c.get_function("fn_ext", "upper_a").className == "com.example.Other"
+        c.create_function(_function("fn_ext", "new_one"))
+        assert c.get_functions("fn_ext", "n*") == ["new_one"]
+        compare()
+        # ... and in our notification log
+        types = [e[0] for e in _events(c) if e[1] == "fn_ext"]
+        assert types.count("CREATE_FUNCTION") == 4 and "DROP_FUNCTION" in types \
+            and "ALTER_FUNCTION" in types
+        # directly upstream (no notification log there): within the TTL (2 s)
+        c.get_functions("fn_ext", "*")
+        direct.create_function(_function("fn_ext", "direct_fn"))
+        start = time.monotonic()
+        _wait(lambda: "direct_fn" in c.get_functions("fn_ext", "*"), timeout=10,
+              what="the TTL to expire")
+        assert time.monotonic() - start < 4.0
+        direct.drop_function("fn_ext", "direct_fn")
+        _wait(lambda: "direct_fn" not in c.get_functions("fn_ext", "*"), timeout=10,
+              what="the TTL to expire")
+        compare()
+    finally:
+        for db, name in (("default", "in_default"),):
+            try:
+                direct.drop_function(db, name)
+            except TException:
+                pass
+        c.drop_database("fn_ext", True, True)
+        direct._transport.close()
+
+
+@pytest.mark.javahms
+def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_upstream):
+    env = java_upstream
+    c, direct = env.server.client(), connect(env.java.port)
+    pool = env.server.ms.upstream
+    db, name = "pt_ext", "events"
+    try:
+        c.create_database(t.Database(name=db, locationUri=f"file:{env.root_dir}/{db}.db"))
+        c.create_table(make_table(db, name, keys=(("dt", "string"), ("hr", "int"))))
+        sd = direct.get_table(db, name).sd
+        days = ("2024-01-01", "2024-01-02", "a b", "x/y", "a_b", "axb", "v1.2", "v1x2", "Ünï")
+        c.add_partitions([t.Partition(values=[d, h], dbName=db, tableName=name, sd=sd,
+                                      parameters={"n": f"{d}{h}"})
+                          for d in days for h in ("1", "10", "2")])
+        all_names = direct.get_partition_names(db, name, -1)
+        assert len(all_names) == 27
+        specs = ([], [""], ["2024-01-02"], ["", "10"], ["a_b"], ["v1.2"], ["x/y", "2"],
+                 ["a b", ""], ["nope"], ["2024-01-01", "1", "extra"], ["a_b", "1"],
+                 ["v1x2", "10"], ["Ünï", "2"], ["", "2"])
+        filters = ('dt = "2024-01-01"', "hr > 1", "dt >= '2024' and hr = 10",
+                   "hr = 2 or dt = 'axb'", "(hr < 10) and dt <> 'a b'", "not (hr < 10)",
+                   "dt like 'a%'", "hr = '2'",
+                   "nokey = 1", "dt = ", "")
+        by_names = [all_names[3], all_names[0], "dt=missing/hr=1", all_names[3],
+                    "DT=2024-01-01/hr=1", all_names[-1]]
+
+        def compare():
+            for max_parts in (-1, 0, 1, 5):
+                _same(c, direct, "get_partition_names", db, name, max_parts)
+                _same(c, direct, "get_partitions", db, name, max_parts)
+                _same(c, direct, "get_partitions_with_auth", db, name, max_parts, "u", ["g"])
+            for spec in specs:
+                for max_parts in (-1, 2):
+                    _same(c, direct, "get_partition_names_ps", db, name, spec, max_parts)
+                    _same(c, direct, "get_partitions_ps", db, name, spec, max_parts)
+                    _same(c, direct, "get_partitions_ps_with_auth", db, name, spec, max_parts,
+                          "u", ["g"])
+            for text in filters:
+                for max_parts in (-1, 3):
+                    _same(c, direct, "get_partitions_by_filter", db, name, text, max_parts)
+                _same(c, direct, "get_num_partitions_by_filter", db, name, text)
+            _same(c, direct, "get_partitions_by_names", db, name, by_names)
+            _same(c, direct, "get_partitions_by_names", db, name, [])
+            for values in (["2024-01-01", "1"], ["x/y", "10"], ["Ünï", "2"], ["2024-01-01"],
+                           ["missing", "1"]):
+                _same(c, direct, "get_partition", db, name, values)
+            for pname in (all_names[5], "dt=x%2Fy/hr=10", "DT=2024-01-01/HR=1", "dt=missing/hr=1"):
+                _same(c, direct, "get_partition_by_name", db, name, pname)
+            _same(c, direct, "get_partition_names", db, "no_such_table", -1)
+            _same(c, direct, "get_partitions", db, "no_such_table", -1)
+
+        compare()
+        before = _catalog_calls(pool)
+        for _ in range(3):
+            c.get_partition_names(db, name, -1)
+            c.get_partitions(db, name, 5)
+            # (_ps reads with several matches go upstream: Hive lists those in row order)
+            c.get_partitions_ps_with_auth(db, name, ["2024-01-01", "10"], -1, "u", ["g"])
+            c.get_partition_names_ps(db, name, ["a_b", "1"], -1)
+            c.get_partitions_by_names(db, name, all_names[:3])
+            c.get_partitions_by_filter(db, name, "hr = 2 or dt = 'axb'", -1)
+            c.get_partition(db, name, ["2024-01-01", "1"])
+        assert _catalog_calls(pool) == before            # all from the cache
+        # changes through us are visible at once
+        c.add_partition(t.Partition(values=["2025-01-01", "3"], dbName=db, tableName=name, sd=sd))
+        assert "dt=2025-01-01/hr=3" in c.get_partition_names(db, name, -1)
+        part = c.get_partition(db, name, ["2024-01-01", "1"])
+        part.parameters["changed"] = "yes"
+        c.alter_partition(db, name, part)
+        assert c.get_partition(db, name, ["2024-01-01", "1"]).parameters["changed"] == "yes"
+        c.drop_partition(db, name, ["axb", "1"], True)
+        assert "dt=axb/hr=1" not in c.get_partition_names(db, name, -1)
+        renamed = c.get_partition(db, name, ["axb", "2"])
+        renamed.values = ["axb", "20"]
+        c.rename_partition(db, name, ["axb", "2"], renamed)
+        assert c.get_partition_names_ps(db, name, ["axb"], -1) == ["dt=axb/hr=10", "dt=axb/hr=20"]
+        compare()
+        # directly upstream (no notification log there): within the TTL (2 s)
+        c.get_partition_names(db, name, -1)
+        direct.add_partitions([t.Partition(values=["2026-01-01", "1"], dbName=db, tableName=name,
+                                           sd=sd)])
+        start = time.monotonic()
+        _wait(lambda: "dt=2026-01-01/hr=1" in c.get_partition_names(db, name, -1), timeout=10,
+              what="the TTL to expire")
+        assert time.monotonic() - start < 4.0
+        part = direct.get_partition(db, name, ["2024-01-02", "1"])
+        part.parameters["direct"] = "yes"
+        direct.alter_partition(db, name, part)
+        _wait(lambda: (c.get_partitions_ps(db, name, ["2024-01-02", "1"], -1)[0].parameters
+                       or {}).get("direct") == "yes", timeout=10, what="the TTL to expire")
+        compare()
+    finally:
+        c.drop_database(db, True, True)
+        direct._transport.close()
 
 
 @pytest.mark.javahms
