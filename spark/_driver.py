@@ -74,6 +74,7 @@ class Scan:
     n_parts: int = -1
     done: set = field(default_factory=set)
     lease_until: float = 0.0
+    held: bool = False      # hold_read(): released by release_read() only, no lease
 
 
 _OP_CODES = {"insert": M.OP_INSERT, "overwrite": M.OP_UPDATE, "update": M.OP_UPDATE,
@@ -384,6 +385,35 @@ class Driver:
             self.scans[scan_id] = Scan(lock_id, lease_until=time.monotonic() + READ_LEASE_S)
         return {"txns": txns, "write_ids": wids[info.full_name], "scan": scan_id}
 
+    def hold_read(self, infos: Sequence[M.TableInfo]) -> dict:
+        """A txn-less SHARED_READ lock on these tables, then one snapshot of them (lock first,
+        like ``begin_read``: a compaction committing after the lock is acquired cannot have
+        its obsolete files cleaned while the lock is held, and one that committed before is
+        in the snapshot). The lock is heartbeated until :meth:`release_read` -- no lease."""
+        for info in infos:
+            M.require_acid(info)
+        self._flush_unlocks()
+        comps = [M.lock_component(i.db, i.name, M.SHARED_READ, M.OP_SELECT, transactional=True)
+                 for i in infos]
+        lock_id = M.acquire_lock(self.ms, comps, 0, timeout_s=max(self.timeout_s, 60.0))
+        try:
+            txns = M.valid_txn_list(self.ms)
+            wids = M.valid_write_ids(self.ms, [i.full_name for i in infos], txns)
+        except BaseException:
+            self._unlock(lock_id)
+            raise
+        scan_id = f"{os.getpid()}-{next(self._scan_ids)}"
+        with self._mu:
+            self.scans[scan_id] = Scan(lock_id, held=True)
+        return {"scan": scan_id, "lock_id": lock_id, "txns": txns, "write_ids": wids}
+
+    def release_read(self, scan_id: str) -> None:
+        """Release a :meth:`hold_read` lock now (synchronously)."""
+        with self._mu:
+            s = self.scans.pop(scan_id, None)
+        if s is not None:
+            self._unlock(s.lock_id)
+
     def plan_read(self, info: M.TableInfo, txn_id: Optional[int], pinned_txns: Optional[str],
                   pinned_wids: Optional[str], txn_parts: Sequence[str], filters) -> dict:
         """Snapshot (+ read lock) and the scan's units: one per (partition, bucket id)."""
@@ -493,7 +523,7 @@ class Driver:
         with self._mu:
             txns = [t for t in self.txns.values() if t.state == "open"]
             now = time.monotonic()
-            expired = [k for k, s in self.scans.items() if s.lease_until < now]
+            expired = [k for k, s in self.scans.items() if s.lease_until < now and not s.held]
             released = [self.scans.pop(k) for k in expired]
             scans = list(self.scans.values())
         for s in released:
