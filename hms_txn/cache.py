@@ -150,7 +150,7 @@ class CacheEntry:
     them without a lock); ``parts`` and ``wire`` only grow."""
 
     __slots__ = ("key", "doc", "pos", "transactional", "snap", "parts", "bytes", "tick", "wire",
-                 "listing")
+                 "listing", "memos")
 
     def __init__(self, key: Key, doc: Doc, pos: int, state: WriteIdState, nbytes: int):
         self.key = key
@@ -164,6 +164,9 @@ class CacheEntry:
         self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
         # Extension mode: all of the table's partitions, set once (extension.PartitionListing)
         self.listing: Any = None
+        # Extension mode: the upstream's own answers to reads the listing cannot order
+        # (ExtensionCache.select), most recently used last; created on first use
+        self.memos: Any = None
 
     @property
     def state(self) -> WriteIdState:

@@ -23,7 +23,10 @@ the entry. On top of the base class's rules:
   in the upstream's order, at most ``hms_txn.upstream.cache.max.partitions``) and they
   live and die with the entry; ``select_partitions`` applies the call's limits and
   filters, or says the upstream must answer (a filter or partial spec whose Hive
-  semantics we do not reproduce exactly);
+  semantics we do not reproduce exactly); a ``_ps`` read matching several partitions,
+  whose order only the upstream knows, is answered by the upstream and that answer is
+  memoized on the entry (``ExtensionCache.select``, ``CacheEntry.memos``), so the same
+  read again needs no round trip until the entry is dropped;
 * the upstream's functions (``UpstreamFunctions``) are read through like databases.
 
 ``ExtensionNotificationLog`` resolves tables and partitions from the upstream for
@@ -39,6 +42,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from . import errors, names, notifications, partition_filter
@@ -137,14 +141,31 @@ class PartitionListing:
     by partition name), with their names. Kept on the table's cache entry
     (``CacheEntry.listing``) and dropped with it."""
 
-    __slots__ = ("rows", "index")
+    __slots__ = ("rows", "index", "sizes")
 
     def __init__(self, keys: list[str], docs: list[Doc]):
         self.rows = [(names.make_partition_name(keys, d.get("values") or []), d) for d in docs]
         self.index = dict(self.rows)
+        self.sizes = {n: len(json.dumps(d)) for n, d in self.rows}   # JSON length, by name
+
+    @property
+    def size(self) -> int:
+        return sum(self.sizes.values())
+
+
+class UpstreamAnswer:
+    """The upstream's own answer to a partition read that the listing cannot order
+    (``ExtensionCache.select``), memoized on the table's entry; ``value`` is returned as
+    the upstream gave it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
 
 
 _TOO_LARGE = "too_large"     # CacheEntry.listing of a table with too many partitions
+MAX_MEMOS = 64               # upstream answers kept per table entry (CacheEntry.memos)
 # Hive's partial-spec match (the _ps calls) is a regular expression over the escaped
 # partition name; a value with characters it would not take literally goes upstream.
 _PS_UNSAFE = re.compile(r"[.+()$|}%]")
@@ -191,8 +212,20 @@ def select_partitions(table: Doc, listing: PartitionListing, *, limit: int | Non
     ``part_names`` (exact names, as the upstream compares them), then the first ``limit``
     (all when negative; 0 goes upstream, whose calls differ on it). None when the upstream
     must answer: arguments it refuses, or semantics we do not reproduce exactly."""
+    rows, ordered = _selection(table, listing, limit=limit, partial_values=partial_values,
+                               filter_text=filter_text, part_names=part_names)
+    return rows if ordered else None
+
+
+def _selection(table: Doc, listing: PartitionListing, *, limit: int | None = -1,
+               partial_values: list[str] | None = None, filter_text: str | None = None,
+               part_names: list[str] | None = None) -> tuple[list[tuple[str, Doc]] | None, bool]:
+    """``select_partitions`` as (rows, ordered): (None, False) when the upstream must
+    answer for any reason; (every match, False) when the matches are right but only the
+    upstream knows their order (a ``_ps`` read with more than one match, before its
+    limit): only then may the upstream's answer be memoized (``ExtensionCache.select``)."""
     if limit == 0:
-        return None    # Hive 2.x: "all" for some calls, none for others; let it say
+        return None, False    # Hive 2.x: "all" for some calls, none for others; let it say
     rows = listing.rows
     keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
     if part_names is not None:
@@ -200,29 +233,29 @@ def select_partitions(table: Doc, listing: PartitionListing, *, limit: int | Non
         rows = [r for r in rows if r[0] in wanted]
     if partial_values is not None:
         if not partial_values or len(partial_values) > len(keys):
-            return None    # the upstream's error
+            return None, False    # the upstream's error
         fixed = [(i, v) for i, v in enumerate(partial_values) if v]
         if any(_PS_UNSAFE.search(names.escape_path_name(v)) for _, v in fixed):
-            return None
+            return None, False
         if fixed:
             rows = [r for r in rows if all(r[1]["values"][i] == v for i, v in fixed)]
         if len(rows) > 1:
             # Hive 2.x answers these in its database's row order (creation order, as
             # measured on Derby), not by name; that order is not in the objects.
-            return None
+            return list(rows), False
     if filter_text is not None and filter_text.strip():
         types = {k["name"].lower(): (k.get("type") or "string").split("(")[0].strip().lower()
                  for k in table.get("partitionKeys") or []}
         if not _filter_is_exact(filter_text, types):
-            return None
+            return None, False
         try:
             predicate = partition_filter.parse(filter_text, types)
         except errors.InvalidInput:
-            return None
+            return None, False
         rows = [r for r in rows if predicate(dict(zip(keys, r[1]["values"])))]
     if limit is not None and limit >= 0:
         rows = rows[:limit]
-    return list(rows)
+    return list(rows), True
 
 
 class UpstreamDatabases:
@@ -331,7 +364,8 @@ class ExtensionCache(MetadataCache):
         self.functions = UpstreamFunctions(source, self.ttl)
         self.max_listing = min(32766, int(config["hms_txn.upstream.cache.max.partitions"]))
         self._stats.update({"partition_listing_hits": 0, "partition_listing_fills": 0,
-                            "partition_listing_too_large": 0})
+                            "partition_listing_too_large": 0, "partition_memo_hits": 0,
+                            "partition_memo_fills": 0})
 
     # ------------------------------------------------------------------ loading
 
@@ -387,6 +421,77 @@ class ExtensionCache(MetadataCache):
         The partitions are read once per entry, after it (so at least as new as it), and
         kept only if the entry is still the installed one: every event that drops the
         entry (ours, the upstream's, the TTL) drops them too."""
+        found = self._listed_entry(db, name)
+        return None if found is None else (found[0].doc, found[1])
+
+    def select(self, db: str, name: str, *, with_auth: bool = False, memo=None, **how):
+        """A partition read of ``db.name`` answered from its entry: the matching (name,
+        partition) pairs (``select_partitions(**how)``), an ``UpstreamAnswer``, or None
+        when the upstream must answer (as for ``partitions``; also ``with_auth`` reads of a
+        table with PARTITION_LEVEL_PRIVILEGE=true, whose answer carries the caller's
+        privileges).
+
+        ``memo`` is ``(key, fetch)`` for the reads whose matches only the upstream can
+        order (the ``_ps`` reads with more than one match): the upstream's own answer,
+        ``fetch()``, is kept on the entry under ``key`` (which must name the method and
+        every argument but the table) and returned for the same read until the entry is
+        dropped (our events, the upstream's, the TTL: the rules of the listing). At most
+        ``MAX_MEMOS`` per entry, least recently used dropped. Errors are never kept; an
+        answer whose read started before the entry was dropped is not installed."""
+        found = self._listed_entry(db, name)
+        if found is None:
+            return None
+        entry, listing = found
+        if with_auth and str((entry.doc.get("parameters") or {}).get(
+                "PARTITION_LEVEL_PRIVILEGE", "")).lower() == "true":
+            return None
+        rows, ordered = _selection(entry.doc, listing, **how)
+        if ordered or rows is None:
+            return rows
+        if memo is None:
+            return None
+        key, fetch = memo
+        return UpstreamAnswer(self._memoized(entry, listing, rows, key, fetch))
+
+    def _memoized(self, entry, listing: PartitionListing, rows, key, fetch):
+        with self._lock:
+            memos = entry.memos
+            hit = memos.get(key) if memos is not None else None
+            if hit is not None:
+                memos.move_to_end(key)
+                entry.tick = next(self._ticks)
+        if hit is not None:
+            self._count("partition_memo_hits")
+            return hit[0]
+        value = fetch()       # the upstream's answer; an exception is passed on, not kept
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            size = sum(len(v) + 8 for v in value)          # partition names
+        else:
+            size = sum(listing.sizes.get(n, 0) for n, _ in rows)
+        size *= _BYTES_FACTOR
+        with self._lock:
+            # as the listing: only onto the entry the read started from, still installed
+            # (any invalidation since dropped or replaced it)
+            if self._entries.get(entry.key) is entry:
+                if entry.memos is None:
+                    entry.memos = OrderedDict()
+                memos = entry.memos
+                old = memos.pop(key, None)
+                if old is not None:
+                    entry.bytes -= old[1]
+                    self._bytes -= old[1]
+                memos[key] = (value, size)
+                entry.bytes += size
+                self._bytes += size
+                while len(memos) > MAX_MEMOS:
+                    _, (_, dropped) = memos.popitem(last=False)
+                    entry.bytes -= dropped
+                    self._bytes -= dropped
+                self._count("partition_memo_fills")
+                self._enforce_bounds()
+        return value
+
+    def _listed_entry(self, db: str, name: str) -> tuple[Any, PartitionListing] | None:
         if not self._running or self.max_listing <= 0 or self.ttl <= 0:
             return None
         key = (names.lower(db), names.lower(name))
@@ -409,7 +514,7 @@ class ExtensionCache(MetadataCache):
             self._count("partition_listing_hits")
         if listing is None or listing is _TOO_LARGE:
             return None
-        return entry.doc, listing
+        return entry, listing
 
     def _fill_listing(self, entry):
         table = entry.doc
@@ -424,7 +529,8 @@ class ExtensionCache(MetadataCache):
             self._count("partition_listing_too_large")
         else:
             keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
-            listing, size = PartitionListing(keys, docs), len(json.dumps(docs))
+            listing = PartitionListing(keys, docs)
+            size = listing.size
             self._count("partition_listing_fills")
         with self._lock:
             if self._entries.get(entry.key) is entry and entry.listing is None:

@@ -10,7 +10,8 @@ One client per side makes the same calls one at a time, in interleaved blocks (d
 through us, direct, ...) so drift hits both sides alike; the report gives p50/p90 per
 method and the added latency at p50. Calls marked "(our cache)" are answered from our
 read-through cache of upstream objects (tables, databases, functions, partitions) rather
-than forwarded; "(forwarded)" ones go to the upstream.
+than forwarded; "(memo)" from the upstream's own earlier answer to the same read, kept on
+the table's cache entry; "(forwarded)" ones go to the upstream every time.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ CALLS = {
     "get_partitions_by_filter(1) (our cache)": lambda c: c.get_partitions_by_filter(
         DB, TABLE, "dt = '2024-01-05'", -1),
     "get_fields (our cache)": lambda c: c.get_fields(DB, TABLE),
-    "get_partitions_ps(10) (forwarded)": lambda c: c.get_partitions_ps(DB, TABLE, [""], -1),
+    "get_partitions_ps(10) (memo)": lambda c: c.get_partitions_ps(DB, TABLE, [""], -1),
+    "get_partition_with_auth(1) (forwarded)": lambda c: c.get_partition_with_auth(
+        DB, TABLE, ["2024-01-05"], "bench", []),
 }
 
 

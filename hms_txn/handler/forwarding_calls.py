@@ -16,8 +16,9 @@ compaction, the notification log and fb303 stay ours (``TxnCalls``, ``Notificati
 * ``get_table``/``get_table_req`` (and ``get_partitions_by_names_req`` with a
   ValidWriteIdList) are served through our metadata cache, whose loader reads the upstream.
   So are databases, table names, columns, functions (``extension.UpstreamFunctions``) and
-  the partition reads of non-transactional tables (``ExtensionCache.partitions``,
-  ``extension.select_partitions``); whatever the cache cannot answer exactly is forwarded.
+  the partition reads of non-transactional tables (``ExtensionCache.select``/``partitions``,
+  ``extension.select_partitions``; a multi-match ``_ps`` read from the upstream's memoized
+  answer to the same read); whatever the cache cannot answer exactly is forwarded.
 * DDL forwarded through us is written to OUR notification log (CREATE/ALTER/DROP_TABLE,
   ADD/ALTER/DROP_PARTITION, CREATE/ALTER/DROP_DATABASE) with the objects the upstream
   returned, after the upstream applied it; that keeps our cache (and other hms-txn
@@ -37,7 +38,7 @@ from typing import Any
 from thrift.Thrift import TApplicationException
 
 from .. import names
-from ..extension import select_partitions
+from ..extension import UpstreamAnswer
 from ..thrift_gen.hive_metastore import ThriftHiveMetastore
 from ..thrift_gen.hive_metastore import ttypes as t
 from .catalog_calls import _cached_table, _converted
@@ -80,6 +81,14 @@ _SERDES_WITH_METASTORE_SCHEMA = frozenset({
     "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
     "org.apache.hadoop.hive.serde2.lazybinary.LazyBinarySerDe",
 })
+
+
+def _partitions_of(rows):
+    return _converted.partitions(d for _, d in rows)
+
+
+def _names_of(rows):
+    return [n for n, _ in rows]
 
 
 def forwarded_methods() -> list[str]:
@@ -445,14 +454,23 @@ class ForwardingCalls:
         cache = self.ms.cache
         if not cache.enabled:
             return None
-        found = cache.partitions(db, tbl)
+        return cache.select(db, tbl, with_auth=with_auth, **how)
+
+    def _ps(self, method: str, convert, db, tbl, part_vals, max_parts, *auth):
+        """A ``_ps`` read (``auth``: user and groups of the _with_auth form): ``convert``
+        of the matching (name, document) pairs from the cache, else the upstream's answer
+        as it is: one matching several partitions (whose order only the upstream knows) is
+        memoized on the table's entry (``ExtensionCache.select``), the others forwarded."""
+        args = (db, tbl, part_vals, max_parts, *auth)
+        key = (method, tuple(part_vals or ()), max_parts,
+               *(tuple(a) if isinstance(a, list) else a for a in auth))
+        found = self._select(db, tbl, limit=max_parts, partial_values=list(part_vals or []),
+                             with_auth=bool(auth), memo=(key, lambda: self._up(method, *args)))
         if found is None:
-            return None
-        table, listing = found
-        if with_auth and str((table.get("parameters") or {}).get(
-                "PARTITION_LEVEL_PRIVILEGE", "")).lower() == "true":
-            return None
-        return select_partitions(table, listing, **how)
+            return self._up(method, *args)
+        if isinstance(found, UpstreamAnswer):
+            return found.value
+        return convert(found)
 
     def _one(self, db, tbl, name_of):
         """A partition from the cache (None: ask the upstream, for its own answer)."""
@@ -506,16 +524,12 @@ class ForwardingCalls:
         return [n for n, _ in rows]
 
     def get_partitions_ps(self, db_name, tbl_name, part_vals, max_parts):
-        rows = self._select(db_name, tbl_name, limit=max_parts, partial_values=list(part_vals or []))
-        if rows is None:
-            return self._up("get_partitions_ps", db_name, tbl_name, part_vals, max_parts)
-        return _converted.partitions(d for _, d in rows)
+        return self._ps("get_partitions_ps", _partitions_of, db_name, tbl_name, part_vals,
+                        max_parts)
 
     def get_partition_names_ps(self, db_name, tbl_name, part_vals, max_parts):
-        rows = self._select(db_name, tbl_name, limit=max_parts, partial_values=list(part_vals or []))
-        if rows is None:
-            return self._up("get_partition_names_ps", db_name, tbl_name, part_vals, max_parts)
-        return [n for n, _ in rows]
+        return self._ps("get_partition_names_ps", _names_of, db_name, tbl_name, part_vals,
+                        max_parts)
 
     def get_partition_names_ps_req(self, req):
         max_parts = -1 if req.maxParts is None else req.maxParts
@@ -531,12 +545,8 @@ class ForwardingCalls:
 
     def get_partitions_ps_with_auth(self, db_name, tbl_name, part_vals, max_parts, user_name,
                                     group_names):
-        rows = self._select(db_name, tbl_name, limit=max_parts,
-                            partial_values=list(part_vals or []), with_auth=True)
-        if rows is None:
-            return self._up("get_partitions_ps_with_auth", db_name, tbl_name, part_vals,
-                            max_parts, user_name, group_names)
-        return _converted.partitions(d for _, d in rows)
+        return self._ps("get_partitions_ps_with_auth", _partitions_of, db_name, tbl_name,
+                        part_vals, max_parts, user_name, group_names)
 
     def get_partitions_ps_with_auth_req(self, req):
         max_parts = -1 if req.maxParts is None else req.maxParts

@@ -382,6 +382,45 @@ def test_partition_reads_are_cached_and_follow_the_upstream_event_log(tmp_path):
         upstream.stop()
 
 
+def test_ps_memo_is_not_installed_after_a_concurrent_invalidation(pair):
+    """The memo of a multi-match _ps read (``ExtensionCache.select``) goes onto the entry
+    its read started from only if that entry is still installed: an invalidation during
+    the upstream read (here: the upstream's log reporting the table) keeps it out. An
+    exception is passed on and never kept."""
+    upstream, ext = pair
+    c, u = ext.client(), upstream.client()
+    c.create_table(make_table("default", "memo_race", keys=(("dt", "string"),)))
+    sd = u.get_table("default", "memo_race").sd
+    c.add_partitions([t.Partition(values=[d], dbName="default", tableName="memo_race", sd=sd)
+                      for d in ("b", "a", "c")])
+    cache, key = ext.ms.cache, ("default", "memo_race")
+
+    def select(memo_key, fetch):
+        return cache.select("default", "memo_race", limit=-1, partial_values=[""],
+                            memo=(memo_key, fetch))
+
+    def invalidating_fetch():
+        cache.invalidate("default", "memo_race")
+        return ["raced"]
+
+    assert select(("k",), invalidating_fetch).value == ["raced"]
+    entry = cache._entries.get(key)
+    assert entry is None or not entry.memos
+    assert select(("k",), lambda: ["kept"]).value == ["kept"]
+    assert select(("k",), lambda: pytest.fail("asked the upstream again")).value == ["kept"]
+
+    def failing_fetch():
+        raise RuntimeError("upstream down")
+
+    with pytest.raises(RuntimeError):
+        select(("e",), failing_fetch)
+    assert ("e",) not in cache._entries[key].memos and ("k",) in cache._entries[key].memos
+    # a change through us drops the entry and its memos
+    c.drop_partition("default", "memo_race", ["c"], True)
+    assert select(("k",), lambda: ["after"]).value == ["after"]
+    c.drop_table("default", "memo_race", True)
+
+
 def test_partition_reads_of_tables_over_the_limit_are_forwarded(tmp_path):
     upstream = _server(tmp_path, "upstream", {})
     ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
@@ -692,13 +731,17 @@ def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_u
             _same(c, direct, "get_partitions", db, "no_such_table", -1)
 
         compare()
+        # several matches: the upstream's answer (Hive lists those in row order), memoized
+        multi = [c.get_partitions_ps(db, name, ["", "10"], 2),
+                 c.get_partition_names_ps(db, name, ["2024-01-02"], -1)]
         before = _catalog_calls(pool)
         for _ in range(3):
             c.get_partition_names(db, name, -1)
             c.get_partitions(db, name, 5)
-            # (_ps reads with several matches go upstream: Hive lists those in row order)
             c.get_partitions_ps_with_auth(db, name, ["2024-01-01", "10"], -1, "u", ["g"])
             c.get_partition_names_ps(db, name, ["a_b", "1"], -1)
+            assert [c.get_partitions_ps(db, name, ["", "10"], 2),
+                    c.get_partition_names_ps(db, name, ["2024-01-02"], -1)] == multi
             c.get_partitions_by_names(db, name, all_names[:3])
             c.get_partitions_by_filter(db, name, "hr = 2 or dt = 'axb'", -1)
             c.get_partition(db, name, ["2024-01-01", "1"])
@@ -731,6 +774,114 @@ def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_u
         _wait(lambda: (c.get_partitions_ps(db, name, ["2024-01-02", "1"], -1)[0].parameters
                        or {}).get("direct") == "yes", timeout=10, what="the TTL to expire")
         compare()
+    finally:
+        c.drop_database(db, True, True)
+        direct._transport.close()
+
+
+@pytest.mark.javahms
+def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_upstream):
+    """A _ps read matching several partitions is answered by the upstream (Hive 2.3 lists
+    those in its database's row order); its answer is memoized on the table's cache entry
+    per method, partial values, max_parts (and user and groups for _with_auth), so the
+    same read again makes no upstream call, and it goes with the entry: changes through
+    us at once, changes made directly upstream within the TTL (2 s). Errors are not kept."""
+    from hms_txn.extension import MAX_MEMOS
+    env = java_upstream
+    c, direct = env.server.client(), connect(env.java.port)
+    cache, pool = env.server.ms.cache, env.server.ms.upstream
+    db, name = "ps_memo", "events"
+
+    def fills():
+        return env.server.ms.counters()["hms_txn.cache.partition_memo_fills"]
+
+    try:
+        c.create_database(t.Database(name=db, locationUri=f"file:{env.root_dir}/{db}.db"))
+        c.create_table(make_table(db, name, keys=(("dt", "string"), ("hr", "int"))))
+        sd = direct.get_table(db, name).sd
+        # created out of name order: Hive's answers below follow creation order
+        for values in (("b", "2"), ("a", "10"), ("b", "1"), ("a", "1"), ("b", "10"), ("a", "2"),
+                       ("c", "1")):
+            c.add_partition(t.Partition(values=list(values), dbName=db, tableName=name, sd=sd))
+        reads = [("get_partition_names_ps", [""], -1), ("get_partition_names_ps", ["a"], -1),
+                 ("get_partition_names_ps", ["a"], 2), ("get_partition_names_ps", ["", "1"], -1),
+                 ("get_partitions_ps", [""], -1), ("get_partitions_ps", ["b"], -1),
+                 ("get_partitions_ps", ["b"], 1), ("get_partitions_ps", ["", "1"], 5),
+                 ("get_partitions_ps_with_auth", ["a"], -1, "u", ["g"]),
+                 ("get_partitions_ps_with_auth", ["a"], -1, "v", ["g"]),
+                 ("get_partitions_ps_with_auth", ["a"], -1, "u", ["g", "h"])]
+
+        def run(client):
+            return [getattr(client, m)(db, name, *rest) for m, *rest in reads]
+
+        want = run(direct)
+        # the reads are order-sensitive: Hive 2.3's order is not the names' order
+        assert want[0] != sorted(want[0]) and want[1] != sorted(want[1])
+        c.get_partition_names(db, name, -1)      # the entry and its partition listing
+        before, filled = _catalog_calls(pool), fills()
+        first = run(c)
+        assert _catalog_calls(pool) == before + len(reads)    # each asked upstream once
+        assert fills() == filled + len(reads)                 # ... and kept separately
+        again = run(c)
+        assert _catalog_calls(pool) == before + len(reads)    # the same reads: memoized
+        # the _req forms share the memos of their plain forms
+        assert c.get_partition_names_ps_req(t.GetPartitionNamesPsRequest(
+            dbName=db, tblName=name, partValues=["a"], maxParts=2)).names == want[2]
+        assert c.get_partitions_ps_with_auth_req(t.GetPartitionsPsWithAuthRequest(
+            dbName=db, tblName=name, partVals=["a"], maxParts=-1, userName="u",
+            groupNames=["g"])).partitions == want[8]
+        assert _catalog_calls(pool) == before + len(reads)
+        assert first == want and again == want                # order included
+        assert len(want[2]) == 2 and len(want[6]) == 1        # max_parts: separate memos
+
+        # changes through us: the entry and its memos are dropped at once
+        c.add_partition(t.Partition(values=["a", "5"], dbName=db, tableName=name, sd=sd))
+        assert c.get_partition_names_ps(db, name, ["a"], -1) == \
+            direct.get_partition_names_ps(db, name, ["a"], -1)
+        assert "dt=a/hr=5" in c.get_partition_names_ps(db, name, ["a"], -1)
+        c.drop_partition(db, name, ["b", "1"], True)
+        for m, *rest in reads:
+            _same(c, direct, m, db, name, *rest)
+        assert "dt=b/hr=1" not in c.get_partition_names_ps(db, name, [""], -1)
+
+        # directly on the upstream (no notification log there): within the TTL
+        c.get_partition_names_ps(db, name, ["a"], -1)
+        direct.add_partitions([t.Partition(values=["a", "7"], dbName=db, tableName=name, sd=sd)])
+        start = time.monotonic()
+        _wait(lambda: "dt=a/hr=7" in c.get_partition_names_ps(db, name, ["a"], -1), timeout=10,
+              what="the TTL to expire")
+        assert time.monotonic() - start < 4.0
+        for m, *rest in reads:
+            _same(c, direct, m, db, name, *rest)
+
+        # bounded: at most MAX_MEMOS per entry, the least recently used dropped
+        for max_parts in range(1, MAX_MEMOS + 7):
+            c.get_partition_names_ps(db, name, [""], max_parts)
+        memos = cache._entries[(db, name)].memos
+        assert len(memos) <= MAX_MEMOS
+        assert ("get_partition_names_ps", ("",), MAX_MEMOS + 6) in memos
+        assert ("get_partition_names_ps", ("",), 1) not in memos
+
+        # _with_auth of a table with partition-level privileges: always the upstream's
+        table = c.get_table(db, name)
+        table.parameters = {**(table.parameters or {}), "PARTITION_LEVEL_PRIVILEGE": "true"}
+        c.alter_table(db, name, table)
+        c.get_partition_names(db, name, -1)      # the entry again, with its listing
+        before, filled = _catalog_calls(pool), fills()
+        for _ in range(2):
+            _same(c, direct, "get_partitions_ps_with_auth", db, name, ["a"], -1, "u", ["g"])
+        assert _catalog_calls(pool) == before + 2 and fills() == filled
+
+        # an error is passed on, never kept: the table dropped directly upstream, while
+        # our entry (and its listing) may still be valid
+        c.get_partition_names_ps(db, name, ["b"], -1)
+        direct.drop_table(db, name, True)
+        filled = fills()
+        for _ in range(2):
+            before = _catalog_calls(pool)
+            _same(c, direct, "get_partition_names_ps", db, name, ["b"], 3)
+            assert _catalog_calls(pool) > before
+        assert fills() == filled
     finally:
         c.drop_database(db, True, True)
         direct._transport.close()
