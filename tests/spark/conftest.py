@@ -52,3 +52,12 @@ def acid_spark(acid_hms):
     yield spark
     hive_acid.shutdown()
     spark.stop()
+
+
+@pytest.fixture
+def ms(acid_hms):
+    """A metastore client of the hive_acid helpers (``spark._metastore``) on the server."""
+    from spark import _metastore as M
+    m = M.Metastore(acid_hms.uri)
+    yield m
+    m.close()

@@ -23,13 +23,6 @@ def tname():
     return f"default.dml{next(_ids)}_{os.getpid()}"
 
 
-@pytest.fixture
-def ms(acid_hms):
-    m = M.Metastore(acid_hms.uri)
-    yield m
-    m.close()
-
-
 def rows(df):
     return sorted(tuple(r) for r in df.collect())
 

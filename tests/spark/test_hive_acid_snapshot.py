@@ -24,13 +24,6 @@ def tname():
     return f"default.snap{next(_ids)}_{os.getpid()}"
 
 
-@pytest.fixture
-def ms(acid_hms):
-    m = M.Metastore(acid_hms.uri)
-    yield m
-    m.close()
-
-
 def srt(xs):
     return sorted(xs, key=repr)
 

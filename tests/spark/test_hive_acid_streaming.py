@@ -34,13 +34,6 @@ def tname():
 
 
 @pytest.fixture
-def ms(acid_hms):
-    m = M.Metastore(acid_hms.uri)
-    yield m
-    m.close()
-
-
-@pytest.fixture
 def work():
     """(source directory, checkpoint directory) of one test."""
     root = tempfile.mkdtemp(prefix="hive-acid-stream-")
