@@ -142,11 +142,19 @@ def test_write_ids_and_cache_on_upstream_table(pair):
     assert u.get_table("default", "acid").parameters["through"] == "us"
 
 
-def test_upstream_event_log_evicts_changes_made_directly_upstream(tmp_path):
+def _following_upstream_log(tmp_path):
+    """An hms-txn upstream (it has a notification log) and an extension server in front of
+    it that reads that log every 50 ms and keeps cached objects for an hour: whatever it
+    sees of direct upstream changes, it saw through the log."""
     upstream = _server(tmp_path, "upstream", {})
     ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
         "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
         "hms_txn.upstream.events.interval": "50ms"}))
+    return upstream, ext
+
+
+def test_upstream_event_log_evicts_changes_made_directly_upstream(tmp_path):
+    upstream, ext = _following_upstream_log(tmp_path)
     try:
         c, u = ext.client(), upstream.client()
         u.create_table(make_table("default", "direct"))
@@ -185,6 +193,13 @@ def test_without_upstream_events_changes_are_seen_within_the_ttl(tmp_path):
 _POLLER_METHODS = ("get_current_notificationEventId", "get_next_notification")
 
 
+def _caught_up(ext, upstream_client) -> None:
+    """Wait until the extension server has read the upstream's notification log to its end."""
+    head = upstream_client.get_current_notificationEventId().eventId
+    _wait(lambda: (ext.ms.cache.upstream_pos or 0) >= head,
+          what=f"the upstream event poller to reach event {head}")
+
+
 def _catalog_calls(pool) -> int:
     """Upstream calls made for clients, leaving out the upstream event poller's."""
     return sum(n for m, n in pool.calls_by_method.items() if m not in _POLLER_METHODS)
@@ -195,10 +210,7 @@ def test_database_reads_are_cached_and_kept_current(tmp_path):
     from a read-through cache:
     repeated reads do not reach the upstream, changes through us are seen at once, and
     changes made directly upstream within the upstream's event log delay."""
-    upstream = _server(tmp_path, "upstream", {})
-    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
-        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
-        "hms_txn.upstream.events.interval": "50ms"}))
+    upstream, ext = _following_upstream_log(tmp_path)
     try:
         c, u = ext.client(), upstream.client()
         pool = ext.ms.upstream
@@ -241,6 +253,9 @@ def test_database_reads_are_cached_and_kept_current(tmp_path):
 
         # table names: the same cache, kept current the same ways
         c.create_table(make_table("default", "t1"))
+        # the upstream logged that create too: once our poller has read it (and evicted the
+        # names it had), the names come from the cache
+        _caught_up(ext, u)
         assert c.get_all_tables("default") == ["t1"]
         before = _catalog_calls(pool)
         for _ in range(3):
@@ -323,10 +338,7 @@ def test_partition_reads_are_cached_and_follow_the_upstream_event_log(tmp_path):
     """Partition reads of a non-transactional upstream table come from the table's cache
     entry; a change through us is seen at once, one made directly upstream when the
     upstream's ADD/ALTER/DROP_PARTITION event is polled (TTL 1 h: only the log can do it)."""
-    upstream = _server(tmp_path, "upstream", {})
-    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri, **{
-        "hms_txn.upstream.cache.ttl": "1h", "hms_txn.upstream.events.enabled": "true",
-        "hms_txn.upstream.events.interval": "50ms"}))
+    upstream, ext = _following_upstream_log(tmp_path)
     try:
         c, u = ext.client(), upstream.client()
         c.create_table(make_table("default", "pt", keys=(("dt", "string"),)))
@@ -639,6 +651,7 @@ def test_functions_come_from_the_cache_and_match_the_java_metastore(java_upstrea
             _same(c, direct, "get_all_functions")
 
         compare()
+        env.server.ms.cache.functions.invalidate()   # a fresh snapshot for the 2 s TTL below
         assert c.get_functions("fn_ext", "*") == ["lower_b", "mixed_c", "upper_a"]
         before = _catalog_calls(pool)
         for _ in range(3):
@@ -731,6 +744,9 @@ def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_u
             _same(c, direct, "get_partitions", db, "no_such_table", -1)
 
         compare()
+        # A fresh entry for the loop below (compare() may have taken most of the 2 s TTL,
+        # and a re-read after the TTL would be an upstream call).
+        env.server.ms.cache.invalidate(db, name)
         # several matches: the upstream's answer (Hive lists those in row order), memoized
         multi = [c.get_partitions_ps(db, name, ["", "10"], 2),
                  c.get_partition_names_ps(db, name, ["2024-01-02"], -1)]
