@@ -346,8 +346,7 @@ def test_partition_reads_are_cached_and_follow_the_upstream_event_log(tmp_path):
         c.add_partitions([t.Partition(values=[d], dbName="default", tableName="pt", sd=sd)
                           for d in ("1", "2", "3")])
         # the upstream logged our changes too; once its log is read they evict no more
-        head = u.get_current_notificationEventId().eventId
-        _wait(lambda: (ext.ms.cache.upstream_pos or 0) >= head, what="the upstream log poller")
+        _caught_up(ext, u)
         assert c.get_partition_names("default", "pt", -1) == u.get_partition_names("default", "pt", -1)
         # (the cache's counters tell what was answered from it)
         before = ext.ms.counters()
@@ -383,6 +382,7 @@ def test_partition_reads_are_cached_and_follow_the_upstream_event_log(tmp_path):
         # a transactional table's partition reads carry no snapshot: forwarded
         c.create_table(make_table("default", "acid", keys=(("dt", "string"),),
                                   params={"transactional": "true"}))
+        _caught_up(ext, u)    # the upstream's CREATE_TABLE would evict the entry below
         c.get_partition_names("default", "acid", -1)
         before = ext.ms.counters()
         assert c.get_partition_names("default", "acid", -1) == []
