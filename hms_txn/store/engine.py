@@ -69,12 +69,13 @@ class Store:
         self._unsynced = False     # a lazy commit happened since the last durable one
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A read-write transaction; commits on success, rolls back on error."""
+    def write(self, lazy: bool = False) -> Iterator[Connection]:
+        """A read-write transaction; commits on success, rolls back on error. ``lazy``: a
+        lazy commit (SQLite; see the module docstring)."""
         with self._write_mutex:
             if self.is_sqlite:
                 conn = self._writer_connection()
-                with conn.begin():
+                with self._sync_mode(conn, lazy), conn.begin():
                     yield conn
                 return
             with self.engine.connect() as conn:
@@ -112,15 +113,8 @@ class Store:
             try:
                 if self.group_commit:
                     return self._grouped(fn, lazy)
-                with self._write_mutex:
-                    if not self.is_sqlite:
-                        with self.engine.connect() as conn:
-                            with conn.begin():
-                                return fn(conn)
-                    conn = self._writer_connection()
-                    with self._sync_mode(conn, lazy):
-                        with conn.begin():
-                            return fn(conn)
+                with self.write(lazy) as conn:
+                    return fn(conn)
             except DBAPIError as err:
                 if attempt == attempts or not self._retryable(err):
                     raise
@@ -145,10 +139,8 @@ class Store:
     @contextlib.contextmanager
     def _sync_mode(self, conn: Connection, lazy: bool) -> Iterator[None]:
         """Commit the transaction run inside lazily or durably (caller holds the writer
-        mutex; SQLite only allows the switch outside a transaction)."""
-        if not self.lazy_commits:
-            yield
-            return
+        mutex; SQLite only allows the switch outside a transaction). Callers pass
+        ``lazy`` only where ``lazy_commits`` holds."""
         if not lazy:
             yield
             return
