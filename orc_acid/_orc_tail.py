@@ -105,33 +105,30 @@ def _lz4_length(chunk: bytes) -> int:
     while pos < end:
         token = chunk[pos]
         pos += 1
-        lit = token >> 4
-        if lit == 15:
-            while True:
-                if pos >= end:
-                    raise OrcTailError("truncated LZ4 block")
-                b = chunk[pos]
-                pos += 1
-                lit += b
-                if b != 255:
-                    break
+        lit, pos = _lz4_count(chunk, pos, end, token >> 4)
         pos += lit
         out += lit
         if pos >= end:          # the last sequence has literals only
             break
         pos += 2
-        match = token & 15
-        if match == 15:
-            while True:
-                if pos >= end:
-                    raise OrcTailError("truncated LZ4 block")
-                b = chunk[pos]
-                pos += 1
-                match += b
-                if b != 255:
-                    break
+        match, pos = _lz4_count(chunk, pos, end, token & 15)
         out += match + 4
     return out
+
+
+def _lz4_count(chunk: bytes, pos: int, end: int, count: int) -> tuple:
+    """A token's 4-bit count and, when it is 15, the extension bytes after it (each added,
+    until one below 255) -> (count, position after them)."""
+    if count != 15:
+        return count, pos
+    while True:
+        if pos >= end:
+            raise OrcTailError("truncated LZ4 block")
+        b = chunk[pos]
+        pos += 1
+        count += b
+        if b != 255:
+            return count, pos
 
 
 def _zstd_length(chunk: bytes) -> int:
