@@ -112,12 +112,12 @@ _NEXT_TXN_ID_LOCKED = Hot(_next_txn_id.with_for_update())
 # Row 2 of ``next_txn_id``: the highest transaction id that a lazily committed
 # ``open_txns`` may have handed out (see "Lazy open_txns" in TxnManager).
 _RESERVED_ROW = 2
-_reserved = next_txn_id.c.next_id
-_RESERVED = Hot(select(_reserved).where(next_txn_id.c.id == _RESERVED_ROW))
+_next_id = next_txn_id.c.next_id     # the counter column of both rows
+_RESERVED = Hot(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
 _SET_RESERVED = Hot(update(next_txn_id).where(next_txn_id.c.id == _RESERVED_ROW)
-                    .values(next_id=bindparam("p_reserved", type_=_reserved.type)))
+                    .values(next_id=bindparam("p_reserved", type_=_next_id.type)))
 _SET_NEXT_TXN_ID = Hot(update(next_txn_id).where(next_txn_id.c.id == 1)
-                       .values(next_id=bindparam("p_next", type_=_reserved.type)))
+                       .values(next_id=bindparam("p_next", type_=_next_id.type)))
 # How far ahead of the ids handed out a durable commit reserves: one extra fsync per this
 # many lazily opened transactions, and at most this many ids skipped after a power cut.
 RESERVE_AHEAD = 1000
