@@ -17,7 +17,7 @@ _LAZY = {
     # reader
     "read_table": "reader", "iter_batches": "reader", "plan_splits": "reader",
     "plan_splits_for_snapshot": "reader", "read_split": "reader", "iter_split": "reader",
-    "Split": "reader",
+    "Split": "reader", "delete_key_groups": "reader",
     "DataFile": "reader", "DeleteFile": "reader", "OrcAcidError": "reader",
     "AcidSchemaError": "reader", "infer_row_schema": "reader", "ROW_ID_TYPE": "reader",
     # writer

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -330,9 +330,9 @@ def _valid_mask(ctx: _Ctx, ct: pa.ChunkedArray) -> np.ndarray:
     return mask
 
 
-def _read_delete_keys(ctx: _Ctx, split: Split) -> Optional["_DeleteSet"]:
+def _read_delete_keys(ctx: _Ctx, delete_files: Sequence[DeleteFile]) -> Optional["_DeleteSet"]:
     parts = []
-    for dfile in split.delete_files:
+    for dfile in delete_files:
         f = ctx.files.open_orc(dfile.path)
         names = _acid_names(f.schema)
         if names is None:
@@ -353,6 +353,19 @@ def _read_delete_keys(ctx: _Ctx, split: Split) -> Optional["_DeleteSet"]:
     return _DeleteSet(pa.concat_tables(parts))
 
 
+def delete_key_groups(location: str, valid_write_ids, delete_files: Sequence[DeleteFile], *,
+                      filesystem=None) -> Dict[Tuple[int, int], np.ndarray]:
+    """The valid delete events of ``delete_files`` (as planned for a snapshot: those whose
+    directory holds invalid write ids are filtered by currentTransaction), grouped by
+    (originalTransaction, bucket) -> sorted int64 rowIds. For engines that apply deletes
+    themselves (the Spark JVM scan path)."""
+    wids = (valid_write_ids if isinstance(valid_write_ids, ValidWriteIdList)
+            else ValidWriteIdList.parse(valid_write_ids))
+    ctx = _Ctx(_Files(location, filesystem), wids, pa.schema([]), [], False)
+    found = _read_delete_keys(ctx, delete_files)
+    return {} if found is None else found.groups
+
+
 class _DeleteSet:
     """Valid delete events of one split, grouped by (originalTransaction, bucket) with the
     rowIds of each group sorted, so that a data file whose rows share one (or a few) such
@@ -362,18 +375,30 @@ class _DeleteSet:
     MAX_GROUPS_PER_FILE = 64
 
     def __init__(self, keys: pa.Table):
-        order = pc.sort_indices(keys, sort_keys=[("o", "ascending"), ("b", "ascending"),
-                                                 ("r", "ascending")])
-        keys = keys.take(order)
-        self.table = keys
         o = keys.column("o").to_numpy()
         b = keys.column("b").to_numpy()
         r = keys.column("r").to_numpy()
+        if not self._sorted(o, b, r):
+            order = pc.sort_indices(keys, sort_keys=[("o", "ascending"), ("b", "ascending"),
+                                                     ("r", "ascending")])
+            keys = keys.take(order)
+            o = keys.column("o").to_numpy()
+            b = keys.column("b").to_numpy()
+            r = keys.column("r").to_numpy()
+        self.table = keys
         self.size = len(r)
         change = np.flatnonzero((o[1:] != o[:-1]) | (b[1:] != b[:-1])) + 1
         starts = np.concatenate(([0], change))
         ends = np.concatenate((change, [len(r)]))
         self.groups = {(int(o[s]), int(b[s])): r[s:e] for s, e in zip(starts, ends)}
+
+    @staticmethod
+    def _sorted(o: np.ndarray, b: np.ndarray, r: np.ndarray) -> bool:
+        """Already in key order? (Delete deltas are written sorted, Hive's and ours: one
+        file's events need no sort.)"""
+        do, db = np.diff(o), np.diff(b)
+        return bool(((do > 0) | ((do == 0) & ((db > 0) | ((db == 0) & (np.diff(r) >= 0)))))
+                    .all())
 
     @staticmethod
     def _hits(rowid: np.ndarray, dels: np.ndarray) -> np.ndarray:
@@ -628,7 +653,7 @@ def _iter_insert_only_file(ctx: _Ctx, df: DataFile) -> Iterator[pa.Table]:
 
 def _iter_split_tables(ctx: _Ctx, split: Split) -> Iterator[pa.Table]:
     """The split's rows, one table per stripe (row group) of each data file, in order."""
-    deletes = None if split.insert_only else _read_delete_keys(ctx, split)
+    deletes = None if split.insert_only else _read_delete_keys(ctx, split.delete_files)
     orig_offset = 0
     for df in split.data_files:
         if df.kind == "insert_only":

@@ -10,12 +10,14 @@ partition::
         .where(<the six ACID columns not null; row: either>)   -- see _all_columns_read
         [.where(currentTransaction valid)]         -- only dirs whose write id range has
                                                       invalid (aborted/open) ids
-        .join(<valid delete events of the same partition>,
-              ["originalTransaction", "bucket", "rowId"], "left_anti")   -- only with deletes
+        .where(<not in the partition's delete bitmap>)   -- with deletes: see DeleteBitmap
         .select(row.<col>..., <partition values as literals>)
 
-and the union of the partitions. Spark prunes the ``row`` fields nobody uses (nested schema
-pruning) and whole partitions when a filter on a partition column folds to false.
+(or, for delete sets too large for a bitmap, an anti join with the delete events on
+``originalTransaction, bucket, rowId``) and the union of the partitions.
+
+Spark prunes the ``row`` fields nobody uses (nested schema pruning) and whole partitions
+when a filter on a partition column folds to false.
 
 :func:`plan` raises :class:`Fallback` (with the reason) for anything this path does not
 read exactly like ``orc_acid``; the caller then uses the Python data source.
@@ -29,6 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,6 +54,20 @@ ANTI_JOIN_ON = ("rowId = __dr AND originalTransaction - __do = 0 AND bucket - __
 BROADCAST_MAX_DELETES = 2_000_000
 
 
+# Deletes as a bitmap instead of a join. A broadcast hash anti join probes a hash table with
+# every data row; at 5% deletes of 8M rows the 400k-entry table no longer fits the CPU
+# caches and every probe misses (the join took twice as long as the scan). The valid delete
+# events are read on the driver instead (3 columns of the delete deltas) and turned into one
+# bit per deleted rowId, per (originalTransaction, bucket) pair; a data row's check is then a
+# CASE on its pair and one bit test, and since rowIds ascend within a file the bitmap is read
+# sequentially. The bitmap is a literal of the plan: Spark ships it once per stage with the
+# task binary. Bounds: delete events read on the driver (from the footers' row counts),
+# pairs (one CASE branch each) and bitmap words (8 bytes each, one per 64 rowIds spanned).
+BITMAP_MAX_DELETES = 4_000_000
+BITMAP_MAX_PAIRS = 64
+BITMAP_MAX_WORDS = 1 << 20
+
+
 class Fallback(Exception):
     """The native path cannot read this snapshot exactly; the message says why."""
 
@@ -65,11 +82,21 @@ class Group:
 
 
 @dataclass(frozen=True)
+class DeleteBitmap:
+    """A partition's deleted rows: ``words`` (big-endian int64s) holds one bit per rowId;
+    the rows of pair ``(ot, bucket, lo, hi, shift)`` with ``lo <= rowId <= hi`` are at bit
+    ``rowId & 63`` of word ``(rowId >> 6) + shift`` (0-based). The last word is zero."""
+    pairs: Tuple[Tuple[int, int, int, int, int], ...]
+    words: bytes
+
+
+@dataclass(frozen=True)
 class PartPlan:
     values: Tuple[Optional[str], ...]     # partition values (raw strings), () if unpartitioned
     data: Tuple[Group, ...]
-    deletes: Tuple[Group, ...]
+    deletes: Tuple[Group, ...]            # for the anti join (when there is no bitmap)
     delete_rows: int
+    bitmap: Optional[DeleteBitmap] = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +211,30 @@ def _groups(location: str, entries, wids, row_type) -> Tuple[Tuple[Group, ...], 
     return tuple(out), rows
 
 
+def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray]) -> Optional[DeleteBitmap]:
+    """(originalTransaction, bucket) -> sorted deleted rowIds  ->  their bitmap, or None when
+    it would exceed the bounds above."""
+    if not groups or len(groups) > BITMAP_MAX_PAIRS or \
+            any(len(r) == 0 or int(r[0]) < 0 for r in groups.values()):
+        return None
+    spans = {k: (int(r[0]) >> 6, int(r[-1]) >> 6) for k, r in groups.items()}
+    if sum(hi - lo + 1 for lo, hi in spans.values()) > BITMAP_MAX_WORDS:
+        return None
+    chunks, pairs, offset = [], [], 0
+    for (ot, bucket), r in sorted(groups.items()):
+        lo, hi = spans[(ot, bucket)]
+        words = np.zeros(hi - lo + 1, dtype=np.uint64)
+        idx = (r >> 6) - lo
+        bits = np.left_shift(np.uint64(1), (r & 63).astype(np.uint64))
+        starts = np.flatnonzero(np.diff(idx, prepend=-1))    # r is sorted: runs of one word
+        words[idx[starts]] = np.bitwise_or.reduceat(bits, starts)
+        chunks.append(words)
+        pairs.append((int(ot), int(bucket), lo << 6, int(r[-1]), offset - lo))
+        offset += len(words)
+    chunks.append(np.zeros(1, dtype=np.uint64))      # the word of rows with no deletes
+    return DeleteBitmap(tuple(pairs), np.concatenate(chunks).astype(">u8").tobytes())
+
+
 def plan(info: M.TableInfo, txns: str, wids: str,
          targets: Sequence[Tuple[str, Tuple[Optional[str], ...]]]) -> NativePlan:
     """``targets``: (partition location, partition values) to read. Raises Fallback."""
@@ -215,9 +266,15 @@ def plan(info: M.TableInfo, txns: str, wids: str,
         if not data:
             continue
         dgroups, _ = _groups(loc, data, w, row_type)
-        dels = [f for sp in splits for f in sp.delete_files]
+        dels = list({f.path: f for sp in splits for f in sp.delete_files}.values())
         xgroups, xrows = _groups(loc, dels, w, row_type) if dels else ((), 0)
-        parts.append(PartPlan(tuple(values), dgroups, xgroups, xrows))
+        bitmap = None
+        if xgroups and xrows <= BITMAP_MAX_DELETES:
+            keys = orc_acid.delete_key_groups(loc, w, dels)
+            if not keys:                # every delete event is of an aborted/open write
+                xgroups, xrows = (), 0
+            bitmap = delete_bitmap(keys)
+        parts.append(PartPlan(tuple(values), dgroups, xgroups, xrows, bitmap))
     return NativePlan(info, tuple(parts))
 
 
@@ -270,6 +327,52 @@ def _read(session: SparkSession, schema: S.StructType, groups: Sequence[Group]) 
     return functools.reduce(DataFrame.union, dfs)
 
 
+def _long_array(session: SparkSession, data: bytes):
+    """A Column holding the big-endian int64s ``data`` as an ARRAY<BIGINT> literal, made in
+    the JVM from the bytes (a handful of py4j calls, not one per element); None when the
+    session has no py4j gateway (Spark Connect).
+
+    The literal's value is an ``UnsafeArrayData`` (the longs in one byte array): the public
+    ``functions.lit(long[])`` would box every element, and a plan holding a million boxed
+    Longs costs more to serialize to the tasks than the anti join it replaces. Made through
+    Catalyst classes (``Literal``, ``ExpressionColumnNode``); should those move in a later
+    Spark, the boxed literal is used (correct, slower)."""
+    sc = getattr(session, "sparkContext", None)
+    jvm = getattr(sc, "_jvm", None) if sc is not None else None
+    if jvm is None:
+        return None
+    from py4j.protocol import Py4JError
+    from pyspark.sql.classic.column import Column
+    arr = sc._gateway.new_array(jvm.long, len(data) // 8)
+    jvm.java.nio.ByteBuffer.wrap(bytearray(data)).asLongBuffer().get(arr)
+    try:
+        cat = jvm.org.apache.spark.sql.catalyst.expressions
+        types = jvm.org.apache.spark.sql.types.DataTypes
+        lit = cat.Literal(cat.UnsafeArrayData.fromPrimitiveArray(arr),
+                          types.createArrayType(types.LongType, False))
+        node = jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(lit)
+        return Column(jvm.org.apache.spark.sql.Column(node))
+    except Py4JError:
+        return Column(jvm.org.apache.spark.sql.functions.lit(arr))
+
+
+def _not_deleted(session: SparkSession, bm: DeleteBitmap):
+    """The filter keeping the rows whose bit is clear (None: no literal in this session)."""
+    words = _long_array(session, bm.words)
+    if words is None:
+        return None
+    # 1-based index of the row's word; rows of no pair or outside its range get the last
+    # word, which is always zero (an ELSE NULL here would be simpler, but Spark 4.3 raises
+    # INVALID_INDEX_OF_ZERO for element_at with a NULL index). The subtraction is in BIGINT,
+    # so the INT cast never sees a large rowId.
+    index = "CASE " + " ".join(
+        f"WHEN bucket = {b} AND originalTransaction = {ot} AND rowId BETWEEN {lo} AND {hi} "
+        f"THEN CAST(shiftright(rowId, 6) + {shift + 1} AS INT)"
+        for ot, b, lo, hi, shift in bm.pairs) + f" ELSE {len(bm.words) // 8} END"
+    return F.element_at(words, F.expr(index)).bitwiseAND(
+        F.expr("shiftleft(1L, CAST(rowId & 63 AS INT))")) == 0
+
+
 def output_struct(info: M.TableInfo, columns: Optional[Sequence[str]], with_row_id: bool
                   ) -> S.StructType:
     full = TY.table_struct(info.columns, info.partition_keys, with_row_id=with_row_id)
@@ -297,7 +400,10 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
     pieces = []
     for part in p.parts:
         rows = _read(session, schema, part.data)
-        if part.deletes:
+        keep = _not_deleted(session, part.bitmap) if part.bitmap is not None else None
+        if keep is not None:
+            rows = rows.where(keep)
+        if part.deletes and keep is None:
             # the row fields as flat columns before the join: the join then carries only
             # what the query uses (no struct copy per row)
             # (named __cN: a table column may be called rowId or bucket)

@@ -324,6 +324,34 @@ def test_hash_join_fallback_gives_the_same_rows(tmp_path, monkeypatch):
     assert ids_of(fast) == [101, 102, 200, 201, 300, 400, 401, 402, 500, 501, 502, 601, 602]
 
 
+def test_delete_key_groups_for_engines_applying_deletes(tmp_path):
+    """delete_key_groups: the snapshot's valid delete events, per (originalTransaction,
+    bucket) with sorted rowIds -- including events of two delete deltas for the same pair,
+    written out of key order, and without those of an aborted write."""
+    d = str(tmp_path)
+    orc_acid.write_delta(d, 1, 0, 0, rows(10))
+    orc_acid.write_delta(d, 2, 0, 1, rows(5, start=100))
+    t = orc_acid.read_table(d, all_valid(2), with_row_id=True)
+
+    def victims(ids):
+        return t.filter(pc.is_in(t.column("id"), pa.array(ids))).select(["ROW__ID"])
+    orc_acid.write_delete_delta(d, 3, 0, victims([7, 2, 101]), row_schema=SCHEMA)
+    orc_acid.write_delete_delta(d, 4, 0, victims([0, 9]), row_schema=SCHEMA)
+    orc_acid.write_delete_delta(d, 5, 0, victims([5]), row_schema=SCHEMA)     # aborted
+    wids = f"default.t:5:{MAX}::5"
+    splits = orc_acid.plan_splits(d, wids)
+    files = list({f.path: f for sp in splits for f in sp.delete_files}.values())
+    groups = orc_acid.delete_key_groups(d, wids, files)
+    by_id = {r["id"]: r["ROW__ID"] for r in t.to_pylist()}
+    want = {}
+    for i in (7, 2, 101, 0, 9):
+        rid = by_id[i]
+        want.setdefault((rid["writeid"], rid["bucketid"]), []).append(rid["rowid"])
+    assert {k: v.tolist() for k, v in groups.items()} == \
+        {k: sorted(v) for k, v in want.items()}
+    assert ids_of(orc_acid.read_table(d, wids)) == [1, 3, 4, 5, 6, 8, 100, 102, 103, 104]
+
+
 def test_streaming_side_file_limits_the_read(tmp_path):
     """A streaming writer's bucket file may be longer than its last flush (data after the
     flushed footer); the ``_flush_length`` side file says how much of it is readable."""

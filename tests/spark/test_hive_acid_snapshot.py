@@ -1,18 +1,20 @@
 """hive_acid.snapshot(): the JVM scan path (Spark's own ORC reader, the snapshot applied by
-Spark filters and an anti join) returns exactly the rows of the Python data source and of
-orc_acid.read_table; falls back where it cannot; holds its lock for the block only. Against
-the metastore server and Spark session of conftest (no mocks)."""
+Spark filters and a delete bitmap or an anti join) returns exactly the rows of the Python
+data source and of orc_acid.read_table; falls back where it cannot; holds its lock for the
+block only. Against the metastore server and Spark session of conftest (no mocks)."""
 
 from __future__ import annotations
 
 import itertools
 import os
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 import orc_acid
 from spark import _metastore as M
+from spark import _native as N
 
 pytestmark = [pytest.mark.spark]
 
@@ -59,12 +61,51 @@ def check_all_paths(spark, ms, table, expect_native=True, **kw):
     with snap as df:
         got = rows(df)
         assert snap.native is expect_native, snap.fallback_reason
+        if snap.native:
+            # the same snapshot with the deletes applied by the anti join (the path of
+            # delete sets too large for a bitmap)
+            bound, N.BITMAP_MAX_DELETES = N.BITMAP_MAX_DELETES, -1
+            try:
+                with H.snapshot(spark, table, **kw) as joined:
+                    assert rows(joined) == got
+            finally:
+                N.BITMAP_MAX_DELETES = bound
         with H.snapshot(spark, table, native=False, **kw) as py:
             assert rows(py) == got
         if not kw:
             assert orc_rows(ms, table, snap.txns, snap.write_ids) == got
             assert rows(spark.read.format("hive_acid").load(table)) == got
     return got
+
+
+def test_delete_bitmap_filter_matches_the_delete_set(acid_spark):
+    """The bitmap filter drops exactly the rows whose (originalTransaction, bucket, rowId)
+    is in the delete set: several pairs, rows outside a pair's range, rows of pairs with no
+    deletes, rowIds far beyond 2^31 * 64; and the bounds that send a partition to the join."""
+    rng = np.random.default_rng(7)
+    big = 10 ** 12
+    groups = {
+        (1, 536870912): np.unique(rng.integers(0, 5000, 400)),
+        (1, 536936448): np.array([0, 63, 64, 4999], dtype=np.int64),
+        (7, 536870912): np.array([big, big + 1, big + 130], dtype=np.int64),
+        (9, 537001984): np.array([3], dtype=np.int64),
+    }
+    bm = N.delete_bitmap(groups)
+    assert bm is not None and len(bm.pairs) == 4
+    pairs = [(o, b) for o in (1, 7, 9, 11) for b in (536870912, 536936448, 537001984)]
+    data = [(o, b, r) for o, b in pairs for r in list(range(0, 5200, 3)) + [63, 64, 4999]] + \
+           [(7, 536870912, big + d) for d in range(-70, 200)]
+    df = acid_spark.createDataFrame(data, "originalTransaction BIGINT, bucket INT, rowId BIGINT")
+    got = sorted(tuple(r) for r in df.where(N._not_deleted(acid_spark, bm)).collect())
+    deleted = {(o, b, int(r)) for (o, b), rs in groups.items() for r in rs}
+    want = sorted(r for r in data if r not in deleted)
+    assert len(want) < len(data) and got == want
+
+    assert N.delete_bitmap({}) is None
+    assert N.delete_bitmap({(1, k): np.array([k]) for k in range(N.BITMAP_MAX_PAIRS + 1)}) \
+        is None
+    assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS])}) is None
+    assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS - 1])}) is not None
 
 
 def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
@@ -167,10 +208,11 @@ def test_partitioned_pruning_projection_and_bucketed(acid_spark, tname, ms):
         pruned = df.where("day = '2024-01-02' AND n = 1").select("id", "n")
         assert rows(pruned) == srt((r[0], 1) for r in data
                                       if r[0] % 7 and r[2] == "2024-01-02" and r[3] == 1)
-        # the optimizer drops the union branches of the other partitions: the scans of one
-        # partition are left (its data and its delete events)
+        # the optimizer drops the union branches of the other partitions: the scan of one
+        # partition is left, its delete events applied by the bitmap filter (no join)
         plan = pruned._jdf.queryExecution().optimizedPlan().toString()
-        assert plan.count("Relation") == 2 and plan.count("Join LeftAnti") == 1, plan
+        assert plan.count("Relation") == 1 and "Join" not in plan, plan
+        assert "element_at(org.apache.spark.sql.catalyst.expressions.UnsafeArrayData" in plan
     snap = H.snapshot(acid_spark, tname, columns=["v", "day"], partition_filter="n = 0")
     with snap as df:
         assert snap.native
