@@ -166,9 +166,10 @@ class Catalog:
             return self._require_db(conn, names.lower(name))
 
     def list_databases(self, pattern: str | None = None) -> list[str]:
+        """Names matching ``pattern`` as ``get_databases`` matches them (see names.matches)."""
         with self.store.read() as conn:
             all_names = conn.execute(select(dbs.c.name).order_by(dbs.c.name)).scalars().all()
-        return [n for n in all_names if names.matches(pattern, n)]
+        return [n for n in all_names if names.matches(pattern, n, empty_matches_all=False)]
 
     def alter_database(self, name: str, new: Doc) -> None:
         name = names.lower(name)
@@ -295,7 +296,8 @@ class Catalog:
         return [json.loads(r) for r in rows]
 
     def list_tables(self, db: str, pattern: str | None = None,
-                    table_type: str | None = None) -> list[str]:
+                    table_type: str | None = None, *, empty_matches_all: bool = True
+                    ) -> list[str]:
         db = names.lower(db)
         with self.store.read() as conn:
             if self._db_row(conn, db) is None:
@@ -304,7 +306,7 @@ class Catalog:
             if table_type:
                 query = query.where(tbls.c.tbl_type == table_type)
             rows = conn.execute(query.order_by(tbls.c.tbl_name)).scalars().all()
-        return [n for n in rows if names.matches(pattern, n)]
+        return [n for n in rows if names.matches(pattern, n, empty_matches_all=empty_matches_all)]
 
     def list_table_meta(self, db_pattern: str | None, tbl_pattern: str | None,
                         table_types: list[str] | None) -> list[Doc]:

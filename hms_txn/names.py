@@ -28,14 +28,34 @@ def lower(name: str | None) -> str:
 
 @lru_cache(maxsize=256)
 def _pattern_regex(pattern: str) -> re.Pattern:
-    alternatives = [p.strip() for p in pattern.split("|")]
-    body = "|".join(re.escape(p).replace(r"\*", ".*").replace(r"\.\*", ".*") for p in alternatives)
-    return re.compile(f"^(?:{body})$", re.IGNORECASE)
+    # What the Java metastore 2.3 does (checked against it in test_extension_mode): the
+    # pattern is trimmed and split at "|" (the alternatives are not trimmed); in each, "*"
+    # and ".*" match any run of characters and "." any one character -- DataNucleus turns
+    # the regex Hive builds into SQL LIKE -- and every other character only itself ("?",
+    # "[", "_", "%" included), ignoring case.
+    def alternative(text: str) -> str:
+        out, i = [], 0
+        while i < len(text):
+            if text.startswith(".*", i):
+                out.append(".*")
+                i += 2
+                continue
+            ch = text[i]
+            out.append(".*" if ch == "*" else "." if ch == "." else re.escape(ch))
+            i += 1
+        return "".join(out)
+    body = "|".join(alternative(a) for a in pattern.strip().split("|"))
+    return re.compile(f"^(?:{body})$", re.IGNORECASE | re.DOTALL)
 
 
-def matches(pattern: str | None, name: str) -> bool:
-    """Hive's metastore name patterns: ``*`` matches anything, ``|`` separates choices."""
-    if pattern is None or pattern in ("", "*", ".*"):
+def matches(pattern: str | None, name: str, *, empty_matches_all: bool = True) -> bool:
+    """Hive's metastore name patterns: ``*`` matches anything, ``.`` any one character,
+    ``|`` separates choices. An empty pattern matches every name for most calls, but none
+    for ``get_tables`` and ``get_databases`` (``empty_matches_all=False``): the Java
+    metastore 2.3 turns it into a regex matching only the empty string there."""
+    if pattern == "":
+        return empty_matches_all
+    if pattern is None or pattern in ("*", ".*"):
         return True
     return bool(_pattern_regex(pattern).match(name))
 

@@ -143,7 +143,7 @@ class CatalogCalls:
         return t.GetTablesResult(tables=[_table(d) for d in docs])
 
     def get_tables(self, db_name, pattern):
-        return self.ms.catalog.list_tables(db_name, pattern)
+        return self.ms.catalog.list_tables(db_name, pattern, empty_matches_all=False)
 
     def get_all_tables(self, db_name):
         return self.ms.catalog.list_tables(db_name)

@@ -210,7 +210,8 @@ class ForwardingCalls:
         # A catalog-qualified pattern (Hive 3's "@cat#...") is the upstream's business.
         if not self.ms.cache.enabled or (pattern or "").startswith("@"):
             return self._up("get_databases", pattern)
-        return [n for n in self.ms.cache.databases.names() if names.matches(pattern, n)]
+        return [n for n in self.ms.cache.databases.names()
+                if names.matches(pattern, n, empty_matches_all=False)]
 
     def drop_database_req(self, req):
         try:
@@ -304,7 +305,7 @@ class ForwardingCalls:
         if not self.ms.cache.enabled or (db_name or "").startswith("@"):
             return self._up("get_tables", db_name, pattern)
         return [n for n in self.ms.cache.databases.table_names(db_name)
-                if names.matches(pattern, n)]
+                if names.matches(pattern, n, empty_matches_all=False)]
 
     def create_table(self, tbl):
         self._up("create_table", tbl)

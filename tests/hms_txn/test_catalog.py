@@ -48,6 +48,11 @@ def test_database_lifecycle(client):
     assert os.path.isdir(local(db.locationUri)) and db.locationUri.endswith("/sales.db")
     assert client.get_databases("sal*") == ["sales"]
     assert client.get_databases("x*|s*") == ["sales"]
+    # as the Java metastore 2.3 matches (test_name_patterns_match_the_java_metastore):
+    # "." is any one character, other regex syntax is literal, "" matches no database
+    assert client.get_databases("s.les") == ["sales"]
+    assert client.get_databases("sale?") == client.get_databases("") == []
+    assert client.get_databases(" sales|x") == ["sales"] and client.get_databases("sales |x") == []
     assert client.get_all_databases() == ["default", "sales"]
     db.description = "changed"
     client.alter_database("sales", db)

@@ -618,6 +618,38 @@ def _same(ours, direct, method, *args):
     return got
 
 
+@pytest.mark.javahms
+def test_name_patterns_match_the_java_metastore(java_upstream):
+    """get_databases / get_tables / get_tables_by_type / get_functions patterns, answered
+    by us from cached names, equal the Java metastore's answers: "*" and ".*" any run,
+    "." any one character, "|" alternatives (not trimmed), everything else literal."""
+    env = java_upstream
+    c, direct = env.server.client(), connect(env.java.port)
+    try:
+        c.create_database(t.Database(name="pat_ext", locationUri=f"file:{env.root_dir}/pat_ext.db"))
+        for name in ("t_1", "tx1", "t1", "abc", "a_bc", "t11", "xt1"):
+            c.create_table(make_table("pat_ext", name))
+            c.create_function(_function("pat_ext", "f" + name))
+        patterns = ("t.1", "t_1", "t*1", "t.*", ".*1", "T1", "t1|abc", " t1 | abc ", "t1 |abc",
+                    "t?1", "t+1", "t[x_]1", "[", "a.c", "(t1)", "t1$", "^t1", "t\\d", "a_c",
+                    "%1", "t%", "*", "", " ", "..", "...", "t.1|a.c")
+        calls = [(m, a) for pattern in patterns for m, a in (
+            ("get_tables", ("pat_ext", pattern)),
+            ("get_tables_by_type", ("pat_ext", pattern, "MANAGED_TABLE")),
+            ("get_functions", ("pat_ext", "f" + pattern if pattern.strip() else pattern)),
+            ("get_databases", (pattern.replace("t", "p", 1),)))]
+        differ = [(m, a, got, want) for m, a in calls
+                  for got, want in [(_answer(lambda: getattr(c, m)(*a)),
+                                     _answer(lambda: getattr(direct, m)(*a)))]
+                  if got != want]
+        assert not differ, differ
+        assert c.get_tables("pat_ext", "t.1") == ["t11", "t_1", "tx1"]
+        assert c.get_databases("pat.ext") == ["pat_ext"]
+    finally:
+        c.drop_database("pat_ext", True, True)
+        direct._transport.close()
+
+
 def _function(db, name, cls="com.example.Udf"):
     return t.Function(functionName=name, dbName=db, className=cls, ownerName="tester",
                       ownerType=t.PrincipalType.USER, createTime=int(time.time()),
