@@ -7,6 +7,7 @@ heartbeat and timeout behaviour is exercised by real jobs without long waits.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 
@@ -61,3 +62,13 @@ def ms(acid_hms):
     m = M.Metastore(acid_hms.uri)
     yield m
     m.close()
+
+
+_table_numbers = itertools.count(1)
+
+
+@pytest.fixture
+def tname(request):
+    """A fresh table name, unique in this session (prefixed by the test module's name)."""
+    module = request.module.__name__.rsplit(".", 1)[-1].replace("test_hive_acid_", "")
+    return f"default.{module}{next(_table_numbers)}_{os.getpid()}"

@@ -3,7 +3,6 @@ transactions, SQL, insert-only tables -- results compared with plain Spark compu
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 import threading
@@ -14,13 +13,6 @@ import pytest
 from spark import _metastore as M
 
 pytestmark = [pytest.mark.spark]
-
-_ids = itertools.count(1)
-
-
-@pytest.fixture
-def tname():
-    return f"default.dml{next(_ids)}_{os.getpid()}"
 
 
 def rows(df):

@@ -3,7 +3,6 @@ heartbeats and timeouts, against a metastore server this suite starts (see conft
 
 from __future__ import annotations
 
-import itertools
 import os
 import signal
 import subprocess
@@ -19,13 +18,7 @@ from spark import _metastore as M
 
 pytestmark = [pytest.mark.spark]
 
-_ids = itertools.count(1)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def tname():
-    return f"default.rw{next(_ids)}_{os.getpid()}"
 
 
 def rows(df):

@@ -5,7 +5,6 @@ block only. Against the metastore server and Spark session of conftest (no mocks
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import numpy as np
@@ -17,13 +16,6 @@ from spark import _metastore as M
 from spark import _native as N
 
 pytestmark = [pytest.mark.spark]
-
-_ids = itertools.count(1)
-
-
-@pytest.fixture
-def tname():
-    return f"default.snap{next(_ids)}_{os.getpid()}"
 
 
 def srt(xs):

@@ -7,7 +7,6 @@ are known and the table must hold exactly the union of the files written so far.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import tempfile
@@ -20,17 +19,11 @@ from spark import _metastore as M
 pytestmark = [pytest.mark.spark]
 
 SCHEMA = "id INT, v STRING, p STRING"
-_ids = itertools.count(1)
 T0 = int(time.time()) - 3600
 
 
 class InjectedFailure(RuntimeError):
     pass
-
-
-@pytest.fixture
-def tname():
-    return f"default.st{next(_ids)}_{os.getpid()}"
 
 
 @pytest.fixture
