@@ -61,11 +61,14 @@ BROADCAST_MAX_DELETES = 2_000_000
 # bit per deleted rowId, per (originalTransaction, bucket) pair; a data row's check is then a
 # CASE on its pair and one bit test, and since rowIds ascend within a file the bitmap is read
 # sequentially. The bitmap is a literal of the plan: Spark ships it once per stage with the
-# task binary. Bounds: delete events read on the driver (from the footers' row counts),
-# pairs (one CASE branch each) and bitmap words (8 bytes each, one per 64 rowIds spanned).
+# task binary. Bounds, per partition: delete events read on the driver (from the footers'
+# row counts), pairs (one CASE branch each) and bitmap words (8 bytes each, one per 64
+# rowIds spanned); and the words of all the partitions of one query (partitions past it
+# use the join).
 BITMAP_MAX_DELETES = 4_000_000
 BITMAP_MAX_PAIRS = 64
 BITMAP_MAX_WORDS = 1 << 20
+BITMAP_MAX_WORDS_PER_QUERY = 1 << 22
 
 
 class Fallback(Exception):
@@ -211,14 +214,15 @@ def _groups(location: str, entries, wids, row_type) -> Tuple[Tuple[Group, ...], 
     return tuple(out), rows
 
 
-def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray]) -> Optional[DeleteBitmap]:
+def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray],
+                  max_words: int = BITMAP_MAX_WORDS) -> Optional[DeleteBitmap]:
     """(originalTransaction, bucket) -> sorted deleted rowIds  ->  their bitmap, or None when
-    it would exceed the bounds above."""
+    it would exceed the bounds above (or ``max_words``)."""
     if not groups or len(groups) > BITMAP_MAX_PAIRS or \
             any(len(r) == 0 or int(r[0]) < 0 for r in groups.values()):
         return None
     spans = {k: (int(r[0]) >> 6, int(r[-1]) >> 6) for k, r in groups.items()}
-    if sum(hi - lo + 1 for lo, hi in spans.values()) > BITMAP_MAX_WORDS:
+    if sum(hi - lo + 1 for lo, hi in spans.values()) > min(max_words, BITMAP_MAX_WORDS):
         return None
     chunks, pairs, offset = [], [], 0
     for (ot, bucket), r in sorted(groups.items()):
@@ -251,6 +255,7 @@ def plan(info: M.TableInfo, txns: str, wids: str,
     row_type = pa.struct(list(TY.arrow_schema(TY.table_struct(info.columns, []))))
     w = ValidWriteIdList.parse(wids)
     parts = []
+    words_left = BITMAP_MAX_WORDS_PER_QUERY
     for loc, values in targets:
         if "://" in loc:
             raise Fallback(f"{loc}: not a local file system location")
@@ -273,7 +278,9 @@ def plan(info: M.TableInfo, txns: str, wids: str,
             keys = orc_acid.delete_key_groups(loc, w, dels)
             if not keys:                # every delete event is of an aborted/open write
                 xgroups, xrows = (), 0
-            bitmap = delete_bitmap(keys)
+            bitmap = delete_bitmap(keys, words_left)
+            if bitmap is not None:
+                words_left -= len(bitmap.words) // 8
         parts.append(PartPlan(tuple(values), dgroups, xgroups, xrows, bitmap))
     return NativePlan(info, tuple(parts))
 

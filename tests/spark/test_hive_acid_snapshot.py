@@ -98,6 +98,8 @@ def test_delete_bitmap_filter_matches_the_delete_set(acid_spark):
         is None
     assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS])}) is None
     assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS - 1])}) is not None
+    assert N.delete_bitmap({(1, 0): np.array([0, 64 * 9])}, max_words=10) is not None
+    assert N.delete_bitmap({(1, 0): np.array([0, 64 * 10])}, max_words=10) is None
 
 
 def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
@@ -196,6 +198,15 @@ def test_partitioned_pruning_projection_and_bucketed(acid_spark, tname, ms):
     H.delete(acid_spark, tname, "id % 7 = 0")
     got = check_all_paths(acid_spark, ms, tname)
     assert got == srt(r for r in data if r[0] % 7)
+    # the query's bitmap budget spent by the first partition(s): the others use the join
+    budget, N.BITMAP_MAX_WORDS_PER_QUERY = N.BITMAP_MAX_WORDS_PER_QUERY, 3
+    try:
+        with H.snapshot(acid_spark, tname) as df:
+            plan = df._jdf.queryExecution().optimizedPlan().toString()
+            assert "LeftAnti" in plan and "UnsafeArrayData" in plan, plan
+            assert rows(df) == got
+    finally:
+        N.BITMAP_MAX_WORDS_PER_QUERY = budget
     with H.snapshot(acid_spark, tname) as df:
         pruned = df.where("day = '2024-01-02' AND n = 1").select("id", "n")
         assert rows(pruned) == srt((r[0], 1) for r in data
