@@ -382,9 +382,8 @@ class _DeleteSet:
             order = pc.sort_indices(keys, sort_keys=[("o", "ascending"), ("b", "ascending"),
                                                      ("r", "ascending")])
             keys = keys.take(order)
-            o = keys.column("o").to_numpy()
-            b = keys.column("b").to_numpy()
-            r = keys.column("r").to_numpy()
+            order = order.to_numpy()
+            o, b, r = o[order], b[order], r[order]
         self.table = keys
         self.size = len(r)
         change = np.flatnonzero((o[1:] != o[:-1]) | (b[1:] != b[:-1])) + 1
