@@ -14,6 +14,7 @@ Defaults match the Java metastore: unframed buffered transport with the binary p
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import struct
 import threading
@@ -26,7 +27,7 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 
 from .auth import AuthenticationFailed, PasswordBook, SaslServer
-from .config import Config
+from .config import Config, ConfigError
 from .handler.encoded import BinaryProtocolFactory
 from .handler import make_processor
 from .handler.session import set_authenticated_user
@@ -75,6 +76,9 @@ class MetastoreServer:
 
     def start(self) -> "MetastoreServer":
         """Bind, start background work and the accept loop; returns at once."""
+        cpus = self.ms.config["hms_txn.server.cpu.affinity"]
+        if cpus:
+            pin_process(cpus)
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -215,6 +219,25 @@ class MetastoreServer:
             self.metrics.stop()
         self.ms.close()
         log.info("stopped")
+
+
+def pin_process(cpus: tuple[int, ...]) -> None:
+    """Pin every thread of this process to ``cpus`` (threads started later inherit it).
+    Linux affinity is per thread, so each existing one is set by its id."""
+    wanted = set(cpus)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, wanted)
+        except ProcessLookupError:
+            pass            # the thread ended meanwhile
+        except OSError as err:
+            raise ConfigError(f"hms_txn.server.cpu.affinity={','.join(map(str, cpus))}: "
+                              f"cannot pin to these CPUs ({err.strerror})") from None
+    log.info("server threads pinned to CPU(s) %s", ",".join(map(str, cpus)))
 
 
 def _set_idle_timeout(sock: socket.socket, seconds: float | None) -> None:

@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--postgres-history-cap", type=int,
                    help="largest history checkpoint measured on our PostgreSQL backend "
                         "(default 10000; quick 1000): fsync-bound commits")
+    p.add_argument("--hiveconf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a configuration key for our servers (repeatable), e.g. "
+                        "hms_txn.server.cpu.affinity=0; recorded in results.json")
     p.add_argument("--keep-workdir", action="store_true",
                    help="keep the servers' data directories and logs (for inspection)")
     p.set_defaults(func=_run)

@@ -598,6 +598,13 @@ def run(args: argparse.Namespace) -> int:
     if any(b not in ("sqlite", "postgres") for b in backends):
         print("hms-txn bench: --backends takes sqlite and/or postgres", file=sys.stderr)
         return 2
+    extra_conf: dict[str, str] = {}
+    for item in getattr(args, "hiveconf", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            print(f"hms-txn bench: --hiveconf takes KEY=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        extra_conf[key.strip()] = value.strip()
     # Stop cleanly (servers, PostgreSQL, temp dirs) on SIGTERM, and on SIGINT even when
     # started in the background (where the shell makes SIGINT ignored).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -617,6 +624,7 @@ def run(args: argparse.Namespace) -> int:
         "command": "hms-txn " + " ".join(sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": machine_info(),
+        "server_conf": extra_conf,
         "schedule": {"warmup_s": sched.warmup, "rounds": sched.rounds, "round_s": sched.round_s},
         "workloads": {w: {"description": WORKLOADS[w].description,
                           "calls_per_op": WORKLOADS[w].calls_per_op,
@@ -636,7 +644,8 @@ def run(args: argparse.Namespace) -> int:
         targets: list[tuple[Target, Any]] = []
 
         def our_conf(backend: str, cache: bool) -> dict[str, str]:
-            conf = {"hms_txn.cache.enabled": "true" if cache else "false"}
+            conf = dict(extra_conf)
+            conf["hms_txn.cache.enabled"] = "true" if cache else "false"
             if backend == "postgres":
                 conf["javax.jdo.option.ConnectionURL"] = pg.create_database()
                 conf["javax.jdo.option.ConnectionUserName"] = pg.user

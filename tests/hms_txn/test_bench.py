@@ -22,11 +22,13 @@ def test_quick_bench_writes_json_and_png(tmp_path):
     out = tmp_path / "bench"
     proc = subprocess.run(
         [sys.executable, "-m", "hms_txn.cli", "bench", "--quick", "--no-java", "--backends", "sqlite",
-         "--workloads", "open_commit,get_table", "--out", str(out)],
+         "--workloads", "open_commit,get_table", "--out", str(out),
+         "--hiveconf", "hms_txn.connection.idle.timeout=600s"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["machine"]["nproc"] >= 1
+    assert results["server_conf"] == {"hms_txn.connection.idle.timeout": "600s"}
     cells = results["cells"]
     seen = {(c["workload"], c["server"], c["clients"]) for c in cells}
     assert ("open_commit", "hms-sqlite", 1) in seen
@@ -51,6 +53,10 @@ def test_rejects_unknown_workload(tmp_path):
          "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "unknown workload" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "hms_txn.cli", "bench", "--quick", "--no-java", "--hiveconf", "novalue",
+         "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "KEY=VALUE" in proc.stderr
 
 
 def test_ratios_and_targets_from_cells():

@@ -133,12 +133,41 @@ def test_embedded_default_without_conf(tmp_path):
         assert proc.wait(30) == 0
 
 
+def test_cpu_affinity_pins_every_server_thread(tmp_path):
+    """hms_txn.server.cpu.affinity pins the whole server process: the threads that exist
+    at start and the connection threads started later (checked in /proc, from outside)."""
+    cpu = max(os.sched_getaffinity(0))
+    server = ServerProcess(str(tmp_path / "srv"), {"hive.metastore.warehouse.dir": str(tmp_path / "wh"),
+                                                   "hms_txn.server.cpu.affinity": str(cpu)})
+    try:
+        clients = [server.client() for _ in range(3)]
+        for c in clients:
+            assert c.get_all_databases() == ["default"]
+        tids = [int(x) for x in os.listdir(f"/proc/{server.proc.pid}/task")]
+        assert len(tids) >= 4                        # main, accept, 3 connections
+        assert {tid: os.sched_getaffinity(tid) for tid in tids} == {tid: {cpu} for tid in tids}
+        for c in clients:
+            c._transport.close()
+    finally:
+        assert server.stop() == 0
+    # the default leaves the process as started
+    server = ServerProcess(str(tmp_path / "srv"), {"hive.metastore.warehouse.dir": str(tmp_path / "wh")})
+    try:
+        assert os.sched_getaffinity(server.proc.pid) == os.sched_getaffinity(0)
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("content, message", [
     ("<configuration><property><name>hive.txn.timeout</name><value>soon</value></property></configuration>",
      "hive.txn.timeout"),
     ("<configuration><property><name>hive.metastore.port</name>", "not well-formed"),
     ("<configuration><property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:oracle:thin:@x</value>"
      "</property></configuration>", "javax.jdo.option.ConnectionURL"),
+    ("<configuration><property><name>hms_txn.server.cpu.affinity</name><value>3-1</value>"
+     "</property></configuration>", "hms_txn.server.cpu.affinity"),
+    ("<configuration><property><name>hms_txn.server.cpu.affinity</name><value>4095</value>"
+     "</property></configuration>", "cannot pin to these CPUs"),
 ])
 def test_bad_configuration_stops_startup_naming_the_problem(tmp_path, content, message):
     conf = tmp_path / "hive-site.xml"
