@@ -101,7 +101,10 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     cpus: set[int] = set()
     for part in filter(None, (p.strip() for p in text.split(","))):
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            first = last = -1
         if first < 0 or last < first:
             raise ValueError(f"not a CPU number or range: {part!r} (use e.g. 0 or 2-3)")
         cpus.update(range(first, last + 1))

@@ -225,6 +225,9 @@ def pin_process(cpus: tuple[int, ...]) -> None:
     """Pin every thread of this process to ``cpus`` (threads started later inherit it).
     Linux affinity is per thread, so each existing one is set by its id."""
     wanted = set(cpus)
+    if not hasattr(os, "sched_setaffinity"):
+        raise ConfigError("hms_txn.server.cpu.affinity: CPU pinning is not available on "
+                          "this platform (Linux only)")
     try:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError:

@@ -166,6 +166,8 @@ def test_cpu_affinity_pins_every_server_thread(tmp_path):
      "</property></configuration>", "javax.jdo.option.ConnectionURL"),
     ("<configuration><property><name>hms_txn.server.cpu.affinity</name><value>3-1</value>"
      "</property></configuration>", "hms_txn.server.cpu.affinity"),
+    ("<configuration><property><name>hms_txn.server.cpu.affinity</name><value>first</value>"
+     "</property></configuration>", "not a CPU number or range: 'first'"),
     ("<configuration><property><name>hms_txn.server.cpu.affinity</name><value>4095</value>"
      "</property></configuration>", "cannot pin to these CPUs"),
 ])
