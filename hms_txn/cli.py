@@ -12,10 +12,9 @@ from . import __version__, logs
 
 
 def _load_config(args: argparse.Namespace):
-    from .config import ConfigError, load
-    overrides = dict(kv.split("=", 1) for kv in getattr(args, "hiveconf", None) or [])
+    from .config import ConfigError, load, parse_overrides
     try:
-        return load(args.conf, overrides)
+        return load(args.conf, parse_overrides(getattr(args, "hiveconf", None)))
     except ConfigError as err:
         sys.exit(f"hms-txn: {err}")
 

@@ -14,7 +14,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote, urlsplit
 
 
@@ -502,6 +502,17 @@ def read_site_xml(path: str) -> dict[str, str]:
             raise ConfigError(f"{path}: a <property> has no <name>")
         values[name.strip()] = (prop.findtext("value") or "").strip()
     return values
+
+
+def parse_overrides(items: Sequence[str] | None) -> dict[str, str]:
+    """``--hiveconf KEY=VALUE`` arguments -> {key: value}."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--hiveconf takes KEY=VALUE, not {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def load(path: str | None = None, overrides: Mapping[str, str] | None = None) -> Config:

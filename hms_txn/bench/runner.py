@@ -39,6 +39,7 @@ from typing import Any
 
 from thrift.transport.TTransport import TTransportException
 
+from ..config import ConfigError, parse_overrides
 from .servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
 from .workloads import ALL, SCALE, WORKLOADS, Target, describe_error
 
@@ -598,13 +599,11 @@ def run(args: argparse.Namespace) -> int:
     if any(b not in ("sqlite", "postgres") for b in backends):
         print("hms-txn bench: --backends takes sqlite and/or postgres", file=sys.stderr)
         return 2
-    extra_conf: dict[str, str] = {}
-    for item in getattr(args, "hiveconf", None) or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            print(f"hms-txn bench: --hiveconf takes KEY=VALUE, not {item!r}", file=sys.stderr)
-            return 2
-        extra_conf[key.strip()] = value.strip()
+    try:
+        extra_conf = parse_overrides(getattr(args, "hiveconf", None))
+    except ConfigError as err:
+        print(f"hms-txn bench: {err}", file=sys.stderr)
+        return 2
     # Stop cleanly (servers, PostgreSQL, temp dirs) on SIGTERM, and on SIGINT even when
     # started in the background (where the shell makes SIGINT ignored).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

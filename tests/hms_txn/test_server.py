@@ -180,6 +180,15 @@ def test_bad_configuration_stops_startup_naming_the_problem(tmp_path, content, m
     assert message in result.stderr
 
 
+def test_malformed_hiveconf_is_refused_naming_it(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hms_txn.cli", "serve", "--port", "0",
+                             "--hiveconf", "hive.txn.timeout"], cwd=tmp_path, env=checkout_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "--hiveconf takes KEY=VALUE, not 'hive.txn.timeout'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_cli_help_documents_commands():
     result = subprocess.run([sys.executable, "-m", "hms_txn.cli", "--help"], capture_output=True,
                             text=True, timeout=60)
