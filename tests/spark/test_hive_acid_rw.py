@@ -166,48 +166,53 @@ def test_projection_of_partition_columns_only(acid_spark, tname):
         [("a",), ("b",)]
 
 
-def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, tmp_path):
-    """A scan planned before a writer commits does not see the commit (even though it reads
-    the files afterwards); one started after does. The scan holds a SHARED_READ lock."""
+def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, monkeypatch):
+    """A scan planned before a writer commits does not see the commit, although its tasks
+    read the files afterwards; one started after does. The scan holds a SHARED_READ lock from
+    planning until its input partitions report completion."""
     from spark import hive_acid as H
     H.create_table(acid_spark, tname, "id INT, v STRING")
     acid_spark.createDataFrame([(i, "old") for i in range(10)], "id INT, v STRING") \
         .coalesce(1).write.format("hive_acid").mode("append").save(tname)
-    started, go = str(tmp_path / "started"), str(tmp_path / "go")
+    # Hold the reader between planning (snapshot and lock taken) and its tasks, inside the
+    # driver's own RPC endpoint: the gate is then exactly where it must be whatever Spark's
+    # task pipelining does (a gate downstream of the scan raced with the scan finishing).
+    # Only the first plan is held; the writers below plan their own reads freely.
+    driver = H._driver(acid_spark)
+    planned, go = threading.Event(), threading.Event()
+    real_plan_read = driver.rpc_plan_read
 
-    def gate(it):
-        import os as _os
-        import time as _t
-        open(started, "w").close()
-        while not _os.path.exists(go):
-            _t.sleep(0.05)
-        yield from it
+    def gated_plan_read(*args):
+        out = real_plan_read(*args)
+        if not planned.is_set():
+            planned.set()
+            go.wait(120)
+        return out
 
+    monkeypatch.setattr(driver, "rpc_plan_read", gated_plan_read)
     result = {}
 
     def reader():
-        df = acid_spark.read.format("hive_acid").load(tname)
         try:
-            result["rows"] = rows(df.mapInArrow(gate, df.schema))
+            result["rows"] = rows(acid_spark.read.format("hive_acid").load(tname))
         except Exception as e:  # pragma: no cover - reported below
             result["error"] = e
 
     th = threading.Thread(target=reader)
     th.start()
-    deadline = time.time() + 120
-    while not os.path.exists(started):
-        assert time.time() < deadline and th.is_alive(), result
-        time.sleep(0.05)
-    db, t = tname.split(".")
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
-    locks = ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks or []
-    assert [(lk.type, lk.state) for lk in locks] == [(M.SHARED_READ, M.ACQUIRED)]
-    # a writer commits while the scan runs: an append and a delete
-    acid_spark.createDataFrame([(100, "new")], "id INT, v STRING").coalesce(1) \
-        .write.format("hive_acid").mode("append").save(tname)
-    H.delete(acid_spark, tname, "id < 5")
-    open(go, "w").close()
-    th.join(120)
+    try:
+        assert planned.wait(120), result
+        db, t = tname.split(".")
+        from hms_txn.thrift_gen.hive_metastore import ttypes as T
+        locks = ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks or []
+        assert [(lk.type, lk.state) for lk in locks] == [(M.SHARED_READ, M.ACQUIRED)]
+        # a writer commits between the scan's planning and its reading: an append, a delete
+        acid_spark.createDataFrame([(100, "new")], "id INT, v STRING").coalesce(1) \
+            .write.format("hive_acid").mode("append").save(tname)
+        H.delete(acid_spark, tname, "id < 5")
+    finally:
+        go.set()
+        th.join(120)
     assert "error" not in result, result.get("error")
     assert result["rows"] == [(i, "old") for i in range(10)]
     after = rows(acid_spark.read.format("hive_acid").load(tname))
