@@ -169,6 +169,11 @@ _key("hms_txn.server.cpu.affinity", (), parse_cpu_list,
      "pinning). One CPU suits a server dedicated to transaction traffic: its Python work "
      "runs on one core at a time anyway, and it saves the cross-CPU wake-ups between its "
      "connection threads (docs/benchmarks.md: +44% open+commit with 16 clients).")
+_key("hms_txn.server.txn.loop", True, parse_bool,
+     "Serve client connections from one event-loop thread that runs the transaction calls "
+     "ready at the same time as one batch (one SQLite transaction, one fsync) and hands "
+     "other calls to a thread pool. Applies to the embedded SQLite database with the "
+     "default unframed binary transport and no SASL; off: a thread per connection.")
 # Authentication
 _key("hive.metastore.sasl.enabled", False, parse_bool,
      "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "

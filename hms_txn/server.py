@@ -34,6 +34,7 @@ from .handler.session import set_authenticated_user
 from .handler.wire import object_json
 from .metastore import Metastore
 from .observability import MetricsServer
+from .server_loop import TxnLoop
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,11 @@ class MetastoreServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._accept_thread: threading.Thread | None = None
+        # The transaction loop (server_loop) for the embedded default; SASL, framing and
+        # the compact protocol keep a thread per connection.
+        self.loop: TxnLoop | None = None
+        self.use_loop = (config["hms_txn.server.txn.loop"] and ms.store.is_sqlite
+                         and not self.framed and not self.compact and self.sasl is None)
         self.port: int | None = None
         self.metrics: MetricsServer | None = None
 
@@ -87,6 +93,12 @@ class MetastoreServer:
         self._listener = listener
         self.port = listener.getsockname()[1]
         self.ms.start()
+        if self.use_loop:
+            self.loop = TxnLoop(self.processor, self.protocol_factory, self.ms.store,
+                                max_message=self.max_message, idle_timeout=self.idle_timeout,
+                                pool_size=self.max_connections,
+                                on_close=self._connection_closed,
+                                inline_reads=self.ms.upstream is None).start()
         if self.ms.config["hms_txn.metrics.enabled"]:
             self.metrics = MetricsServer(self.ms.observability, self.ms.health, self.host,
                                          self.ms.config["hms_txn.metrics.port"]).start()
@@ -110,6 +122,12 @@ class MetastoreServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if not self._slots.acquire(blocking=False):
                 self._reject(sock, peer)
+                continue
+            if self.loop is not None:
+                _set_idle_timeout(sock, self.idle_timeout)
+                with self._lock:
+                    self._clients.add(sock)
+                self.loop.add(sock, peer)
                 continue
             worker = threading.Thread(target=self._serve_client, args=(sock, peer),
                                       name=f"hms-client-{peer[1]}", daemon=True)
@@ -158,6 +176,12 @@ class MetastoreServer:
                 self._clients.discard(sock)
                 self._workers.discard(threading.current_thread())
             self._slots.release()
+
+    def _connection_closed(self, sock: socket.socket) -> None:
+        """A connection of the loop ended."""
+        with self._lock:
+            self._clients.discard(sock)
+        self._slots.release()
 
     def _reject(self, sock: socket.socket, peer: Any) -> None:
         """Answer a connection over the limit with a clear error instead of a hang."""
@@ -213,6 +237,8 @@ class MetastoreServer:
                 pass
         for worker in workers:
             worker.join(timeout)
+        if self.loop is not None:
+            self.loop.stop(timeout)
         if self._accept_thread is not None:
             self._accept_thread.join(timeout)
         if self.metrics is not None:

@@ -16,6 +16,11 @@ live here:
   while many clients share an fsync.
 * SQLite writes all go through one connection, kept open and used only under the writer
   mutex, instead of a pool checkout (and reset) per transaction.
+* Batches (SQLite): the server's transaction loop (``hms_txn.server_loop``) runs every
+  call that is ready at once in one database transaction from one thread: ``Store.batch``
+  opens it, each ``Store.transaction`` that thread makes inside runs in its own SAVEPOINT,
+  and the calls other threads queued meanwhile join it before the COMMIT. Nothing in a
+  batch is committed before the block exits, so the loop sends its answers only then.
 * Lazy commits (SQLite): a call may ask for ``durable=False`` when losing it in a power cut
   (not a process crash) is harmless and it has made sure of that itself: ``open_txns``
   does, see ``hms_txn.txn``. Such a transaction commits with ``synchronous=NORMAL``: its
@@ -67,6 +72,7 @@ class Store:
         # Lazy commits only make sense when commits are otherwise fsynced.
         self.lazy_commits = self.is_sqlite and sqlite_synchronous.upper() == "FULL"
         self._unsynced = False     # a lazy commit happened since the last durable one
+        self._batch: _Batch | None = None   # the open batch (under _write_mutex)
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -109,6 +115,9 @@ class Store:
         where commits are not fsynced anyway or the database is not SQLite.
         """
         lazy = not durable and self.lazy_commits
+        batch = self._batch
+        if batch is not None and batch.owner == threading.get_ident():
+            return batch.run(fn, lazy)
         for attempt in range(1, attempts + 1):
             try:
                 if self.group_commit:
@@ -121,6 +130,55 @@ class Store:
                 log.debug("retrying transaction after %s (attempt %d)", err.orig, attempt)
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
         raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def batch(self, lazy: bool = False) -> Iterator[None]:
+        """One SQLite transaction for every ``transaction()`` this thread makes inside the
+        block (each in a SAVEPOINT: a failing one undoes only itself), joined by the calls
+        other threads queue meanwhile. Commits on exit, durably unless ``lazy`` and every
+        call inside allowed a lazy commit; raises if the COMMIT fails, and then none of it
+        happened. Until the block has exited nothing in it is committed: callers hold
+        their answers until then."""
+        if not self.is_sqlite:
+            raise RuntimeError("Store.batch is for SQLite")
+        lazy = lazy and self.lazy_commits
+        joined: list[_PendingCall] = []
+        with self._write_mutex:
+            conn = self._writer_connection()
+            batch = _Batch(threading.get_ident(), conn)
+            try:
+                with self._sync_mode(conn, lazy), conn.begin():
+                    self._batch = batch
+                    try:
+                        yield
+                    finally:
+                        self._batch = None
+                    # Writers of other threads that queued while we held the writer: in
+                    # this COMMIT too, rather than waiting for the next one.
+                    with self._pending_lock:
+                        joined, self._pending = self._pending, []
+                    for call in joined:
+                        try:
+                            call.result = batch.run(call.fn, call.lazy)
+                        except BaseException as err:
+                            call.error = err
+            except BaseException as err:
+                for call in joined:
+                    if call.error is None:
+                        call.result, call.error = None, err
+                self._finish(joined)
+                raise
+        try:
+            if lazy and batch.durable:
+                self.transaction(_touch)   # a call inside needed its commit fsynced
+        except BaseException as err:
+            for call in joined:
+                if call.error is None:
+                    call.result, call.error = None, err
+            raise
+        finally:
+            self._finish(joined)
+            self._hand_over()
 
     def make_durable(self) -> None:
         """Return once every commit so far is fsynced (after lazy commits: one durable
@@ -166,10 +224,7 @@ class Store:
                         self._run_batch(batch)
                 finally:
                     self._write_mutex.release()
-                with self._pending_lock:
-                    waiting = self._pending[0] if self._pending else None
-                if waiting is not None and waiting.wake is not None:
-                    _signal(waiting.wake)  # hand leadership to a caller that is still waiting
+                self._hand_over()
             elif call.wake is None:
                 # Only a call that has to wait needs a wake-up lock (most calls of a lone
                 # client never do). Having made it, look at the mutex once more before
@@ -216,10 +271,21 @@ class Store:
                 if call.error is None:
                     call.result, call.error = None, err
         finally:
-            for call in batch:
-                call.done = True       # before looking at wake: see _grouped
-                if call.wake is not None:
-                    _signal(call.wake)
+            self._finish(batch)
+
+    @staticmethod
+    def _finish(calls: list["_PendingCall"]) -> None:
+        for call in calls:
+            call.done = True       # before looking at wake: see _grouped
+            if call.wake is not None:
+                _signal(call.wake)
+
+    def _hand_over(self) -> None:
+        """After releasing the writer: wake a queued caller to lead the next group."""
+        with self._pending_lock:
+            waiting = self._pending[0] if self._pending else None
+        if waiting is not None and waiting.wake is not None:
+            _signal(waiting.wake)
 
     def _retryable(self, err: DBAPIError) -> bool:
         if self.is_sqlite:
@@ -249,6 +315,31 @@ def _touch(conn: Connection) -> None:
     """A write with no effect, for a durable commit that has nothing else to write."""
     conn.connection.driver_connection.execute(
         "UPDATE hms_schema_version SET version = version")
+
+
+class _Batch:
+    """An open ``Store.batch``: its thread, connection, and whether a call in it needs a
+    durable commit."""
+    __slots__ = ("owner", "conn", "driver", "durable")
+
+    def __init__(self, owner: int, conn: Connection):
+        self.owner = owner
+        self.conn = conn
+        self.driver = conn.connection.driver_connection
+        self.durable = False
+
+    def run(self, fn: Callable[[Connection], T], lazy: bool) -> T:
+        self.driver.execute("SAVEPOINT hms_call")
+        try:
+            result = fn(self.conn)
+        except BaseException:
+            self.driver.execute("ROLLBACK TO hms_call")
+            self.driver.execute("RELEASE hms_call")
+            raise
+        self.driver.execute("RELEASE hms_call")
+        if not lazy:
+            self.durable = True
+        return result
 
 
 class _PendingCall:

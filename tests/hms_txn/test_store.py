@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from sqlalchemy import insert, inspect, select, update
@@ -138,3 +139,47 @@ def test_hot_statements_match_conn_execute(store):
     with store.engine.connect() as conn:
         assert sel.execute(conn, {"p_min": 10}).one().txn_id == 10
         conn.rollback()
+
+
+def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_path):
+    """Store.batch (SQLite, the server's transaction loop): a failing call undoes only
+    itself; nothing is visible to readers before the block exits; a write another thread
+    queues meanwhile joins the batch and returns once it is committed."""
+    store = Store(f"sqlite:///{tmp_path}/batch.sqlite")
+    ensure_schema(store)
+
+    def set_version(v):
+        def work(conn):
+            conn.execute(update(schema_version).values(version=v))
+            return v
+        return work
+
+    def read_version():
+        with store.read() as conn:
+            return conn.execute(select(schema_version.c.version)).scalar_one()
+
+    def failing(conn):
+        conn.execute(update(schema_version).values(version=-1))
+        raise ValueError("refused")
+
+    other: dict = {}
+    try:
+        with store.batch():
+            assert store.transaction(set_version(100)) == 100
+            with pytest.raises(ValueError):
+                store.transaction(failing)
+            assert read_version() == SCHEMA_VERSION      # nothing committed yet
+            th = threading.Thread(target=lambda: other.setdefault(
+                "result", store.transaction(lambda conn: conn.execute(
+                    select(schema_version.c.version)).scalar_one())))
+            th.start()
+            deadline = time.monotonic() + 10
+            while not store._pending and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert store._pending, "the other thread's call did not queue"
+            assert "result" not in other              # it waits for the batch's COMMIT
+        th.join(10)
+        assert other["result"] == 100                 # ran inside the batch, after ours
+        assert read_version() == 100
+    finally:
+        store.dispose()

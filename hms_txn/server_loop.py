@@ -1,0 +1,417 @@
+"""The transaction loop: one thread serving every client connection's transaction calls.
+
+With a thread per connection, a busy server spends much of its time switching threads:
+each SQLite statement releases the interpreter lock, another connection thread takes it,
+and the thread committing the group waits to get it back (docs/benchmarks.md measured half
+of the CPU at 16 clients going to context switches). Here one thread waits on every
+connection at once, reads the calls that have arrived, runs all the transaction calls
+among them in one SQLite transaction (``Store.batch``: a SAVEPOINT per call, one fsync for
+all), and only then writes their answers, so an answer still means "committed and
+durable". The cheap reads of ``INLINE_METHODS`` (a table or database, mostly answered from
+the metadata cache) run in the loop too, outside any batch. Other calls (catalog calls,
+which can run long) are handed, with their connection, to a pool thread that serves that
+one call the classic way and gives the connection back: the hand-over costs ~0.1 ms, too
+much for a cached get_table but nothing for a listing of partitions.
+
+Used for the embedded default (SQLite, unframed binary protocol, no SASL); other set-ups
+keep a thread per connection (``hms_txn.server.txn.loop`` turns it off).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import socket
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.Thrift import TApplicationException, TMessageType
+from thrift.transport import TTransport
+
+from .handler.session import set_authenticated_user
+from .thrift_gen.hive_metastore import ThriftHiveMetastore
+
+log = logging.getLogger(__name__)
+
+# Short calls of the transaction and snapshot path. Each runs in well under a millisecond
+# of database work and never waits for anything but the database.
+LOOP_METHODS = frozenset({
+    "open_txns", "commit_txn", "abort_txn", "allocate_table_write_ids", "lock",
+    "check_lock", "unlock", "heartbeat", "get_open_txns", "get_valid_write_ids",
+})
+# Reads bounded by one object, answered from the metadata cache when it holds the object.
+INLINE_METHODS = frozenset({"get_table", "get_table_req", "get_database", "get_database_req"})
+_ARGS = {m: getattr(ThriftHiveMetastore, f"{m}_args") for m in LOOP_METHODS | INLINE_METHODS}
+_RECV = 65536
+
+
+class _Conn:
+    __slots__ = ("sock", "peer", "inbuf", "outbuf", "last_active", "away", "writing")
+
+    def __init__(self, sock: socket.socket, peer: Any):
+        self.sock = sock
+        self.peer = peer
+        self.inbuf = bytearray()
+        self.outbuf = bytearray()
+        self.last_active = time.monotonic()
+        self.away = False        # a pool thread is serving a call of this connection
+        self.writing = False     # registered for EVENT_WRITE (an answer did not fit)
+
+
+class _Incomplete(Exception):
+    """The bytes so far are not a whole message yet."""
+
+
+class TxnLoop:
+    def __init__(self, processor, protocol_factory, store, *, max_message: int,
+                 idle_timeout: float | None, pool_size: int,
+                 on_close: Callable[[socket.socket], None], inline_reads: bool = True):
+        self.processor = processor
+        # Extension mode forwards catalog reads to another metastore: not in the loop.
+        self.inline = INLINE_METHODS if inline_reads else frozenset()
+        self.protocol_factory = protocol_factory
+        self.store = store
+        self.max_message = max_message
+        self.idle_timeout = idle_timeout
+        self.on_close = on_close
+        self._limits = {"string_length_limit": max_message,
+                        "container_length_limit": max_message}
+        # The loop's protocol objects, reused with a new memory buffer per message (making
+        # them costs more than a small call's decoding).
+        self._frame_prot = TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(), **self._limits)
+        self._in_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
+        self._out_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._incoming: deque[tuple[_Conn, bytes | None]] = deque()
+        self._conns: set[_Conn] = set()
+        self._unread: set[_Conn] = set()     # data in inbuf not looked at since it arrived
+        self._pool = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="hms-call")
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.batches = 0           # batches run, and the calls in them
+        self.batched_calls = 0
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def start(self) -> "TxnLoop":
+        self._thread = threading.Thread(target=self._run, name="hms-txn-loop", daemon=True)
+        self._thread.start()
+        return self
+
+    def add(self, sock: socket.socket, peer: Any) -> None:
+        """A new client connection (from the accept thread)."""
+        self._incoming.append((_Conn(sock, peer), None))
+        self._wake()
+
+    def stop(self, timeout: float) -> None:
+        self._stopping = True
+        self._wake()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass            # the pipe is full: the loop wakes anyway
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        set_authenticated_user(None)
+        next_sweep = time.monotonic() + 1.0
+        try:
+            while not self._stopping:
+                events = self._sel.select(0 if self._unread else 1.0)
+                for key, mask in events:
+                    conn = key.data
+                    if conn is None:
+                        self._drain_wake()
+                        continue
+                    if mask & selectors.EVENT_WRITE:
+                        self._send(conn)
+                    if mask & selectors.EVENT_READ and conn in self._conns:
+                        self._recv(conn)
+                self._adopt()
+                if self._unread:
+                    self._serve_ready()
+                now = time.monotonic()
+                if now >= next_sweep:
+                    next_sweep = now + 1.0
+                    self._close_idle(now)
+        except Exception:
+            log.exception("transaction loop failed; closing its connections")
+        finally:
+            for conn in list(self._conns):
+                if not conn.away:
+                    self._close(conn)
+            self._sel.close()
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _adopt(self) -> None:
+        """New connections, and connections back from a pool thread (with any bytes it read
+        past its call)."""
+        while self._incoming:
+            conn, leftover = self._incoming.popleft()
+            if conn.sock.fileno() < 0:
+                continue
+            conn.away = False
+            conn.writing = False
+            conn.sock.setblocking(False)
+            if leftover:
+                conn.inbuf += leftover
+                self._unread.add(conn)
+            self._conns.add(conn)
+            self._sel.register(conn.sock, selectors.EVENT_READ, conn)
+
+    def _recv(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(_RECV)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(conn)
+            return
+        conn.inbuf += data
+        conn.last_active = time.monotonic()
+        self._unread.add(conn)
+
+    def _serve_ready(self) -> None:
+        """Frame what has arrived: transaction calls run now, as one batch; any other call
+        goes to a pool thread with its connection."""
+        ready: list[tuple[_Conn, str, int, int]] = []
+        for conn in list(self._unread):
+            self._unread.discard(conn)
+            # With an answer still going out, its next call waits (_send looks again).
+            if conn.outbuf or conn not in self._conns or not conn.inbuf:
+                continue
+            try:
+                name, seqid, size = self._frame(conn.inbuf)
+            except _Incomplete:
+                if len(conn.inbuf) > self.max_message:
+                    log.warning("closing connection from %s: message over %d bytes",
+                                conn.peer, self.max_message)
+                    self._close(conn)
+                continue
+            except Exception as err:    # not a Thrift message we can read
+                log.warning("closing connection from %s after a protocol error: %s",
+                            conn.peer, err)
+                self._close(conn)
+                continue
+            if size < 0:
+                self._hand_off(conn)
+            elif name in LOOP_METHODS:
+                ready.append((conn, name, seqid, size))
+            else:
+                self._answer(conn, self._process(conn, size))
+        if ready:
+            self._run_batch(ready)
+
+    def _frame(self, data: bytearray) -> tuple[str, int, int]:
+        """(method, seqid, size of the whole message), size -1 for a call the loop does not
+        run itself (it need not have arrived whole)."""
+        buf = TTransport.TMemoryBuffer(bytes(data))
+        prot = self._frame_prot
+        prot.trans = buf
+        try:
+            name, mtype, seqid = prot.readMessageBegin()
+            if mtype != TMessageType.CALL or name not in LOOP_METHODS and \
+                    name not in self.inline:
+                return name, seqid, -1
+            _ARGS[name]().read(prot)
+            prot.readMessageEnd()
+        except (EOFError, TTransport.TTransportException) as err:
+            if isinstance(err, TTransport.TTransportException) and \
+                    err.type != TTransport.TTransportException.END_OF_FILE:
+                raise
+            raise _Incomplete() from None
+        return name, seqid, buf.cstringio_buf.tell()
+
+    def _run_batch(self, ready: list[tuple[_Conn, str, int, int]]) -> None:
+        answers: list[tuple[_Conn, str, int, bytes]] = []
+        lazy = all(name == "open_txns" for _, name, _, _ in ready)
+        self.batches += 1
+        self.batched_calls += len(ready)
+        try:
+            with self.store.batch(lazy=lazy):
+                for conn, name, seqid, size in ready:
+                    answer = self._process(conn, size)
+                    if answer is not None:
+                        answers.append((conn, name, seqid, answer))
+        except Exception as err:
+            # The COMMIT failed (or the batch could not start): none of these calls
+            # happened. Each caller gets an error instead of its answer.
+            log.error("a batch of %d call(s) failed to commit: %s", len(ready), err)
+            failed = []
+            for conn, name, seqid, _ in ready:
+                failed.append((conn, name, seqid, _error_answer(name, seqid, err)))
+            answers = failed
+        for conn, _name, _seqid, answer in answers:
+            self._answer(conn, answer)
+
+    def _process(self, conn: _Conn, size: int) -> bytes | None:
+        """Run the call at the head of ``conn.inbuf`` (``size`` bytes); its answer, or None
+        when the connection had to be closed."""
+        message = bytes(conn.inbuf[:size])
+        del conn.inbuf[:size]
+        if conn.inbuf:
+            self._unread.add(conn)
+        out = TTransport.TMemoryBuffer()
+        self._in_prot.trans = TTransport.TMemoryBuffer(message)
+        self._out_prot.trans = out
+        try:
+            self.processor.process(self._in_prot, self._out_prot)
+        except Exception:
+            # As the threaded server does: drop this connection, serve the others.
+            log.warning("closing connection from %s after a protocol error", conn.peer,
+                        exc_info=True)
+            self._close(conn)
+            return None
+        return out.getvalue()
+
+    def _answer(self, conn: _Conn, answer: bytes | None) -> None:
+        if answer is not None and conn in self._conns:
+            conn.outbuf += answer
+            self._send(conn)
+
+    def _send(self, conn: _Conn) -> None:
+        try:
+            sent = conn.sock.send(conn.outbuf)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self._close(conn)
+            return
+        del conn.outbuf[:sent]
+        conn.last_active = time.monotonic()
+        if conn.writing != bool(conn.outbuf):
+            conn.writing = bool(conn.outbuf)
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.writing else 0)
+            self._sel.modify(conn.sock, events, conn)
+        if not conn.outbuf and conn.inbuf:
+            self._unread.add(conn)
+
+    def _close_idle(self, now: float) -> None:
+        if not self.idle_timeout:
+            return
+        for conn in list(self._conns):
+            if not conn.away and now - conn.last_active > self.idle_timeout:
+                self._close(conn)
+
+    def _close(self, conn: _Conn) -> None:
+        self._conns.discard(conn)
+        self._unread.discard(conn)
+        try:
+            self._sel.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        try:
+            conn.sock.close()
+        finally:
+            self.on_close(conn.sock)
+
+    # -- calls served by a pool thread ----------------------------------------------------
+
+    def _hand_off(self, conn: _Conn) -> None:
+        self._conns.discard(conn)
+        self._sel.unregister(conn.sock)
+        conn.away = True
+        try:
+            self._pool.submit(self._serve_one, conn)
+        except RuntimeError:        # the pool is shut down: we are stopping
+            conn.away = False
+            self._close(conn)
+
+    def _serve_one(self, conn: _Conn) -> None:
+        """Serve one call of ``conn`` (its first bytes are in ``inbuf``) with blocking I/O,
+        then give the connection back to the loop."""
+        set_authenticated_user(None)
+        sock = conn.sock
+        try:
+            sock.setblocking(True)
+            source = _PrefixedSocket(sock, bytes(conn.inbuf))
+            conn.inbuf.clear()
+            itrans = TTransport.TBufferedTransport(source)
+            otrans = TTransport.TBufferedTransport(source)
+            self.processor.process(self.protocol_factory.getProtocol(itrans),
+                                   self.protocol_factory.getProtocol(otrans))
+            # read ahead by the buffered transport first, then what it never asked for
+            leftover = itrans.cstringio_buf.read() + source.take_prefix()
+        except (TTransport.TTransportException, EOFError, OSError):
+            self._close_away(conn)      # the client hung up, or was idle past the timeout
+            return
+        except Exception:
+            log.warning("closing connection from %s after a protocol error", conn.peer,
+                        exc_info=True)
+            self._close_away(conn)
+            return
+        conn.last_active = time.monotonic()
+        if self._stopping:
+            self._close_away(conn)
+            return
+        self._incoming.append((conn, leftover))
+        self._wake()
+
+    def _close_away(self, conn: _Conn) -> None:
+        try:
+            conn.sock.close()
+        finally:
+            self.on_close(conn.sock)
+
+
+class _PrefixedSocket(TTransport.TTransportBase):
+    """Bytes the loop already read, then the socket."""
+
+    def __init__(self, sock: socket.socket, prefix: bytes):
+        self.sock = sock
+        self.prefix = prefix
+
+    def isOpen(self) -> bool:
+        return True
+
+    def take_prefix(self) -> bytes:
+        rest, self.prefix = self.prefix, b""
+        return rest
+
+    def read(self, sz: int) -> bytes:
+        if self.prefix:
+            chunk, self.prefix = self.prefix[:sz], self.prefix[sz:]
+            return chunk
+        return self.sock.recv(sz)
+
+    def write(self, buf: bytes) -> None:
+        self.sock.sendall(buf)
+
+    def flush(self) -> None:
+        pass
+
+
+def _error_answer(name: str, seqid: int, err: BaseException) -> bytes:
+    out = TTransport.TMemoryBuffer()
+    prot = TBinaryProtocolAccelerated(out)
+    prot.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+    TApplicationException(TApplicationException.INTERNAL_ERROR,
+                          f"hms-txn: the database commit failed, nothing was changed: "
+                          f"{err}").write(prot)
+    prot.writeMessageEnd()
+    return out.getvalue()

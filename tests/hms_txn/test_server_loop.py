@@ -1,0 +1,207 @@
+"""The transaction loop (hms_txn.server_loop): one thread serving the embedded default's
+connections, transaction calls batched into one SQLite transaction, other calls handed to
+a pool thread. The rest of the suite runs through it too (it is the default); these tests
+cover what only the loop does."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.Thrift import TApplicationException
+from thrift.transport import TTransport
+
+from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes as t
+from tests.support.servers import InProcessServer, client_for
+
+from .test_catalog import make_table
+
+
+@pytest.fixture
+def loop_server(tmp_path):
+    server = InProcessServer(str(tmp_path / "data"), {
+        "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite",
+        "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"),
+    })
+    assert server.server.loop is not None
+    yield server
+    server.stop()
+
+
+def _call_bytes(method: str, *args) -> bytes:
+    buf = TTransport.TMemoryBuffer()
+    client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(buf))
+    getattr(client, "send_" + method)(*args)
+    return buf.getvalue()
+
+
+def _read_answer(sock: socket.socket, method: str):
+    """Read one answer from ``sock`` with a real client's decoder."""
+    class _Sock(TTransport.TTransportBase):
+        def read(self, sz):
+            return sock.recv(sz)
+    trans = TTransport.TBufferedTransport(_Sock(), rbuf_size=1)
+    client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(trans))
+    return getattr(client, "recv_" + method)()
+
+
+def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
+    """16 clients open, lock, allocate and commit at once: calls are batched (fewer COMMITs
+    than calls), every id is distinct and every commit that returned is committed."""
+    loop_server.ms.catalog  # noqa: B018 - the server is up
+    with client_for(loop_server.port) as c:
+        c.create_table(make_table("default", "tl", params={"transactional": "true"}))
+    committed: list[int] = []
+    write_ids: list[int] = []
+    errors: list[BaseException] = []
+    mu = threading.Lock()
+
+    def worker():
+        try:
+            with client_for(loop_server.port) as c:
+                for _ in range(25):
+                    txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+                    wid = c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+                        dbName="default", tableName="tl", txnIds=[txn])).txnToWriteIds[0]
+                    lock = c.lock(t.LockRequest(
+                        component=[t.LockComponent(type=t.LockType.SHARED_WRITE,
+                                                   level=t.LockLevel.TABLE, dbname="default",
+                                                   tablename="tl",
+                                                   operationType=t.DataOperationType.INSERT)],
+                        txnid=txn, user="u", hostname="h"))
+                    assert lock.state == t.LockState.ACQUIRED
+                    c.commit_txn(t.CommitTxnRequest(txnid=txn))
+                    with mu:
+                        committed.append(txn)
+                        write_ids.append(wid.writeId)
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    before = (loop_server.server.loop.batches, loop_server.server.loop.batched_calls)
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors[0]
+    assert len(committed) == len(set(committed)) == 16 * 25
+    assert sorted(write_ids) == list(range(1, 16 * 25 + 1))
+    states = {loop_server.ms.txns.txn_state(x) for x in committed}
+    assert {s.name for s in states} == {"COMMITTED"}
+    with client_for(loop_server.port) as c:
+        assert not c.show_locks(t.ShowLocksRequest()).locks
+    batches = loop_server.server.loop.batches - before[0]
+    calls = loop_server.server.loop.batched_calls - before[1]
+    assert calls == 16 * 25 * 4
+    assert batches < calls, "no two calls ever shared a batch"
+
+
+def test_a_message_arriving_in_pieces_does_not_hold_up_others(loop_server):
+    """A client that has sent half a call is waited for without blocking the loop; two
+    calls sent back to back are answered in order."""
+    message = _call_bytes("open_txns", t.OpenTxnRequest(1, "slow", "h"))
+    with socket.create_connection(("127.0.0.1", loop_server.port)) as slow, \
+            client_for(loop_server.port) as fast:
+        slow.settimeout(30)
+        for i, byte in enumerate(message):
+            slow.sendall(bytes([byte]))
+            if i % 7 == 0:    # meanwhile another client is served at once
+                fast.commit_txn(t.CommitTxnRequest(
+                    txnid=fast.open_txns(t.OpenTxnRequest(1, "fast", "h")).txn_ids[0]))
+        txn = _read_answer(slow, "open_txns").txn_ids[0]
+        two = _call_bytes("commit_txn", t.CommitTxnRequest(txnid=txn)) + \
+            _call_bytes("get_open_txns")
+        slow.sendall(two)
+        assert _read_answer(slow, "commit_txn") is None
+        assert txn not in (_read_answer(slow, "get_open_txns").open_txns or [])
+
+
+def test_catalog_calls_go_to_a_pool_thread_and_the_connection_comes_back(loop_server):
+    """Transaction calls, inline reads and catalog calls on one connection, including a
+    catalog call larger than one read of the socket."""
+    with client_for(loop_server.port) as c:
+        c.create_database(t.Database(name="lp", description="", parameters={}))  # pool
+        txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]            # loop
+        assert c.get_database("lp").name == "lp"                                  # inline
+        table = make_table("lp", "parts", keys=[("ds", "string")])
+        c.create_table(table)
+        many = [t.Partition(values=[f"{i:05d}-" + "x" * 200], dbName="lp", tableName="parts")
+                for i in range(600)]                                              # > 64 KiB
+        c.add_partitions(many)
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+        assert len(c.get_partition_names("lp", "parts", -1)) == 600
+        assert c.get_table("lp", "parts").tableName == "parts"
+        assert loop_server.ms.txns.txn_state(txn).name == "COMMITTED"
+
+
+def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_server,
+                                                                      monkeypatch):
+    """When the batch's COMMIT fails (a full disk, an I/O error) nothing in it happened,
+    and each caller is told so instead of getting an answer."""
+    store = loop_server.ms.store
+    real_batch = store.batch
+
+    class DiskFull(Exception):
+        pass
+
+    def failing_batch(lazy=False):
+        import contextlib
+
+        @contextlib.contextmanager
+        def run():
+            with real_batch(lazy):
+                yield
+                raise DiskFull("disk I/O error")
+        return run()
+
+    with client_for(loop_server.port) as c:
+        hwm = c.get_open_txns().txn_high_water_mark
+        monkeypatch.setattr(store, "batch", failing_batch)
+        with pytest.raises(TApplicationException, match="nothing was changed"):
+            c.open_txns(t.OpenTxnRequest(1, "u", "h"))
+        monkeypatch.setattr(store, "batch", real_batch)
+        after = c.get_open_txns()
+        assert after.txn_high_water_mark == hwm and not after.open_txns
+        txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+
+def test_garbage_closes_only_that_connection(loop_server):
+    with socket.create_connection(("127.0.0.1", loop_server.port)) as bad, \
+            client_for(loop_server.port) as good:
+        bad.settimeout(30)
+        bad.sendall(b"\x80\x01\x00\x01" + b"\xff" * 64)   # a CALL whose name length is absurd
+        assert bad.recv(100) == b""
+        assert good.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids
+
+
+@pytest.mark.parametrize("conf", [{"hms_txn.server.txn.loop": "false"},
+                                  {"hive.metastore.thrift.framed.transport.enabled": "true"}])
+def test_thread_per_connection_when_switched_off_or_framed(tmp_path, conf):
+    server = InProcessServer(str(tmp_path / "data"), {
+        "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite",
+        "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"), **conf})
+    try:
+        assert server.server.loop is None
+        framed = conf.get("hive.metastore.thrift.framed.transport.enabled") == "true"
+        with client_for(server.port, framed=framed) as c:
+            txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+            c.commit_txn(t.CommitTxnRequest(txnid=txn))
+            assert server.ms.txns.txn_state(txn).name == "COMMITTED"
+    finally:
+        server.stop()
+
+
+def test_stop_with_connections_open_returns(loop_server):
+    clients = [client_for(loop_server.port) for _ in range(4)]
+    opened = [cm.__enter__() for cm in clients]
+    for c in opened:
+        c.open_txns(t.OpenTxnRequest(1, "u", "h"))
+    began = time.monotonic()
+    loop_server.stop()
+    assert time.monotonic() - began < 10
+    for cm in clients:
+        cm.__exit__(None, None, None)
