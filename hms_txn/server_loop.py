@@ -51,7 +51,7 @@ _RECV = 65536
 
 
 class _Conn:
-    __slots__ = ("sock", "peer", "inbuf", "outbuf", "last_active", "away", "writing")
+    __slots__ = ("sock", "peer", "inbuf", "outbuf", "last_active", "away", "writing", "closed")
 
     def __init__(self, sock: socket.socket, peer: Any):
         self.sock = sock
@@ -61,6 +61,7 @@ class _Conn:
         self.last_active = time.monotonic()
         self.away = False        # a pool thread is serving a call of this connection
         self.writing = False     # registered for EVENT_WRITE (an answer did not fit)
+        self.closed = False
 
 
 class _Incomplete(Exception):
@@ -87,6 +88,7 @@ class TxnLoop:
         self._in_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
         self._out_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
         self._sel = selectors.DefaultSelector()
+        self._wake_lock = threading.Lock()      # the pipe is closed under it at stop
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -118,14 +120,19 @@ class TxnLoop:
         if self._thread is not None:
             self._thread.join(timeout)
         self._pool.shutdown(wait=True, cancel_futures=True)
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        with self._wake_lock:
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_w = -1
 
     def _wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except BlockingIOError:
-            pass            # the pipe is full: the loop wakes anyway
+        with self._wake_lock:
+            if self._wake_w < 0:
+                return
+            try:
+                os.write(self._wake_w, b"x")
+            except BlockingIOError:
+                pass        # the pipe is full: the loop wakes anyway
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -134,30 +141,35 @@ class TxnLoop:
         next_sweep = time.monotonic() + 1.0
         try:
             while not self._stopping:
-                events = self._sel.select(0 if self._unread else 1.0)
-                for key, mask in events:
-                    conn = key.data
-                    if conn is None:
-                        self._drain_wake()
-                        continue
-                    if mask & selectors.EVENT_WRITE:
-                        self._send(conn)
-                    if mask & selectors.EVENT_READ and conn in self._conns:
-                        self._recv(conn)
-                self._adopt()
-                if self._unread:
-                    self._serve_ready()
+                try:
+                    self._turn()
+                except Exception:   # a bug, not a client's doing: keep serving the others
+                    log.exception("transaction loop: unexpected error")
+                    time.sleep(0.01)
                 now = time.monotonic()
                 if now >= next_sweep:
                     next_sweep = now + 1.0
                     self._close_idle(now)
-        except Exception:
-            log.exception("transaction loop failed; closing its connections")
         finally:
             for conn in list(self._conns):
                 if not conn.away:
                     self._close(conn)
             self._sel.close()
+
+    def _turn(self) -> None:
+        events = self._sel.select(0 if self._unread else 1.0)
+        for key, mask in events:
+            conn = key.data
+            if conn is None:
+                self._drain_wake()
+                continue
+            if mask & selectors.EVENT_WRITE and not conn.closed:
+                self._send(conn)
+            if mask & selectors.EVENT_READ and conn in self._conns:
+                self._recv(conn)
+        self._adopt()
+        if self._unread:
+            self._serve_ready()
 
     def _drain_wake(self) -> None:
         try:
@@ -171,7 +183,7 @@ class TxnLoop:
         past its call)."""
         while self._incoming:
             conn, leftover = self._incoming.popleft()
-            if conn.sock.fileno() < 0:
+            if conn.closed or conn.sock.fileno() < 0:
                 continue
             conn.away = False
             conn.writing = False
@@ -319,6 +331,9 @@ class TxnLoop:
                 self._close(conn)
 
     def _close(self, conn: _Conn) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
         self._conns.discard(conn)
         self._unread.discard(conn)
         try:
@@ -373,6 +388,7 @@ class TxnLoop:
         self._wake()
 
     def _close_away(self, conn: _Conn) -> None:
+        conn.closed = True
         try:
             conn.sock.close()
         finally:
