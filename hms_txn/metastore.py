@@ -67,6 +67,7 @@ class Metastore:
             self.notifications = ExtensionNotificationLog(self.store, self.catalog, upstream.tables)
             self.cache = ExtensionCache(self.store, upstream.tables, config)
         self.observability.add_provider(self._cache_stats)
+        self.counter_sources: list = []
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
         self._threads: list[Any] = []
@@ -87,8 +88,12 @@ class Metastore:
         return self.cache.get_partitions_by_names(db, name, part_names, valid_write_ids)
 
     def counters(self) -> dict[str, int]:
-        """fb303 getCounters."""
-        return self.cache.counters()
+        """fb303 getCounters: the cache's, and those of the server's parts that add theirs
+        to ``counter_sources`` (the transaction loop)."""
+        out = self.cache.counters()
+        for source in self.counter_sources:
+            out.update(source())
+        return out
 
     def _cache_stats(self) -> dict[str, float]:
         prefix = "hms_txn."

@@ -99,6 +99,7 @@ class MetastoreServer:
                                 pool_size=self.max_connections,
                                 on_close=self._connection_closed,
                                 inline_reads=self.ms.upstream is None).start()
+            self.ms.counter_sources.append(self.loop.counters)
         if self.ms.config["hms_txn.metrics.enabled"]:
             self.metrics = MetricsServer(self.ms.observability, self.ms.health, self.host,
                                          self.ms.config["hms_txn.metrics.port"]).start()

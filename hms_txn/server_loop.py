@@ -109,6 +109,13 @@ class TxnLoop:
         self._thread.start()
         return self
 
+    def counters(self) -> dict[str, int]:
+        """For fb303 getCounters: batches run, and the calls in them (their ratio is the
+        mean number of calls sharing one COMMIT)."""
+        return {"hms_txn.loop.batches": self.batches,
+                "hms_txn.loop.batched.calls": self.batched_calls,
+                "hms_txn.loop.connections": len(self._conns)}
+
     def add(self, sock: socket.socket, peer: Any) -> None:
         """A new client connection (from the accept thread)."""
         self._incoming.append((_Conn(sock, peer), None))

@@ -97,6 +97,10 @@ def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
     calls = loop_server.server.loop.batched_calls - before[1]
     assert calls == 16 * 25 * 4
     assert batches < calls, "no two calls ever shared a batch"
+    with client_for(loop_server.port) as c:     # the same numbers in fb303 counters
+        counters = c.getCounters()
+        assert counters["hms_txn.loop.batched.calls"] >= calls
+        assert counters["hms_txn.loop.batches"] >= batches
 
 
 def test_a_message_arriving_in_pieces_does_not_hold_up_others(loop_server):
