@@ -209,3 +209,22 @@ def test_stop_with_connections_open_returns(loop_server):
     assert time.monotonic() - began < 10
     for cm in clients:
         cm.__exit__(None, None, None)
+
+
+def test_old_style_unversioned_messages_are_served(loop_server):
+    """Clients that write message headers without the version word (strictWrite off, as
+    some old Thrift clients do) are framed and answered like the others."""
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport import TSocket
+    sock = TSocket.TSocket("127.0.0.1", loop_server.port)
+    transport = TTransport.TBufferedTransport(sock)
+    transport.open()
+    try:
+        c = ThriftHiveMetastore.Client(TBinaryProtocol(transport, strictWrite=False))
+        txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]        # loop
+        assert c.get_database("default").name == "default"                # inline
+        assert "default" in c.get_all_databases()                          # pool
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+        assert loop_server.ms.txns.txn_state(txn).name == "COMMITTED"
+    finally:
+        transport.close()
