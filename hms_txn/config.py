@@ -166,9 +166,9 @@ _key("hms_txn.connection.idle.timeout", 3600.0, _seconds("s"),
      "A client connection idle for this long is closed (0 = never); clients reconnect.")
 _key("hms_txn.server.cpu.affinity", (), parse_cpu_list,
      "CPUs every thread of the server process is pinned to (e.g. 0 or 2-3; empty: no "
-     "pinning). One CPU suits a server dedicated to transaction traffic: its Python work "
-     "runs on one core at a time anyway, and it saves the cross-CPU wake-ups between its "
-     "connection threads (docs/benchmarks.md: +44% open+commit with 16 clients).")
+     "pinning). With a thread per connection, one CPU saves the cross-CPU wake-ups between "
+     "connection threads (docs/benchmarks.md: +44% open+commit with 16 clients); the "
+     "transaction loop (hms_txn.server.txn.loop) already runs the hot path on one thread.")
 _key("hms_txn.server.txn.loop", True, parse_bool,
      "Serve client connections from one event-loop thread that runs the transaction calls "
      "ready at the same time as one batch (one SQLite transaction, one fsync) and hands "
