@@ -144,6 +144,8 @@ class TxnLoop:
         self._conns: set[_Conn] = set()
         self._unread: set[_Conn] = set()     # data in inbuf not looked at since it arrived
         self._pool = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="hms-call")
+        self._away: dict[_Conn, Any] = {}            # connection -> its pool future
+        self._away_done = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.batches = 0           # batches run, and the calls in them
@@ -173,7 +175,17 @@ class TxnLoop:
         self._wake()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        # Calls already running finish (the server shut the sockets' reads, so none waits
+        # for a client), within the timeout; queued ones never start.
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + timeout
+        with self._away_done:
+            for conn, future in list(self._away.items()):
+                if future.cancelled():
+                    del self._away[conn]
+                    self._close_away(conn)
+            while self._away and time.monotonic() < deadline:
+                self._away_done.wait(deadline - time.monotonic())
         with self._wake_lock:
             os.close(self._wake_r)
             os.close(self._wake_w)
@@ -414,15 +426,24 @@ class TxnLoop:
         self._conns.discard(conn)
         self._sel.unregister(conn.sock)
         conn.away = True
-        try:
-            self._pool.submit(self._serve_one, conn)
-        except RuntimeError:        # the pool is shut down: we are stopping
-            conn.away = False
-            self._close(conn)
+        with self._away_done:
+            try:
+                self._away[conn] = self._pool.submit(self._serve_one, conn)
+            except RuntimeError:        # the pool is shut down: we are stopping
+                conn.away = False
+                self._close(conn)
 
     def _serve_one(self, conn: _Conn) -> None:
         """Serve one call of ``conn`` (its first bytes are in ``inbuf``) with blocking I/O,
         then give the connection back to the loop."""
+        try:
+            self._serve_one_call(conn)
+        finally:
+            with self._away_done:
+                self._away.pop(conn, None)
+                self._away_done.notify_all()
+
+    def _serve_one_call(self, conn: _Conn) -> None:
         set_authenticated_user(None)
         sock = conn.sock
         try:
