@@ -529,7 +529,11 @@ def chart(results: dict[str, Any], path: str) -> None:
         ax.bar(xs, p50, width, label=f"{s} p50", color=colors[k % len(colors)])
         ax.scatter(xs, p99, marker="_", s=200, color="black", zorder=3,
                    label="p99" if k == 0 else None)
-    ax.set_yscale("log")
+    if any(_cell(cells, w, s, 1) for w in workloads for s in servers):
+        ax.set_yscale("log")    # (a log axis with no data at all cannot be drawn)
+    else:
+        ax.text(0.5, 0.5, "no 1-client cells in this run", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_ylabel("latency per op, ms (log)")
     ax.set_title("Latency, 1 client (bar = p50, tick = p99)")
     ax.set_xticks([i + width * (len(servers) - 1) / 2 for i in range(len(workloads))])

@@ -73,3 +73,13 @@ def test_ratios_and_targets_from_cells():
     assert targets[("get_table cached p50 x Java, 1 client", "hms-sqlite")]["measured"] == pytest.approx(10.0)
     assert targets[("get_table cached p50 x our uncached (issue 4)", "hms-sqlite")]["met"]
     assert targets[("server RSS < 300 MB, whole run (info)", "hms-*")]["met"]
+
+
+def test_chart_of_a_run_without_one_client_cells(tmp_path):
+    """`--clients 16` alone: the 1-client latency panel says it is empty instead of the
+    whole chart failing."""
+    cell = {"workload": "open_commit", "server": "hms-sqlite", "clients": 16, "p50_ms": 5.0,
+            "p99_ms": 12.0, "ops_per_s": 2500.0}
+    path = tmp_path / "bench.png"
+    runner.chart({"cells": [cell], "scale": []}, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
