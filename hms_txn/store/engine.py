@@ -155,26 +155,21 @@ class Store:
                         self._batch = None
                     # Writers of other threads that queued while we held the writer: in
                     # this COMMIT too, rather than waiting for the next one.
-                    with self._pending_lock:
-                        joined, self._pending = self._pending, []
-                    for call in joined:
-                        try:
-                            call.result = batch.run(call.fn, call.lazy)
-                        except BaseException as err:
-                            call.error = err
+                    if batch.broken is None:
+                        with self._pending_lock:
+                            joined, self._pending = self._pending, []
+                        batch.run_calls(joined)
+                    if batch.broken is not None:
+                        raise batch.broken
             except BaseException as err:
-                for call in joined:
-                    if call.error is None:
-                        call.result, call.error = None, err
+                _fail(joined, err)
                 self._finish(joined)
                 raise
         try:
             if lazy and batch.durable:
                 self.transaction(_touch)   # a call inside needed its commit fsynced
         except BaseException as err:
-            for call in joined:
-                if call.error is None:
-                    call.result, call.error = None, err
+            _fail(joined, err)
             raise
         finally:
             self._finish(joined)
@@ -255,21 +250,12 @@ class Store:
                         call.error = err
                         txn.rollback()
                 else:
-                    # SAVEPOINTs on the driver connection: SQLAlchemy's begin_nested() costs
-                    # several times more and tracks nothing we need (no call nests its own).
-                    driver = conn.connection.driver_connection
-                    for call in batch:
-                        driver.execute("SAVEPOINT hms_call")
-                        try:
-                            call.result = call.fn(conn)
-                        except BaseException as err:
-                            driver.execute("ROLLBACK TO hms_call")
-                            call.error = err
-                        driver.execute("RELEASE hms_call")
+                    group = _Batch(threading.get_ident(), conn)
+                    group.run_calls(batch)
+                    if group.broken is not None:
+                        raise group.broken
         except BaseException as err:  # BEGIN or COMMIT failed: no call of the batch happened
-            for call in batch:
-                if call.error is None:
-                    call.result, call.error = None, err
+            _fail(batch, err)
         finally:
             self._finish(batch)
 
@@ -318,28 +304,55 @@ def _touch(conn: Connection) -> None:
 
 
 class _Batch:
-    """An open ``Store.batch``: its thread, connection, and whether a call in it needs a
-    durable commit."""
-    __slots__ = ("owner", "conn", "driver", "durable")
+    """An open ``Store.batch`` (or a group of queued calls): its thread, connection,
+    whether a call in it needs a durable commit, and whether it must not commit."""
+    __slots__ = ("owner", "conn", "driver", "durable", "broken")
 
     def __init__(self, owner: int, conn: Connection):
         self.owner = owner
         self.conn = conn
         self.driver = conn.connection.driver_connection
         self.durable = False
+        self.broken: BaseException | None = None
 
     def run(self, fn: Callable[[Connection], T], lazy: bool) -> T:
+        # SAVEPOINTs on the driver connection: SQLAlchemy's begin_nested() costs several
+        # times more and tracks nothing we need.
         self.driver.execute("SAVEPOINT hms_call")
         try:
             result = fn(self.conn)
         except BaseException:
-            self.driver.execute("ROLLBACK TO hms_call")
-            self.driver.execute("RELEASE hms_call")
+            self._end("ROLLBACK TO hms_call", "RELEASE hms_call")
             raise
-        self.driver.execute("RELEASE hms_call")
+        self._end("RELEASE hms_call")
         if not lazy:
             self.durable = True
         return result
+
+    def _end(self, *statements: str) -> None:
+        try:
+            for sql in statements:
+                self.driver.execute(sql)
+        except BaseException as err:
+            # The savepoint could not be closed: what the transaction now holds is
+            # unknown, so it must not commit (Store.batch and _run_batch check this).
+            self.broken = err
+            raise
+
+    def run_calls(self, calls: list["_PendingCall"]) -> None:
+        """Run queued calls, each in its own savepoint, keeping each one's result or error."""
+        for call in calls:
+            try:
+                call.result = self.run(call.fn, call.lazy)
+            except BaseException as err:
+                call.error = err
+
+
+def _fail(calls: list["_PendingCall"], err: BaseException) -> None:
+    """The shared BEGIN or COMMIT failed: every call without an error of its own gets it."""
+    for call in calls:
+        if call.error is None:
+            call.result, call.error = None, err
 
 
 class _PendingCall:

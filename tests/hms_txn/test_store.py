@@ -183,3 +183,34 @@ def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_pa
         assert read_version() == 100
     finally:
         store.dispose()
+
+
+def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
+    """If a call's savepoint cannot be released or rolled back, what the transaction holds
+    is unknown: the batch raises instead of committing, and none of it happened."""
+    from sqlite3 import OperationalError
+    store = Store(f"sqlite:///{tmp_path}/broken.sqlite")
+    ensure_schema(store)
+
+    def set_version(v):
+        def work(conn):
+            conn.execute(update(schema_version).values(version=v))
+        return work
+
+    def releases_our_savepoint(conn):
+        conn.connection.driver_connection.execute("RELEASE hms_call")
+        conn.execute(update(schema_version).values(version=300))
+
+    try:
+        with pytest.raises(OperationalError, match="no such savepoint"):
+            with store.batch():
+                store.transaction(set_version(200))
+                with pytest.raises(OperationalError, match="no such savepoint"):
+                    store.transaction(releases_our_savepoint)
+        with store.read() as conn:
+            assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
+        store.transaction(set_version(201))     # the store goes on working
+        with store.read() as conn:
+            assert conn.execute(select(schema_version.c.version)).scalar_one() == 201
+    finally:
+        store.dispose()
