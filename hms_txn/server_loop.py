@@ -277,14 +277,14 @@ class TxnLoop:
     def _serve_ready(self) -> None:
         """Frame what has arrived: transaction calls run now, as one batch; any other call
         goes to a pool thread with its connection."""
-        ready: list[tuple[_Conn, str, int, int]] = []
+        ready: list[tuple[_Conn, tuple[str, int, int, int], int]] = []
         for conn in list(self._unread):
             self._unread.discard(conn)
             # With an answer still going out, its next call waits (_send looks again).
             if conn.outbuf or conn not in self._conns or not conn.inbuf:
                 continue
             try:
-                name, seqid, size = self._frame(conn.inbuf)
+                header, size = self._frame(conn.inbuf)
             except _Incomplete:
                 if len(conn.inbuf) > self.max_message:
                     log.warning("closing connection from %s: message over %d bytes",
@@ -298,19 +298,19 @@ class TxnLoop:
                 continue
             if size < 0:
                 self._hand_off(conn)
-            elif name in LOOP_METHODS:
-                ready.append((conn, name, seqid, size))
+            elif header[0] in LOOP_METHODS:
+                ready.append((conn, header, size))
             else:
-                self._answer(conn, self._process(conn, size))
+                self._answer(conn, self._process(conn, header, size))
         if ready:
             self._run_batch(ready)
 
-    def _frame(self, data: bytearray) -> tuple[str, int, int]:
-        """(method, seqid, size of the whole message), size -1 for a call the loop does not
-        run itself (it need not have arrived whole)."""
-        name, mtype, seqid, offset = _message_header(data, self.max_message)
+    def _frame(self, data: bytearray) -> tuple[tuple[str, int, int, int], int]:
+        """(the message header as ``_message_header`` gives it, size of the whole message),
+        size -1 for a call the loop does not run itself (it need not have arrived whole)."""
+        header = name, mtype, seqid, offset = _message_header(data, self.max_message)
         if mtype != TMessageType.CALL or name not in LOOP_METHODS and name not in self.inline:
-            return name, seqid, -1
+            return header, -1
         # The binary protocol has no length prefix: decoding the arguments (C codec, ~2 µs
         # for a small call; the processor decodes them again) is how to find the end.
         buf = TTransport.TMemoryBuffer(bytes(data))
@@ -324,38 +324,35 @@ class TxnLoop:
                     err.type != TTransport.TTransportException.END_OF_FILE:
                 raise
             raise _Incomplete() from None
-        return name, seqid, buf.cstringio_buf.tell()
+        return header, buf.cstringio_buf.tell()
 
-    def _run_batch(self, ready: list[tuple[_Conn, str, int, int]]) -> None:
-        answers: list[tuple[_Conn, str, int, bytes]] = []
-        lazy = all(name == "open_txns" for _, name, _, _ in ready)
+    def _run_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]) -> None:
+        answers: list[tuple[_Conn, bytes | None]] = []
+        lazy = all(header[0] == "open_txns" for _, header, _ in ready)
         self.batches += 1
         self.batched_calls += len(ready)
         try:
             with self.store.batch(lazy=lazy):
-                for conn, name, seqid, size in ready:
-                    answer = self._process(conn, size)
-                    if answer is not None:
-                        answers.append((conn, name, seqid, answer))
+                for conn, header, size in ready:
+                    answers.append((conn, self._process(conn, header, size)))
         except Exception as err:
             # The COMMIT failed (or the batch could not start): none of these calls
             # happened. Each caller gets an error instead of its answer.
             log.error("a batch of %d call(s) failed to commit: %s", len(ready), err)
-            failed = []
-            for conn, name, seqid, _ in ready:
-                failed.append((conn, name, seqid, _error_answer(name, seqid, err)))
-            answers = failed
-        for conn, _name, _seqid, answer in answers:
+            answers = [(conn, _error_answer(header[0], header[2], err))
+                       for conn, header, _ in ready]
+        for conn, answer in answers:
             self._answer(conn, answer)
 
-    def _process(self, conn: _Conn, size: int) -> bytes | None:
-        """Run the call at the head of ``conn.inbuf`` (``size`` bytes); its answer, or None
-        when the connection had to be closed."""
+    def _process(self, conn: _Conn, header: tuple[str, int, int, int],
+                 size: int) -> bytes | None:
+        """Run the call at the head of ``conn.inbuf`` (``header`` from ``_frame``, ``size``
+        bytes); its answer, or None when the connection had to be closed."""
         message = bytes(conn.inbuf[:size])
         del conn.inbuf[:size]
         if conn.inbuf:
             self._unread.add(conn)
-        name, mtype, seqid, offset = _message_header(message, self.max_message)
+        name, mtype, seqid, offset = header
         self._header = (name, mtype, seqid)
         inbuf = TTransport.TMemoryBuffer(message)
         inbuf.cstringio_buf.seek(offset)
