@@ -51,7 +51,6 @@ def _read_answer(sock: socket.socket, method: str):
 def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
     """16 clients open, lock, allocate and commit at once: calls are batched (fewer COMMITs
     than calls), every id is distinct and every commit that returned is committed."""
-    loop_server.ms.catalog  # noqa: B018 - the server is up
     with client_for(loop_server.port) as c:
         c.create_table(make_table("default", "tl", params={"transactional": "true"}))
     committed: list[int] = []
