@@ -141,22 +141,25 @@ def test_hot_statements_match_conn_execute(store):
         conn.rollback()
 
 
+def _set_version(v):
+    """A store transaction that sets the schema version row to ``v`` (and returns it)."""
+    def work(conn):
+        conn.execute(update(schema_version).values(version=v))
+        return v
+    return work
+
+
+def _read_version(store: Store) -> int:
+    with store.read() as conn:
+        return conn.execute(select(schema_version.c.version)).scalar_one()
+
+
 def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_path):
     """Store.batch (SQLite, the server's transaction loop): a failing call undoes only
     itself; nothing is visible to readers before the block exits; a write another thread
     queues meanwhile joins the batch and returns once it is committed."""
     store = Store(f"sqlite:///{tmp_path}/batch.sqlite")
     ensure_schema(store)
-
-    def set_version(v):
-        def work(conn):
-            conn.execute(update(schema_version).values(version=v))
-            return v
-        return work
-
-    def read_version():
-        with store.read() as conn:
-            return conn.execute(select(schema_version.c.version)).scalar_one()
 
     def failing(conn):
         conn.execute(update(schema_version).values(version=-1))
@@ -165,10 +168,10 @@ def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_pa
     other: dict = {}
     try:
         with store.batch():
-            assert store.transaction(set_version(100)) == 100
+            assert store.transaction(_set_version(100)) == 100
             with pytest.raises(ValueError):
                 store.transaction(failing)
-            assert read_version() == SCHEMA_VERSION      # nothing committed yet
+            assert _read_version(store) == SCHEMA_VERSION      # nothing committed yet
             th = threading.Thread(target=lambda: other.setdefault(
                 "result", store.transaction(lambda conn: conn.execute(
                     select(schema_version.c.version)).scalar_one())))
@@ -180,7 +183,7 @@ def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_pa
             assert "result" not in other              # it waits for the batch's COMMIT
         th.join(10)
         assert other["result"] == 100                 # ran inside the batch, after ours
-        assert read_version() == 100
+        assert _read_version(store) == 100
     finally:
         store.dispose()
 
@@ -192,11 +195,6 @@ def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
     store = Store(f"sqlite:///{tmp_path}/broken.sqlite")
     ensure_schema(store)
 
-    def set_version(v):
-        def work(conn):
-            conn.execute(update(schema_version).values(version=v))
-        return work
-
     def releases_our_savepoint(conn):
         conn.connection.driver_connection.execute("RELEASE hms_call")
         conn.execute(update(schema_version).values(version=300))
@@ -204,13 +202,11 @@ def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
     try:
         with pytest.raises(OperationalError, match="no such savepoint"):
             with store.batch():
-                store.transaction(set_version(200))
+                store.transaction(_set_version(200))
                 with pytest.raises(OperationalError, match="no such savepoint"):
                     store.transaction(releases_our_savepoint)
-        with store.read() as conn:
-            assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
-        store.transaction(set_version(201))     # the store goes on working
-        with store.read() as conn:
-            assert conn.execute(select(schema_version.c.version)).scalar_one() == 201
+        assert _read_version(store) == SCHEMA_VERSION
+        store.transaction(_set_version(201))     # the store goes on working
+        assert _read_version(store) == 201
     finally:
         store.dispose()
