@@ -11,7 +11,10 @@ durable". The cheap reads of ``INLINE_METHODS`` (a table or database, mostly ans
 the metadata cache) run in the loop too, outside any batch. Other calls (catalog calls,
 which can run long) are handed, with their connection, to a pool thread that serves that
 one call the classic way and gives the connection back: the hand-over costs ~0.1 ms, too
-much for a cached get_table but nothing for a listing of partitions.
+much for a cached get_table but nothing for a listing of partitions. The loop never waits
+for SQLite's writer: when a pool thread holds it (a catalog write of a thousand partitions
+takes a while), the batch goes to a pool thread that waits for it, and the loop goes on
+serving everything else.
 
 Used for the embedded default (SQLite, unframed binary protocol, no SASL); other set-ups
 keep a thread per connection (``hms_txn.server.txn.loop`` turns it off).
@@ -36,6 +39,7 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TTransport
 
 from .handler.session import set_authenticated_user
+from .store.engine import WriterBusy
 from .thrift_gen.hive_metastore import ThriftHiveMetastore
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,38 @@ class _Incomplete(Exception):
     """The bytes so far are not a whole message yet."""
 
 
+class _CallRunner:
+    """Runs framed calls through the processor, reusing its protocol objects call after
+    call (making them costs more than a small call's decoding); one per thread that runs
+    calls. Message headers come from ``_message_header`` and are written with struct."""
+
+    def __init__(self, processor, protocol_factory):
+        self.processor = processor
+        self._header: tuple[str, int, int] = ("", 0, 0)
+        self._in = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
+        self._out = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
+        self._in.readMessageBegin = lambda: self._header
+        self._out.writeMessageBegin = self._write_header
+
+    def run(self, message: bytes, header: tuple[str, int, int, int]) -> bytes:
+        """The answer to ``message`` (a whole call, ``header`` its parse)."""
+        name, mtype, seqid, offset = header
+        self._header = (name, mtype, seqid)
+        inbuf = TTransport.TMemoryBuffer(message)
+        inbuf.cstringio_buf.seek(offset)
+        out = TTransport.TMemoryBuffer()
+        self._in.trans = inbuf
+        self._out.trans = out
+        self.processor.process(self._in, self._out)
+        return out.getvalue()
+
+    def _write_header(self, name: str, mtype: int, seqid: int) -> None:
+        encoded = name.encode("utf-8")
+        self._out.trans.write(
+            _I32_I32.pack(TBinaryProtocol.VERSION_1 | mtype, len(encoded)) + encoded
+            + _I32.pack(seqid))
+
+
 class TxnLoop:
     def __init__(self, processor, protocol_factory, store, *, max_message: int,
                  idle_timeout: float | None, pool_size: int,
@@ -124,16 +160,9 @@ class TxnLoop:
         self.on_close = on_close
         self._limits = {"string_length_limit": max_message,
                         "container_length_limit": max_message}
-        # The loop's protocol objects, reused with a new memory buffer per message (making
-        # them costs more than a small call's decoding).
+        # Reused with a new memory buffer per message, as _CallRunner's are.
         self._frame_prot = TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(), **self._limits)
-        self._in_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
-        self._out_prot = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
-        # Message headers, read in _frame and written here with struct (see
-        # _message_header); the processor calls these instead of thrift's.
-        self._header: tuple[str, int, int] = ("", 0, 0)
-        self._in_prot.readMessageBegin = lambda: self._header
-        self._out_prot.writeMessageBegin = self._write_header
+        self._calls = _CallRunner(processor, protocol_factory)
         self._sel = selectors.DefaultSelector()
         self._wake_lock = threading.Lock()      # the pipe is closed under it at stop
         self._wake_r, self._wake_w = os.pipe()
@@ -256,6 +285,7 @@ class TxnLoop:
             conn.sock.setblocking(False)
             if leftover:
                 conn.inbuf += leftover
+            if conn.inbuf:
                 self._unread.add(conn)
             self._conns.add(conn)
             self._sel.register(conn.sock, selectors.EVENT_READ, conn)
@@ -301,7 +331,7 @@ class TxnLoop:
             elif header[0] in LOOP_METHODS:
                 ready.append((conn, header, size))
             else:
-                self._answer(conn, self._process(conn, header, size))
+                self._answer(conn, self._process(conn, header, size, self._calls))
         if ready:
             self._run_batch(ready)
 
@@ -327,56 +357,61 @@ class TxnLoop:
         return header, buf.cstringio_buf.tell()
 
     def _run_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]) -> None:
-        answers: list[tuple[_Conn, bytes | None]] = []
-        lazy = all(header[0] == "open_txns" for _, header, _ in ready)
         self.batches += 1
         self.batched_calls += len(ready)
         try:
-            with self.store.batch(lazy=lazy):
+            answers = self._batch_answers(ready, self._calls, wait=False)
+        except WriterBusy:
+            # A pool thread holds SQLite's writer (a catalog write, which can take
+            # seconds): a pool thread waits for it with these calls, so that the loop
+            # goes on serving reads and the other connections meanwhile.
+            self._hand_off_batch(ready)
+            return
+        for conn, answer in answers:
+            self._answer(conn, answer)
+
+    def _batch_answers(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]],
+                       calls: _CallRunner, *, wait: bool) -> list[tuple[_Conn, bytes | None]]:
+        """Run ``ready`` as one ``Store.batch``: each call's answer once the COMMIT is
+        durable, or, when the COMMIT fails, an error for each. Raises ``WriterBusy``
+        (having run nothing) when not to ``wait`` for another thread's write."""
+        answers: list[tuple[_Conn, bytes | None]] = []
+        lazy = all(header[0] == "open_txns" for _, header, _ in ready)
+        try:
+            with self.store.batch(lazy=lazy, wait=wait):
                 for conn, header, size in ready:
-                    answers.append((conn, self._process(conn, header, size)))
+                    answers.append((conn, self._process(conn, header, size, calls)))
+        except WriterBusy:
+            raise
         except Exception as err:
             # The COMMIT failed (or the batch could not start): none of these calls
             # happened. Each caller gets an error instead of its answer.
             log.error("a batch of %d call(s) failed to commit: %s", len(ready), err)
-            answers = [(conn, _error_answer(header[0], header[2], err))
+            dropped = {id(conn) for conn, answer in answers if answer is None}
+            answers = [(conn, None if id(conn) in dropped else
+                        _error_answer(header[0], header[2], err))
                        for conn, header, _ in ready]
-        for conn, answer in answers:
-            self._answer(conn, answer)
+        return answers
 
-    def _process(self, conn: _Conn, header: tuple[str, int, int, int],
-                 size: int) -> bytes | None:
+    @staticmethod
+    def _process(conn: _Conn, header: tuple[str, int, int, int], size: int,
+                 calls: _CallRunner) -> bytes | None:
         """Run the call at the head of ``conn.inbuf`` (``header`` from ``_frame``, ``size``
-        bytes); its answer, or None when the connection had to be closed."""
+        bytes); its answer, or None when the connection must be closed."""
         message = bytes(conn.inbuf[:size])
         del conn.inbuf[:size]
-        if conn.inbuf:
-            self._unread.add(conn)
-        name, mtype, seqid, offset = header
-        self._header = (name, mtype, seqid)
-        inbuf = TTransport.TMemoryBuffer(message)
-        inbuf.cstringio_buf.seek(offset)
-        out = TTransport.TMemoryBuffer()
-        self._in_prot.trans = inbuf
-        self._out_prot.trans = out
         try:
-            self.processor.process(self._in_prot, self._out_prot)
+            return calls.run(message, header)
         except Exception:
             # As the threaded server does: drop this connection, serve the others.
             log.warning("closing connection from %s after a protocol error", conn.peer,
                         exc_info=True)
-            self._close(conn)
             return None
-        return out.getvalue()
-
-    def _write_header(self, name: str, mtype: int, seqid: int) -> None:
-        encoded = name.encode("utf-8")
-        self._out_prot.trans.write(
-            _I32_I32.pack(TBinaryProtocol.VERSION_1 | mtype, len(encoded)) + encoded
-            + _I32.pack(seqid))
 
     def _answer(self, conn: _Conn, answer: bytes | None) -> None:
-        if answer is not None and conn in self._conns:
+        if answer is None:
+            self._close(conn)
+        elif conn in self._conns:
             conn.outbuf += answer
             self._send(conn)
 
@@ -422,15 +457,54 @@ class TxnLoop:
     # -- calls served by a pool thread ----------------------------------------------------
 
     def _hand_off(self, conn: _Conn) -> None:
-        self._conns.discard(conn)
-        self._sel.unregister(conn.sock)
-        conn.away = True
+        self._send_away([conn], self._serve_one, conn)
+
+    def _hand_off_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]
+                        ) -> None:
+        self._send_away([conn for conn, _, _ in ready], self._serve_batch, ready)
+
+    def _send_away(self, conns: list[_Conn], serve: Callable[[Any], None], arg: Any) -> None:
+        """Give ``conns`` to a pool thread running ``serve(arg)``, which gives them back."""
+        for conn in conns:
+            self._conns.discard(conn)
+            self._sel.unregister(conn.sock)
+            conn.away = True
         with self._away_done:
             try:
-                self._away[conn] = self._pool.submit(self._serve_one, conn)
+                future = self._pool.submit(serve, arg)
             except RuntimeError:        # the pool is shut down: we are stopping
-                conn.away = False
-                self._close(conn)
+                for conn in conns:
+                    conn.away = False
+                    self._close(conn)
+                return
+            for conn in conns:
+                self._away[conn] = future
+
+    def _serve_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]
+                     ) -> None:
+        """Run a batch that found the writer busy, waiting for it, then answer each call
+        and give its connection back to the loop (with what it sent after the call)."""
+        try:
+            set_authenticated_user(None)
+            calls = _CallRunner(self.processor, self.protocol_factory)
+            for conn, answer in self._batch_answers(ready, calls, wait=True):
+                if answer is None or self._stopping:
+                    self._close_away(conn)
+                    continue
+                try:
+                    conn.sock.setblocking(True)
+                    conn.sock.sendall(answer)
+                except OSError:
+                    self._close_away(conn)
+                    continue
+                conn.last_active = time.monotonic()
+                self._incoming.append((conn, None))
+            self._wake()
+        finally:
+            with self._away_done:
+                for conn, _, _ in ready:
+                    self._away.pop(conn, None)
+                self._away_done.notify_all()
 
     def _serve_one(self, conn: _Conn) -> None:
         """Serve one call of ``conn`` (its first bytes are in ``inbuf``) with blocking I/O,

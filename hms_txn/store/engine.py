@@ -53,6 +53,10 @@ T = TypeVar("T")
 _RETRYABLE_PG_CODES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 
 
+class WriterBusy(Exception):
+    """``Store.batch(wait=False)``: another thread is writing; nothing was run."""
+
+
 class Store:
     """An SQLAlchemy engine plus the transaction discipline the domain modules rely on."""
 
@@ -132,18 +136,21 @@ class Store:
         raise AssertionError("unreachable")
 
     @contextlib.contextmanager
-    def batch(self, lazy: bool = False) -> Iterator[None]:
+    def batch(self, lazy: bool = False, wait: bool = True) -> Iterator[None]:
         """One SQLite transaction for every ``transaction()`` this thread makes inside the
         block (each in a SAVEPOINT: a failing one undoes only itself), joined by the calls
         other threads queue meanwhile. Commits on exit, durably unless ``lazy`` and every
         call inside allowed a lazy commit; raises if the COMMIT fails, and then none of it
         happened. Until the block has exited nothing in it is committed: callers hold
-        their answers until then."""
+        their answers until then. ``wait=False``: raise ``WriterBusy`` on entry, before
+        the block runs, instead of waiting while another thread holds the writer."""
         if not self.is_sqlite:
             raise RuntimeError("Store.batch is for SQLite")
         lazy = lazy and self.lazy_commits
         joined: list[_PendingCall] = []
-        with self._write_mutex:
+        if not self._write_mutex.acquire(blocking=wait):
+            raise WriterBusy()
+        try:
             conn = self._writer_connection()
             batch = _Batch(threading.get_ident(), conn)
             try:
@@ -165,6 +172,8 @@ class Store:
                 _fail(joined, err)
                 self._finish(joined)
                 raise
+        finally:
+            self._write_mutex.release()
         try:
             if lazy and batch.durable:
                 self.transaction(_touch)   # a call inside needed its commit fsynced

@@ -150,12 +150,12 @@ def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_serve
     class DiskFull(Exception):
         pass
 
-    def failing_batch(lazy=False):
+    def failing_batch(lazy=False, wait=True):
         import contextlib
 
         @contextlib.contextmanager
         def run():
-            with real_batch(lazy):
+            with real_batch(lazy, wait):
                 yield
                 raise DiskFull("disk I/O error")
         return run()
@@ -170,6 +170,51 @@ def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_serve
         assert after.txn_high_water_mark == hwm and not after.open_txns
         txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
         c.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+
+def test_a_long_write_elsewhere_holds_up_only_the_calls_that_need_the_writer(loop_server):
+    """While another thread holds SQLite's writer (a long catalog write), the loop goes on
+    answering table reads, and the transaction calls that arrive meanwhile wait on a pool
+    thread, then are answered, durable, once the writer is free."""
+    with client_for(loop_server.port) as c:
+        c.create_table(make_table("default", "busy"))
+    writing = threading.Event()
+    release = threading.Event()
+
+    def long_write():
+        with loop_server.ms.store.write():
+            writing.set()
+            release.wait(60)
+
+    writer = threading.Thread(target=long_write)
+    writer.start()
+    opened: list[int] = []
+    try:
+        assert writing.wait(30)
+        with client_for(loop_server.port) as waiting, client_for(loop_server.port) as reader:
+            opener = threading.Thread(target=lambda: opened.extend(
+                waiting.open_txns(t.OpenTxnRequest(2, "u", "h")).txn_ids))
+            opener.start()
+            deadline = time.monotonic() + 10
+            while not loop_server.server.loop._away and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert loop_server.server.loop._away, "open_txns was not handed to a pool thread"
+            for _ in range(20):      # the loop is not blocked behind the writer
+                assert reader.get_table("default", "busy").tableName == "busy"
+                assert reader.get_database("default").name == "default"
+            assert not opened and opener.is_alive()
+            release.set()
+            opener.join(30)
+            assert len(opened) == 2
+            # The connection came back to the loop and is served as before.
+            waiting.commit_txn(t.CommitTxnRequest(txnid=opened[0]))
+            waiting.abort_txn(t.AbortTxnRequest(txnid=opened[1]))
+            assert loop_server.ms.txns.txn_state(opened[0]).name == "COMMITTED"
+            assert loop_server.ms.txns.txn_state(opened[1]).name == "ABORTED"
+            assert not loop_server.server.loop._away
+    finally:
+        release.set()
+        writer.join(30)
 
 
 def test_garbage_closes_only_that_connection(loop_server):

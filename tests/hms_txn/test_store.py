@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import insert, inspect, select, update
 
 from hms_txn.store import SchemaError, Store, ensure_schema
+from hms_txn.store.engine import WriterBusy
 from hms_txn.store.schema import SCHEMA_VERSION, metadata, schema_version
 
 
@@ -209,4 +210,37 @@ def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
         store.transaction(_set_version(201))     # the store goes on working
         assert _read_version(store) == 201
     finally:
+        store.dispose()
+
+
+def test_batch_that_must_not_wait_raises_writer_busy_and_runs_nothing(tmp_path):
+    """Store.batch(wait=False) while another thread holds the writer: WriterBusy on entry,
+    before its block runs; once the writer is free, the same batch runs and commits."""
+    store = Store(f"sqlite:///{tmp_path}/busy.sqlite")
+    ensure_schema(store)
+    writing, release = threading.Event(), threading.Event()
+
+    def long_write():
+        with store.write() as conn:
+            conn.execute(update(schema_version).values(version=400))
+            writing.set()
+            release.wait(30)
+
+    th = threading.Thread(target=long_write)
+    th.start()
+    ran = []
+    try:
+        assert writing.wait(30)
+        with pytest.raises(WriterBusy):
+            with store.batch(wait=False):
+                ran.append(store.transaction(_set_version(500)))
+        assert ran == []
+        release.set()
+        th.join(30)
+        with store.batch(wait=False):
+            ran.append(store.transaction(_set_version(501)))
+        assert ran == [501] and _read_version(store) == 501
+    finally:
+        release.set()
+        th.join(30)
         store.dispose()
