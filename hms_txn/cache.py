@@ -34,7 +34,8 @@ Non-transactional and external tables have no write ids: reads (with or without 
 get the cached copy, which the tailer keeps eventually consistent (within the tail
 interval) across processes. Writes made through *this* process evict their tables at
 commit (a hook on the database connection), so a client always sees its own change on the
-process it made it through. A transactional table read without a list goes to the
+process it made it through. Databases are cached the same way (CREATE/ALTER/DROP_DATABASE
+drop an entry): query planning asks for one nearly as often as for a table. A transactional table read without a list goes to the
 database; ``get_table_req`` can be made to reject it instead (``strict``).
 
 Filling from the database
@@ -83,6 +84,9 @@ TABLE_EVENTS = frozenset({"CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
                           "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
 # After these the table still exists: the tailer reloads a dropped entry at once.
 RELOAD_EVENTS = frozenset({"ALTER_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
+
+# Events that change a database's document.
+DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})
 
 HIT, AHEAD, BEHIND = "hit", "snapshot_ahead", "snapshot_behind"
 MISS_REASONS = ("cold", AHEAD, BEHIND, "no_writeid_list", "other_table", "tailer_stale",
@@ -187,6 +191,25 @@ class TableRead:
         return self.entry is not None
 
 
+class DatabaseEntry:
+    """One cached database: its document as read at log position ``pos``."""
+
+    __slots__ = ("name", "doc", "pos", "wire")
+
+    def __init__(self, name: str, doc: Doc, pos: int):
+        self.name = name
+        self.doc = doc
+        self.pos = pos
+        self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
+
+
+@dataclass(frozen=True)
+class DatabaseRead:
+    """A database document and, when it came from the cache, its entry (for wire memos)."""
+    doc: Doc
+    entry: DatabaseEntry | None = None
+
+
 @dataclass
 class _Loaded:
     key: Key
@@ -220,6 +243,8 @@ class MetadataCache:
         self._entries: dict[Key, CacheEntry] = {}
         self._txn_map: dict[int, set[tuple[Key, int]]] = {}
         self._local: dict[Key, int] = {}     # key -> id of a local write's event
+        self._databases: dict[str, DatabaseEntry] = {}
+        self._local_dbs: dict[str, int] = {}  # database -> id of a local write's event
         self._bytes = 0
         self._ticks = itertools.count(1)
         self.pos = 0
@@ -275,6 +300,7 @@ class MetadataCache:
         with self._lock:
             self._running = False
             self._entries.clear()
+            self._databases.clear()
             self._txn_map.clear()
             self._bytes = 0
 
@@ -315,6 +341,7 @@ class MetadataCache:
             "hms_txn.cache.running": int(self._running),
             "hms_txn.cache.paused": int(self._paused),
             "hms_txn.cache.entries": len(self._entries),
+            "hms_txn.cache.databases": len(self._databases),
             "hms_txn.cache.bytes": int(self._bytes),
             "hms_txn.cache.position": int(self._reported_pos),
             "hms_txn.cache.lag.events": int(self._lag_events),
@@ -354,6 +381,34 @@ class MetadataCache:
         self._check_strict(loaded.doc, snapshot, require_write_ids)
         self._install(loaded)
         return TableRead(loaded.doc)
+
+    def get_database(self, name: str) -> DatabaseRead:
+        """The database, from the cache while the tailer is current (like a plain table:
+        within the tail interval across processes, at once for writes through this one)."""
+        key = names.lower(name)
+        if not self._running:
+            return DatabaseRead(self.catalog.get_database(name))
+        entry = self._databases.get(key)
+        if entry is None:
+            reason = "cold"
+        elif time.monotonic() - self._last_poll > self.stale_after:
+            reason = "tailer_stale"
+        else:
+            self._count("hits")
+            return DatabaseRead(entry.doc, entry)
+        self._miss(reason)
+        with self.store.read() as conn:
+            pos = notifications.current_event_id(conn)
+            doc = self.catalog._require_db(conn, key)     # raises the right NoSuchObject
+        with self._lock:
+            # As _install: a read behind the tailer or behind a local write could be stale.
+            if (self._running and pos >= self.pos and pos >= self._local_dbs.get(key, 0)
+                    and key not in self._databases):
+                if len(self._databases) >= self.max_entries:
+                    self._databases.clear()
+                self._databases[key] = DatabaseEntry(key, doc, pos)
+                self._count("fills")
+        return DatabaseRead(doc)
 
     def get_partitions_by_names(self, db: str, name: str, part_names: Iterable[str],
                                 valid_write_ids: str | None = None
@@ -573,6 +628,12 @@ class MetadataCache:
             return
         with self._lock:
             for event_type, db, tbl, event_id in written:
+                if event_type in DATABASE_EVENTS and db:
+                    name = db.lower()
+                    self._local_dbs[name] = max(event_id, self._local_dbs.get(name, 0))
+                    if self._databases.pop(name, None) is not None:
+                        self._count("local_evictions")
+                    continue
                 if event_type not in TABLE_EVENTS or not db or not tbl:
                     continue
                 key = (db.lower(), tbl.lower())
@@ -620,6 +681,7 @@ class MetadataCache:
             if events:
                 self._count("events_applied", len(events))
                 self._local = {k: v for k, v in self._local.items() if v > self.pos}
+                self._local_dbs = {k: v for k, v in self._local_dbs.items() if v > self.pos}
         for key in reload[:_RELOADS_PER_BATCH]:
             if self._paused or self._stop.is_set():
                 break
@@ -647,6 +709,7 @@ class MetadataCache:
 
     def _reset(self) -> None:
         self._entries.clear()
+        self._databases.clear()
         self._txn_map.clear()
         self._bytes = 0
         self._count("resets")
@@ -685,7 +748,12 @@ class MetadataCache:
                 state = entry.state
                 entry.set_state(state.committed(wid) if etype == "COMMIT_TXN"
                                 else state.aborted_id(wid))
-        elif etype == "DROP_DATABASE" and ev.db_name:
+        elif etype in DATABASE_EVENTS and ev.db_name:
             db = ev.db_name.lower()
-            for key in [k for k, e in self._entries.items() if k[0] == db and ev.event_id > e.pos]:
-                self._drop(key)
+            entry = self._databases.get(db)
+            if entry is not None and ev.event_id > entry.pos:
+                del self._databases[db]
+            if etype == "DROP_DATABASE":
+                for key in [k for k, e in self._entries.items()
+                            if k[0] == db and ev.event_id > e.pos]:
+                    self._drop(key)

@@ -83,6 +83,10 @@ class Metastore:
         cache entry, on which the handler memoizes the converted Thrift struct)."""
         return self.cache.get_table(db, name, valid_write_ids, require_write_ids=require_write_ids)
 
+    def read_database(self, name: str):
+        """A ``cache.DatabaseRead`` (the doc and, on a hit, its cache entry)."""
+        return self.cache.get_database(name)
+
     def get_partitions_by_names(self, db: str, name: str, part_names, *,
                                 valid_write_ids: str | None = None):
         return self.cache.get_partitions_by_names(db, name, part_names, valid_write_ids)

@@ -74,6 +74,17 @@ def _cached_table(read) -> t.Table:
     return table
 
 
+def _cached_database(read) -> t.Database:
+    """The Database struct of a ``cache.DatabaseRead``, memoized on its entry as tables are."""
+    entry = read.entry
+    if entry is None:
+        return from_doc(t.Database, read.doc)
+    database = entry.wire.get("Database")
+    if database is None:
+        database = entry.wire["Database"] = from_doc(t.Database, read.doc)
+    return database
+
+
 def _limit(max_parts: int | None) -> int:
     return -1 if max_parts is None or max_parts < 0 else max_parts
 
@@ -87,7 +98,7 @@ class CatalogCalls:
         self.ms.catalog.create_database(to_doc(database))
 
     def get_database(self, name):
-        return from_doc(t.Database, self.ms.catalog.get_database(name))
+        return _cached_database(self.ms.read_database(name))
 
     def get_database_req(self, request):
         return self.get_database(request.name)

@@ -144,6 +144,29 @@ def test_external_and_plain_tables_are_cached(hms_factory):
         assert c.get_table("default", "plain").parameters["k"] == "new"
 
 
+def test_databases_are_cached_and_changes_through_this_server_are_seen_at_once(hms_factory):
+    server = hms_factory(FAST)
+    with client_for(server.port) as c:
+        c.create_database(t.Database(name="Cdb", description="one", parameters={"k": "0"}))
+        before = counters(c)
+        for _ in range(3):
+            db = c.get_database("CDB")
+            assert (db.name, db.description, db.parameters["k"]) == ("cdb", "one", "0")
+            assert c.get_database_req(t.GetDatabaseRequest(name="cdb")).parameters["k"] == "0"
+        after = counters(c)
+        assert after["hits"] - before["hits"] == 5
+        assert after["misses.cold"] - before["misses.cold"] == 1
+        assert after["databases"] >= 1
+        db.parameters["k"] = "1"
+        c.alter_database("cdb", db)
+        assert c.get_database("cdb").parameters["k"] == "1"
+        c.drop_database("cdb", True, False)
+        with pytest.raises(t.NoSuchObjectException):
+            c.get_database("cdb")
+        c.create_database(t.Database(name="cdb", description="two", parameters={}))
+        assert c.get_database("cdb").description == "two"
+
+
 def test_transactional_reads_follow_the_snapshot(hms_factory):
     server = hms_factory(FAST)
     with client_for(server.port) as c:
@@ -313,6 +336,28 @@ def test_commit_on_a_is_read_at_once_on_b(two_servers):
         assert got["reloads"] >= 1
         get_req(cb, "default", "acid", s_old)                    # now behind the cache
         assert counters(cb)["misses.snapshot_behind"] == got["misses.snapshot_behind"] + 1
+
+
+def test_database_change_on_a_reaches_b_through_its_tailer(two_servers):
+    """A database cached on B is dropped from B's cache by A's ALTER/DROP_DATABASE events:
+    once B's tailer has caught up, B answers with A's change."""
+    a, b = two_servers
+    with client_for(a.port) as ca, client_for(b.port) as cb:
+        ca.create_database(t.Database(name="shared", description="", parameters={"v": "0"}))
+        assert cb.get_database("shared").parameters["v"] == "0"
+        assert cb.get_database("shared").parameters["v"] == "0"
+        hits = counters(cb)["hits"]
+        assert hits >= 1
+        for v in ("1", "2"):
+            db = ca.get_database("shared")
+            db.parameters["v"] = v
+            ca.alter_database("shared", db)
+            wait_caught_up(cb)
+            assert cb.get_database("shared").parameters["v"] == v
+        ca.drop_database("shared", True, False)
+        wait_caught_up(cb)
+        with pytest.raises(t.NoSuchObjectException):
+            cb.get_database("shared")
 
 
 def test_paused_tailer_reads_stay_correct_and_hit_rate_recovers(two_servers):
