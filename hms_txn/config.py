@@ -167,13 +167,18 @@ _key("hms_txn.connection.idle.timeout", 3600.0, _seconds("s"),
 _key("hms_txn.server.cpu.affinity", (), parse_cpu_list,
      "CPUs every thread of the server process is pinned to (e.g. 0 or 2-3; empty: no "
      "pinning). With a thread per connection, one CPU saves the cross-CPU wake-ups between "
-     "connection threads (docs/benchmarks.md: +44% open+commit with 16 clients); the "
+     "connection threads (docs/benchmarks-history.md: +44% open+commit with 16 clients); the "
      "transaction loop (hms_txn.server.txn.loop) already runs the hot path on one thread.")
 _key("hms_txn.server.txn.loop", True, parse_bool,
      "Serve client connections from one event-loop thread that runs the transaction calls "
      "ready at the same time as one batch (one SQLite transaction, one fsync) and hands "
      "other calls to a thread pool. Applies to the embedded SQLite database with the "
      "default unframed binary transport and no SASL; off: a thread per connection.")
+_key("hms_txn.server.txn.loop.spin", 200e-6, _seconds("us"),
+     "After serving a call, the transaction loop looks for the next one without sleeping "
+     "for up to this long (default 200us; 0: sleep at once). Saves the kernel's wake-up of "
+     "a sleeping thread, ~0.05-0.1 ms per call in a VM; costs at most this much CPU per "
+     "burst of calls. Plain numbers are microseconds.")
 # Authentication
 _key("hive.metastore.sasl.enabled", False, parse_bool,
      "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "

@@ -98,7 +98,8 @@ class MetastoreServer:
                                 max_message=self.max_message, idle_timeout=self.idle_timeout,
                                 pool_size=self.max_connections,
                                 on_close=self._connection_closed,
-                                inline_reads=self.ms.upstream is None).start()
+                                inline_reads=self.ms.upstream is None,
+                                spin=self.ms.config["hms_txn.server.txn.loop.spin"]).start()
             self.ms.counter_sources.append(self.loop.counters)
         if self.ms.config["hms_txn.metrics.enabled"]:
             self.metrics = MetricsServer(self.ms.observability, self.ms.health, self.host,

@@ -2,7 +2,7 @@
 
 With a thread per connection, a busy server spends much of its time switching threads:
 each SQLite statement releases the interpreter lock, another connection thread takes it,
-and the thread committing the group waits to get it back (docs/benchmarks.md measured half
+and the thread committing the group waits to get it back (docs/benchmarks-history.md: half
 of the CPU at 16 clients going to context switches). Here one thread waits on every
 connection at once, reads the calls that have arrived, runs all the transaction calls
 among them in one SQLite transaction (``Store.batch``: a SAVEPOINT per call, one fsync for
@@ -149,8 +149,10 @@ class _CallRunner:
 class TxnLoop:
     def __init__(self, processor, protocol_factory, store, *, max_message: int,
                  idle_timeout: float | None, pool_size: int,
-                 on_close: Callable[[socket.socket], None], inline_reads: bool = True):
+                 on_close: Callable[[socket.socket], None], inline_reads: bool = True,
+                 spin: float = 0.0):
         self.processor = processor
+        self.spin = spin
         # Extension mode forwards catalog reads to another metastore: not in the loop.
         self.inline = INLINE_METHODS if inline_reads else frozenset()
         self.protocol_factory = protocol_factory
@@ -176,6 +178,7 @@ class TxnLoop:
         self._away: dict[_Conn, Any] = {}            # connection -> its pool future
         self._away_done = threading.Condition()
         self._stopping = False
+        self._served = False       # the last turn had something to do (see _wait)
         self._thread: threading.Thread | None = None
         self.batches = 0           # batches run, and the calls in them
         self.batched_calls = 0
@@ -252,7 +255,8 @@ class TxnLoop:
             self._sel.close()
 
     def _turn(self) -> None:
-        events = self._sel.select(0 if self._unread else 1.0)
+        events = self._sel.select(0) if self._unread else self._wait()
+        self._served = bool(events)
         for key, mask in events:
             conn = key.data
             if conn is None:
@@ -265,6 +269,22 @@ class TxnLoop:
         self._adopt()
         if self._unread:
             self._serve_ready()
+
+    def _wait(self) -> list:
+        """The next events. Right after serving, look for them without sleeping for up to
+        ``spin`` seconds first: a client's next call often follows within a fraction of a
+        millisecond, and a thread that went to sleep in epoll is woken by the kernel (an
+        inter-processor interrupt, costly in a VM) ~0.05-0.1 ms later than one that kept
+        looking. Not while a pool thread runs a call: it needs the interpreter lock."""
+        if self.spin and self._served and not self._away:
+            deadline = time.perf_counter() + self.spin
+            while True:
+                events = self._sel.select(0)
+                if events or time.perf_counter() >= deadline:
+                    break
+            if events:
+                return events
+        return self._sel.select(1.0)
 
     def _drain_wake(self) -> None:
         try:

@@ -13,7 +13,7 @@ where sqlite3 itself needs ~4 µs. open_txns + commit_txn run 9 statements, the 
 once by SQLAlchemy for the dialect and its SQL is run on the DBAPI connection of the
 caller's SQLAlchemy ``Connection`` (inside the caller's transaction). Measured: CPU per
 open+commit 455 -> 227 us, per writer operation 1,373 -> 643 us (in-process, SQLite); see
-docs/benchmarks.md, "the transaction path".
+docs/benchmarks-history.md, "the transaction path".
 
 What the shortcut leaves out is only what these statements do not use, and a statement
 that would need it is executed through ``conn.execute`` instead (decided once per

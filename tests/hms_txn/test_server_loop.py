@@ -5,6 +5,7 @@ cover what only the loop does."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -284,3 +285,24 @@ def test_old_style_unversioned_messages_are_served(loop_server):
         assert loop_server.ms.txns.txn_state(txn).name == "COMMITTED"
     finally:
         transport.close()
+
+
+def _thread_cpu_seconds(native_id: int) -> float:
+    with open(f"/proc/self/task/{native_id}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_loop_spins_only_right_after_serving(loop_server):
+    """After a call the loop looks for the next one for a moment without sleeping
+    (hms_txn.server.txn.loop.spin, 200 µs by default); an idle loop sleeps."""
+    loop = loop_server.server.loop
+    assert loop.spin == pytest.approx(200e-6)
+    with client_for(loop_server.port) as c:
+        for _ in range(50):
+            c.commit_txn(t.CommitTxnRequest(txnid=c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]))
+        before = _thread_cpu_seconds(loop._thread.native_id)
+        time.sleep(2.0)
+        idle_cpu = _thread_cpu_seconds(loop._thread.native_id) - before
+        assert idle_cpu < 0.1, f"the idle loop used {idle_cpu:.2f} s of CPU in 2 s"
+        assert c.get_database("default").name == "default"    # and wakes up for a call
