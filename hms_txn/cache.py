@@ -34,9 +34,10 @@ Non-transactional and external tables have no write ids: reads (with or without 
 get the cached copy, which the tailer keeps eventually consistent (within the tail
 interval) across processes. Writes made through *this* process evict their tables at
 commit (a hook on the database connection), so a client always sees its own change on the
-process it made it through. Databases are cached the same way (CREATE/ALTER/DROP_DATABASE
-drop an entry): query planning asks for one nearly as often as for a table. A transactional table read without a list goes to the
-database; ``get_table_req`` can be made to reject it instead (``strict``).
+process it made it through. A transactional table read without a list goes to the
+database; ``get_table_req`` can be made to reject it instead (``strict``). Databases are
+cached like non-transactional tables (CREATE/ALTER/DROP_DATABASE drop an entry): query
+planning asks for one nearly as often as for a table.
 
 Filling from the database
 -------------------------

@@ -300,7 +300,8 @@ def test_the_loop_spins_only_right_after_serving(loop_server):
     assert loop.spin == pytest.approx(200e-6)
     with client_for(loop_server.port) as c:
         for _ in range(50):
-            c.commit_txn(t.CommitTxnRequest(txnid=c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]))
+            txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+            c.commit_txn(t.CommitTxnRequest(txnid=txn))
         before = _thread_cpu_seconds(loop._thread.native_id)
         time.sleep(2.0)
         idle_cpu = _thread_cpu_seconds(loop._thread.native_id) - before
