@@ -22,6 +22,7 @@ from . import notifications
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
 from .store.hot import Hot
+from .store.sql import IdListQuery
 from .store.schema import (
     next_write_id, txn_components, txn_to_write_id, txns, write_set,
 )
@@ -50,7 +51,12 @@ _table_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam
               .where(_t2w.tbl_name == bindparam("p_tbl")))
 _WRITE_IDS_ABOVE = Hot(_table_ids.where(_t2w.txn_id > bindparam("p_txn")))
 _TOP_WRITE_IDS = Hot(_table_ids.order_by(_t2w.write_id.desc()).limit(bindparam("p_n")))
-_WRITE_IDS_OF_TXNS = _table_ids.where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True)))
+_NEWEST_WRITER = Hot(select(func.max(_t2w.txn_id)).where(_t2w.db_name == bindparam("p_db"))
+                     .where(_t2w.tbl_name == bindparam("p_tbl")))
+_WRITE_IDS_OF_TXNS = IdListQuery(lambda in_ids: _table_ids.where(in_ids(_t2w.txn_id)), "p_txns")
+# Beyond this many exceptions in a snapshot, reading the table's ids up to its high
+# watermark beats looking each exception up.
+_MAX_EXCEPTIONS_LOOKED_UP = 1000
 _WRITE_IDS_UP_TO = Hot(_table_ids.where(_t2w.write_id <= bindparam("p_wid"))
                        .order_by(_t2w.write_id))
 _NEXT_WRITE_ID = Hot(select(next_write_id.c.next_id)
@@ -191,7 +197,11 @@ class WriteIds:
                 snapshot = self._snapshot_for_write_id(conn, split[0], names[0], write_id)
             else:
                 snapshot = self._current_snapshot()
-            return [self._table_write_ids(conn, full, db, table, snapshot)
+            exceptions = list(snapshot.exceptions)
+            # Bound once for all the tables (a thousand ids cost ~0.15 ms to bind).
+            bound = (_WRITE_IDS_OF_TXNS.bind(conn, exceptions)
+                     if 0 < len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP else None)
+            return [self._table_write_ids(conn, full, db, table, snapshot, bound)
                     for full, (db, table) in zip(names, split)]
 
     def _current_snapshot(self) -> ValidTxnList:
@@ -218,7 +228,7 @@ class WriteIds:
 
     @staticmethod
     def _table_write_ids(conn: Connection, full: str, db: str, table: str,
-                         snapshot: ValidTxnList) -> TableWriteIds:
+                         snapshot: ValidTxnList, bound_exceptions) -> TableWriteIds:
         """One table's write ids as the snapshot sees them.
 
         ``txn_to_write_id`` keeps every write id ever allocated, so every query here walks an
@@ -251,14 +261,18 @@ class WriteIds:
         if hwm > 0:
             # Only write ids of transactions the snapshot does not see as committed matter:
             # those above its high watermark or among its exceptions.
-            exceptions = list(snapshot.exceptions)
-            if len(exceptions) > 1000:
+            if len(snapshot.exceptions) > _MAX_EXCEPTIONS_LOOKED_UP:
                 # a long exception list: scan the table's ids instead
                 rows = _WRITE_IDS_UP_TO.execute(conn, {**key, "p_wid": hwm}).all()
             else:
                 rows = list(above)
-                if exceptions:
-                    rows += conn.execute(_WRITE_IDS_OF_TXNS, {**key, "p_txns": exceptions}).all()
+                # A table whose newest writer is older than every exception (most tables,
+                # when the open transactions are recent) has none of them: one index probe
+                # instead of a probe per exception.
+                if (bound_exceptions is not None
+                        and (_NEWEST_WRITER.execute(conn, key).scalar() or 0)
+                        >= snapshot.exceptions[0]):
+                    rows += _WRITE_IDS_OF_TXNS.execute(conn, key, bound_exceptions).all()
                 rows = sorted({(int(w), int(t)) for t, w in rows if w <= hwm})
                 rows = [(t, w) for w, t in rows]
             for txn_id, wid in rows:

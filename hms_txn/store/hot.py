@@ -63,6 +63,13 @@ class Hot:
         return plan.run(conn, params, many)
 
 
+    def rows(self, conn: Connection, params: dict | None = None) -> list:
+        """All rows, as tuples to unpack (not to read by name): the driver's own tuples on
+        the direct path, SQLAlchemy's rows otherwise."""
+        result = self.execute(conn, params)
+        return result._plain() if isinstance(result, _Result) else result.all()
+
+
 class _Plan:
     __slots__ = ("sql", "order", "defaults", "row_type")
 
@@ -116,40 +123,53 @@ class _Plan:
             else:
                 args = self._args(params)
                 cursor = driver.execute(self.sql, args)
-            rows = None
-            if self.row_type is not None:
-                make = self.row_type._make
-                rows = [make(r) for r in cursor.fetchall()]
-            return _Result(rows, cursor.rowcount)
+            if self.row_type is None:
+                return _Result(None, None, cursor.rowcount)
+            return _Result(cursor.fetchall(), self.row_type._make, cursor.rowcount)
         except dbapi.Error as err:
             raise exc.DBAPIError.instance(self.sql, args, err, dbapi.Error,
                                           dialect=conn.dialect) from err
 
 
 class _Result:
-    """The part of SQLAlchemy's ``Result`` interface the domain modules use."""
+    """The part of SQLAlchemy's ``Result`` interface the domain modules use.
 
-    __slots__ = ("_rows", "rowcount")
+    Rows become named tuples only when asked for (``first``, ``all``, iteration); ``scalar``
+    and ``Hot.rows`` use the driver's plain tuples, which for a thousand rows saves the
+    ~0.3 ms of building them.
+    """
 
-    def __init__(self, rows: list | None, rowcount: int):
-        self._rows = rows
+    __slots__ = ("_raw", "_make", "_rows", "rowcount")
+
+    def __init__(self, raw: list | None, make, rowcount: int):
+        self._raw = raw
+        self._make = make
+        self._rows: list | None = None
         self.rowcount = rowcount
 
-    def _fetched(self) -> list:
-        if self._rows is None:
+    def _plain(self) -> list:
+        if self._raw is None:
             raise exc.ResourceClosedError("This result object does not return rows.")
-        return self._rows
+        return self._raw
+
+    def _fetched(self) -> list:
+        rows = self._rows
+        if rows is None:
+            raw = self._plain()
+            make = self._make
+            rows = self._rows = raw if make is None else [make(r) for r in raw]
+        return rows
 
     def first(self):
         rows = self._fetched()
         return rows[0] if rows else None
 
     def scalar(self):
-        rows = self._fetched()
+        rows = self._plain()
         return rows[0][0] if rows else None
 
     def scalar_one(self):
-        rows = self._fetched()
+        rows = self._plain()
         if not rows:
             raise exc.NoResultFound("No row was found when one was required")
         if len(rows) > 1:

@@ -170,3 +170,67 @@ def test_high_watermark_is_the_highest_write_id_not_the_highest_txns(client):
     assert ids.writeIdHighWaterMark == 2      # t1's committed write id 2 is visible
     assert ids.invalidWriteIds == [1]          # t2's aborted write id
     assert ids.abortedBits == b"\x01"
+
+
+def _expected(allocated: dict[int, int], snap: ValidTxnList, table: str) -> str:
+    """A table's ValidWriteIdList worked out from its txn -> write id map (no history)."""
+    covered = [w for t, w in allocated.items() if t <= snap.high_watermark]
+    hwm = max(covered, default=0)
+    invalid = sorted((w, snap.is_aborted(t)) for t, w in allocated.items()
+                     if w <= hwm and not snap.is_valid(t))
+    return str(ValidWriteIdList(table, hwm, open_ids=[w for w, a in invalid if not a],
+                                aborted_ids=[w for w, a in invalid if a]))
+
+
+@pytest.mark.parametrize("open_count", [60, 1100])
+def test_snapshot_with_many_open_and_aborted_transactions(client, open_count):
+    """Snapshots carrying many exceptions, as on a busy cluster: up to 1,000 of them are
+    looked up per table in one statement; a table whose newest writer is older than every
+    exception skips the lookup; beyond 1,000 the table's ids are read instead. Each way,
+    the answer is the one worked out from the allocations."""
+    allocated: dict[str, dict[int, int]] = {"hot": {}, "cold": {}, "mixed": {}, "none": {}}
+
+    def write(table, txns):
+        allocated[table].update(alloc(client, table, txns))
+
+    # An old transaction that stays open, with a write on "mixed", then committed history.
+    (old,) = open_txns(client)
+    write("mixed", [old])
+    for table in ("hot", "cold", "mixed"):
+        history = open_txns(client, 5)
+        write(table, history)
+        for txn in history:
+            client.commit_txn(T.CommitTxnRequest(txnid=txn))
+    # Many transactions opened after every write to "cold": some write to "hot", some abort.
+    batch = [t for n in range(0, open_count, 1000)
+             for t in open_txns(client, min(1000, open_count - n))]  # hive.txn.max.open.batch
+    write("hot", batch[::3])
+    write("mixed", batch[1::7])
+    client.abort_txns(T.AbortTxnsRequest(txn_ids=batch[::5]))
+    for txn in batch[-4:]:
+        client.commit_txn(T.CommitTxnRequest(txnid=txn))
+    (late,) = open_txns(client)
+    write("hot", [late])
+
+    snap = snapshot(client)
+    assert len(snap.exceptions) == open_count - 4 + 2 - len(
+        [t for t in batch[::5] if t in batch[-4:]])
+    names = [f"default.{t}" for t in allocated]
+    got = write_ids(client, names, snap)
+    for table, ids in allocated.items():
+        assert str(got[f"default.{table}"]) == _expected(ids, snap, f"default.{table}"), table
+    # A reader whose snapshot ends inside the batch sees the later write ids as invalid.
+    middle = batch[open_count // 2]
+    earlier = ValidTxnList(middle, open_ids=[t for t in snap.open_ids if t <= middle],
+                           aborted_ids=[t for t in snap.aborted_ids if t <= middle])
+    got = write_ids(client, names, earlier)
+    for table, ids in allocated.items():
+        assert str(got[f"default.{table}"]) == _expected(ids, earlier, f"default.{table}"), table
+    # Once the old transaction commits, every exception is newer than any write to "cold".
+    client.commit_txn(T.CommitTxnRequest(txnid=old))
+    allocated_after = snapshot(client)
+    assert allocated_after.exceptions[0] > max(allocated["cold"])
+    got = write_ids(client, names, allocated_after)
+    for table, ids in allocated.items():
+        assert str(got[f"default.{table}"]) == _expected(ids, allocated_after,
+                                                         f"default.{table}"), table
