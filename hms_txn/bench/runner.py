@@ -63,6 +63,26 @@ QUICK = Schedule(warmup=0.3, rounds=2, round_s=0.6)
 
 # ------------------------------------------------------------------ machine facts
 
+def code_version() -> dict[str, Any]:
+    """The hms-txn code that ran: its version, and the git commit when run from a checkout
+    (``dirty`` when files differ from it), so a results file names what it measured."""
+    from .. import __version__
+    info: dict[str, Any] = {"version": __version__}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+        if head.returncode == 0:
+            info["git_commit"] = head.stdout.strip()
+            status = subprocess.run(["git", "-C", root, "status", "--porcelain",
+                                     "--untracked-files=no"],
+                                    capture_output=True, text=True, timeout=30)
+            info["dirty"] = bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {"nproc": os.cpu_count(), "python": platform.python_version(),
                             "platform": platform.platform()}
@@ -545,7 +565,8 @@ def chart(results: dict[str, Any], path: str) -> None:
     ax.set_title("Latency, 1 client (bar = p50, tick = p99)")
     ax.set_xticks([i + width * (len(servers) - 1) / 2 for i in range(len(workloads))])
     ax.set_xticklabels(workloads, rotation=15)
-    ax.legend(fontsize=8, ncol=3)
+    if servers:   # a scale-only run has no cells to label
+        ax.legend(fontsize=8, ncol=3)
 
     ax = axes[1]
     clients = sorted({c["clients"] for c in cells})
@@ -564,7 +585,8 @@ def chart(results: dict[str, Any], path: str) -> None:
     ax.set_title("Throughput by number of client processes")
     ax.set_xticks([i + width * (len(servers) - 1) / 2 for i in range(len(labels))])
     ax.set_xticklabels([f"{w}\n{n} cl" for w, n in labels], fontsize=7, rotation=30)
-    ax.legend(fontsize=8)
+    if servers:
+        ax.legend(fontsize=8)
 
     if scale:
         ax = axes[2]
@@ -634,6 +656,7 @@ def run(args: argparse.Namespace) -> int:
         "command": "hms-txn " + " ".join(sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": machine_info(),
+        "code": code_version(),
         "server_conf": extra_conf,
         "schedule": {"warmup_s": sched.warmup, "rounds": sched.rounds, "round_s": sched.round_s},
         "workloads": {w: {"description": WORKLOADS[w].description,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -28,6 +29,13 @@ def test_quick_bench_writes_json_and_png(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["machine"]["nproc"] >= 1
+    # the results name the code that produced them (this suite runs from a git checkout)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=os.path.dirname(runner.__file__))
+    assert results["code"]["version"]
+    if head.returncode == 0:
+        assert results["code"]["git_commit"] == head.stdout.strip()
+        assert isinstance(results["code"]["dirty"], bool)
     assert results["server_conf"] == {"hms_txn.connection.idle.timeout": "600s"}
     cells = results["cells"]
     seen = {(c["workload"], c["server"], c["clients"]) for c in cells}
