@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Callable, Iterable
 
@@ -94,20 +95,38 @@ class IdListQuery:
     @staticmethod
     def bind(conn: Connection, ids: Iterable[int]) -> object:
         values = [int(i) for i in ids]
-        return json.dumps(values) if conn.dialect.name == "sqlite" else values
+        return json.dumps(values) if _form(conn.dialect.name) == "json" else values
 
     def execute(self, conn: Connection, params: dict, bound: object):
-        dialect = conn.dialect.name
-        stmt = self._by_dialect.get(dialect)
+        form = _form(conn.dialect.name)
+        stmt = self._by_dialect.get(form)
         if stmt is None:
-            stmt = self._by_dialect[dialect] = Hot(self._build(
-                lambda column: _in_ids(column, self._name, dialect)))
+            stmt = self._by_dialect[form] = Hot(self._build(
+                lambda column: _in_ids(column, self._name, form)))
         return stmt.execute(conn, {**params, self._name: bound})
 
 
-def _in_ids(column, name: str, dialect: str):
+def _form(dialect: str) -> str:
     if dialect == "sqlite":
+        return "json" if sqlite_has_json() else "expanding"
+    return "array" if dialect == "postgresql" else "expanding"
+
+
+@functools.cache
+def sqlite_has_json() -> bool:
+    """Whether this process's SQLite library has the JSON functions (built in since 3.38,
+    an option before): without them the ids go in an expanding IN, slower but correct."""
+    import sqlite3
+    try:
+        sqlite3.connect(":memory:").execute("SELECT json_valid('[]')").close()
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def _in_ids(column, name: str, form: str):
+    if form == "json":
         return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name))))
-    if dialect == "postgresql":
+    if form == "array":
         return column == any_(bindparam(name, type_=ARRAY(BigInteger)))
-    return column.in_(bindparam(name, expanding=True))  # pragma: no cover - other databases
+    return column.in_(bindparam(name, expanding=True))

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import insert, inspect, select, update
+from sqlalchemy import bindparam, insert, inspect, select, update
 
 from hms_txn.store import SchemaError, Store, ensure_schema
 from hms_txn.store.engine import WriterBusy
@@ -105,7 +105,6 @@ def test_write_transactions_serialize(store):
 
 def test_hot_statements_match_conn_execute(store):
     """A Hot statement returns what conn.execute returns (SQLite takes the driver path)."""
-    from sqlalchemy import bindparam
     from sqlalchemy.exc import IntegrityError
 
     from hms_txn.store.hot import Hot
@@ -125,6 +124,7 @@ def test_hot_statements_match_conn_execute(store):
         rows = sel.execute(conn, {"p_min": 8}).all()
         assert rows == conn.execute(sel.stmt, {"p_min": 8}).all()
         assert [(r.txn_id, r.agent_info) for r in rows] == [(8, None), (9, "a")]
+        assert [tuple(r) for r in sel.rows(conn, {"p_min": 8})] == [tuple(r) for r in rows]
         assert bump.execute(conn, {"p_txn": 9}).scalar() == 0
         assert bump.execute(conn, {"p_txn": 99}).first() is None
         assert sel.execute(conn, {"p_min": 100}).scalar() is None
@@ -140,6 +140,32 @@ def test_hot_statements_match_conn_execute(store):
     with store.engine.connect() as conn:
         assert sel.execute(conn, {"p_min": 10}).one().txn_id == 10
         conn.rollback()
+
+
+@pytest.mark.parametrize("sqlite_json", [True, False])
+def test_id_list_query_finds_the_rows_of_the_listed_ids(store, sqlite_json, monkeypatch):
+    """``IdListQuery`` binds any number of ids as one value (a JSON array on SQLite, an
+    array on PostgreSQL); a SQLite without JSON functions gets an expanding IN instead."""
+    from hms_txn.store import sql
+    from hms_txn.store.schema import txns
+    monkeypatch.setattr(sql, "sqlite_has_json", lambda: sqlite_json)
+    ensure_schema(store)
+    query = sql.IdListQuery(
+        lambda in_ids: select(txns.c.txn_id).where(in_ids(txns.c.txn_id))
+        .where(txns.c.state == bindparam("p_state")).order_by(txns.c.txn_id), "p_ids")
+    base = {"txn_type": 0, "started_ms": 1, "last_heartbeat_ms": 1, "heartbeat_count": 0,
+            "user_name": "u", "host": "h", "agent_info": None}
+    with store.write() as conn:
+        conn.execute(insert(txns), [dict(base, txn_id=i, state="o" if i % 3 else "a")
+                                    for i in range(1, 2001)])
+    wanted = list(range(1, 2001, 2)) + [5000, 6000]       # 1,000 present, 2 absent
+    with store.read() as conn:
+        bound = query.bind(conn, wanted)
+        assert [r.txn_id for r in query.execute(conn, {"p_state": "o"}, bound)] == \
+            [i for i in range(1, 2001, 2) if i % 3]
+        assert [r.txn_id for r in query.execute(conn, {"p_state": "a"}, bound)] == \
+            [i for i in range(1, 2001, 2) if i % 3 == 0]
+        assert query.execute(conn, {"p_state": "o"}, query.bind(conn, [])).all() == []
 
 
 def _set_version(v):
