@@ -62,7 +62,6 @@ class Hot:
             return conn.execute(self.stmt, params)
         return plan.run(conn, params, many)
 
-
     def rows(self, conn: Connection, params: dict | None = None) -> list:
         """All rows, as tuples to unpack (not to read by name): the driver's own tuples on
         the direct path, SQLAlchemy's rows otherwise."""

@@ -90,7 +90,7 @@ class IdListQuery:
     def __init__(self, build: Callable[[Callable], object], name: str):
         self._build = build
         self._name = name
-        self._by_dialect: dict[str, Hot] = {}
+        self._by_form: dict[str, Hot] = {}   # "json", "array" or "expanding" -> statement
 
     @staticmethod
     def bind(conn: Connection, ids: Iterable[int]) -> object:
@@ -99,9 +99,9 @@ class IdListQuery:
 
     def execute(self, conn: Connection, params: dict, bound: object):
         form = _form(conn.dialect.name)
-        stmt = self._by_dialect.get(form)
+        stmt = self._by_form.get(form)
         if stmt is None:
-            stmt = self._by_dialect[form] = Hot(self._build(
+            stmt = self._by_form[form] = Hot(self._build(
                 lambda column: _in_ids(column, self._name, form)))
         return stmt.execute(conn, {**params, self._name: bound})
 
@@ -117,11 +117,14 @@ def sqlite_has_json() -> bool:
     """Whether this process's SQLite library has the JSON functions (built in since 3.38,
     an option before): without them the ids go in an expanding IN, slower but correct."""
     import sqlite3
+    conn = sqlite3.connect(":memory:")
     try:
-        sqlite3.connect(":memory:").execute("SELECT json_valid('[]')").close()
+        conn.execute("SELECT json_valid('[]')")
         return True
     except sqlite3.OperationalError:
         return False
+    finally:
+        conn.close()
 
 
 def _in_ids(column, name: str, form: str):
