@@ -197,7 +197,7 @@ class WriteIds:
                 snapshot = self._snapshot_for_write_id(conn, split[0], names[0], write_id)
             else:
                 snapshot = self._current_snapshot()
-            exceptions = list(snapshot.exceptions)
+            exceptions = snapshot.exceptions
             # Bound once for all the tables (a thousand ids cost ~0.15 ms to bind).
             bound = (_WRITE_IDS_OF_TXNS.bind(conn, exceptions)
                      if 0 < len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP else None)

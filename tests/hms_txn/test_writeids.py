@@ -212,25 +212,23 @@ def test_snapshot_with_many_open_and_aborted_transactions(client, open_count):
     (late,) = open_txns(client)
     write("hot", [late])
 
+    def assert_as_worked_out(snap):
+        names = [f"default.{t}" for t in allocated]
+        got = write_ids(client, names, snap)
+        for table, ids in allocated.items():
+            assert str(got[f"default.{table}"]) == _expected(ids, snap, f"default.{table}"), table
+
     snap = snapshot(client)
     assert len(snap.exceptions) == open_count - 4 + 2 - len(
         [t for t in batch[::5] if t in batch[-4:]])
-    names = [f"default.{t}" for t in allocated]
-    got = write_ids(client, names, snap)
-    for table, ids in allocated.items():
-        assert str(got[f"default.{table}"]) == _expected(ids, snap, f"default.{table}"), table
+    assert_as_worked_out(snap)
     # A reader whose snapshot ends inside the batch sees the later write ids as invalid.
     middle = batch[open_count // 2]
-    earlier = ValidTxnList(middle, open_ids=[t for t in snap.open_ids if t <= middle],
-                           aborted_ids=[t for t in snap.aborted_ids if t <= middle])
-    got = write_ids(client, names, earlier)
-    for table, ids in allocated.items():
-        assert str(got[f"default.{table}"]) == _expected(ids, earlier, f"default.{table}"), table
+    assert_as_worked_out(ValidTxnList(
+        middle, open_ids=[t for t in snap.open_ids if t <= middle],
+        aborted_ids=[t for t in snap.aborted_ids if t <= middle]))
     # Once the old transaction commits, every exception is newer than any write to "cold".
     client.commit_txn(T.CommitTxnRequest(txnid=old))
-    allocated_after = snapshot(client)
-    assert allocated_after.exceptions[0] > max(allocated["cold"])
-    got = write_ids(client, names, allocated_after)
-    for table, ids in allocated.items():
-        assert str(got[f"default.{table}"]) == _expected(ids, allocated_after,
-                                                         f"default.{table}"), table
+    without_old = snapshot(client)
+    assert without_old.exceptions[0] > max(allocated["cold"])
+    assert_as_worked_out(without_old)
