@@ -134,8 +134,21 @@ def count_events(conn: Connection, from_event_id: int, db_name: str, *,
 
 
 def purge_older_than(conn: Connection, ttl_seconds: float) -> int:
+    """Delete the events older than ``ttl_seconds``; returns how many.
+
+    There is no index on event_time (every commit would write it). An event's time is
+    taken after its id is reserved, and ids are reserved in commit order, so the log is in
+    time order by id: the first event in id order that is not old enough bounds the purge.
+    Finding it reads only the events about to go. ``event_time < cutoff`` stays in the
+    DELETE so that a clock stepped backwards never costs a recent event.
+    """
     cutoff = int(time.time() - ttl_seconds)
-    return conn.execute(delete(notification_log).where(notification_log.c.event_time < cutoff)).rowcount
+    first_kept = conn.execute(select(_nl.event_id).where(_nl.event_time >= cutoff)
+                              .order_by(_nl.event_id).limit(1)).scalar()
+    purge = delete(notification_log).where(_nl.event_time < cutoff)
+    if first_kept is not None:
+        purge = purge.where(_nl.event_id < first_kept)
+    return conn.execute(purge).rowcount
 
 
 def oldest_event(conn: Connection, after: int) -> Event | None:

@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -74,9 +74,14 @@ Index("ix_tbls_db", tbls.c.db_name)
 
 # ------------------------------------------------------------------ notification log (v2)
 
+# Every transaction writes an event here, so each page its INSERT touches is one more WAL
+# frame for the commit to fsync. Since version 4: on SQLite the event id is the rowid (a
+# BIGINT key would be a separate index beside the table), and there is no index on
+# event_time (purging walks the log in id order, see hms_txn.notifications).
 notification_log = Table(
     "notification_log", metadata,
-    Column("event_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("event_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=False),
     Column("event_time", Integer, nullable=False),
     Column("event_type", String(64), nullable=False),
     Column("cat_name", NAME),
@@ -96,7 +101,6 @@ notification_sequence = Table(
     info={"since": 2},
 )
 
-Index("ix_notification_log_time", notification_log.c.event_time)
 
 # ------------------------------------------------------- transactions, write ids, locks (v2)
 #

@@ -64,6 +64,51 @@ def test_version_2_is_upgraded_to_3_keeping_its_data(store):
         assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
 
 
+def _version_3_notification_log(store: Store) -> None:
+    """Replace the notification log with the shape it had before version 4: a BIGINT key
+    (on SQLite an index beside the table) and an index on event_time."""
+    from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
+    old = MetaData()
+    log = Table("notification_log", old,
+                Column("event_id", BigInteger, primary_key=True, autoincrement=False),
+                Column("event_time", Integer, nullable=False),
+                Column("event_type", String(64), nullable=False),
+                Column("cat_name", String(128)), Column("db_name", String(128)),
+                Column("tbl_name", String(128)), Column("message", Text, nullable=False),
+                Column("message_format", String(32)))
+    Index("ix_notification_log_time", log.c.event_time)
+    with store.write() as conn:
+        conn.exec_driver_sql("DROP TABLE notification_log")
+        old.create_all(conn)
+
+
+def test_version_3_is_upgraded_to_4_keeping_every_event(store):
+    """Version 4 drops the event_time index and, on SQLite, makes the event id the rowid;
+    the events, their ids and the id counter come through unchanged."""
+    from hms_txn.notifications import append_many, next_events
+    from hms_txn.store.schema import notification_sequence
+    _create_version(store, 3)
+    _version_3_notification_log(store)
+    with store.write() as conn:
+        conn.execute(insert(notification_sequence).values(id=1, next_event_id=1))
+        append_many(conn, [("OPEN_TXN", {"txnIds": [i]}, None, None) for i in range(300)])
+        append_many(conn, [("CREATE_TABLE", {"t": "x"}, "db", "x")])
+        before = next_events(conn, 0, 1000)
+    assert ensure_schema(store) == 3
+    with store.write() as conn:
+        assert next_events(conn, 0, 1000) == before
+        assert "ix_notification_log_time" not in {
+            ix["name"] for ix in inspect(conn).get_indexes("notification_log")}
+        if store.is_sqlite:
+            key = [c for c in conn.exec_driver_sql("PRAGMA table_info(notification_log)")
+                   if c.pk]
+            assert [(c.name, c.type) for c in key] == [("event_id", "INTEGER")]
+            assert not inspect(conn).has_table("notification_log_v3")
+        assert append_many(conn, [("DROP_TABLE", {}, "db", "x")]) == [before[-1].event_id + 1]
+        assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
+    assert ensure_schema(store) == SCHEMA_VERSION
+
+
 def test_older_schema_refused_without_auto_upgrade(store):
     _create_version(store, 1)
     with pytest.raises(SchemaError, match="upgrade-schema"):
@@ -270,3 +315,28 @@ def test_batch_that_must_not_wait_raises_writer_busy_and_runs_nothing(tmp_path):
         release.set()
         th.join(30)
         store.dispose()
+
+
+def test_purge_walks_the_log_in_id_order_and_never_takes_a_recent_event(store):
+    """Purging by time without an event_time index: events before the first recent one
+    (in id order) go; a recent event is never deleted, also when an older time follows it
+    (a clock stepped back); a log of old events only is emptied."""
+    from hms_txn.notifications import append_many, next_events, purge_older_than
+    from hms_txn.store.schema import notification_log, notification_sequence
+    ensure_schema(store)
+    now = int(time.time())
+    ages = [7200, 7000, 10, 5000, 0]       # seconds; the TTL below is one hour
+    with store.write() as conn:
+        conn.execute(insert(notification_sequence).values(id=1, next_event_id=1))
+        ids = append_many(conn, [("OPEN_TXN", {"i": i}, None, None) for i in range(len(ages))])
+        for event_id, age in zip(ids, ages):
+            conn.execute(update(notification_log).where(notification_log.c.event_id == event_id)
+                         .values(event_time=now - age))
+    assert store.transaction(lambda conn: purge_older_than(conn, 3600)) == 2
+    with store.read() as conn:
+        assert [e.event_id for e in next_events(conn, 0, 100)] == ids[2:]
+    with store.write() as conn:
+        conn.execute(update(notification_log).values(event_time=now - 7200))
+    assert store.transaction(lambda conn: purge_older_than(conn, 3600)) == 3
+    with store.read() as conn:
+        assert next_events(conn, 0, 100) == []
