@@ -38,6 +38,9 @@ def _lighter_notification_log(conn: Connection) -> None:
     if conn.dialect.name != "sqlite" or _event_id_is_rowid(conn):
         return
     # SQLite cannot change a table's key in place: copy the events into a new table.
+    count = conn.execute(text("SELECT count(*) FROM notification_log")).scalar_one()
+    log.info("schema version 4: copying %d notification events into the rowid-keyed log",
+             count)
     conn.execute(text("ALTER TABLE notification_log RENAME TO notification_log_v3"))
     notification_log.create(conn)
     columns = ", ".join(c.name for c in notification_log.columns)
