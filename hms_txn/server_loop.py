@@ -52,6 +52,10 @@ LOOP_METHODS = frozenset({
 })
 # Reads bounded by one object, answered from the metadata cache when it holds the object.
 INLINE_METHODS = frozenset({"get_table", "get_table_req", "get_database", "get_database_req"})
+# Calls that may commit without an fsync on SQLite (hms_txn.txn.TxnManager: "Lazy
+# open_txns", "Lazy commit_txn"); a batch of only these starts lazy, and a commit that
+# finds it recorded writes has the batch fsynced before any answer goes out.
+_MAY_COMMIT_LAZILY = frozenset({"open_txns", "commit_txn"})
 _ARGS = {m: getattr(ThriftHiveMetastore, f"{m}_args") for m in LOOP_METHODS | INLINE_METHODS}
 _RECV = 65536
 _I32 = struct.Struct("!i")
@@ -396,7 +400,7 @@ class TxnLoop:
         durable, or, when the COMMIT fails, an error for each. Raises ``WriterBusy``
         (having run nothing) when not to ``wait`` for another thread's write."""
         answers: list[tuple[_Conn, bytes | None]] = []
-        lazy = all(header[0] == "open_txns" for _, header, _ in ready)
+        lazy = all(header[0] in _MAY_COMMIT_LAZILY for _, header, _ in ready)
         try:
             with self.store.batch(lazy=lazy, wait=wait):
                 for conn, header, size in ready:

@@ -41,8 +41,8 @@ from .store import Store
 from .store.hot import Hot
 from .store.sql import insert_ignore, reserve_ids  # noqa: F401  (re-exported)
 from .store.schema import (
-    completed_txn_components, hive_locks, next_txn_id, txn_components, txn_mutex, txns,
-    write_set,
+    completed_txn_components, hive_locks, next_txn_id, txn_components, txn_mutex,
+    txn_to_write_id, txns, write_set,
 )
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,8 @@ _HEARTBEAT_OPEN_RETURNING = Hot(_heartbeat_open.returning(txns.c.txn_type))
 _TXN_COMPONENTS = Hot(select(txn_components)
                       .where(txn_components.c.txn_id == bindparam("p_txn"))
                       .order_by(txn_components.c.id))
+_HAS_WRITE_IDS = Hot(select(txn_to_write_id.c.write_id)
+                     .where(txn_to_write_id.c.txn_id == bindparam("p_txn")).limit(1))
 _DELETE_TXN_COMPONENTS = Hot(delete(txn_components)
                              .where(txn_components.c.txn_id == bindparam("p_txn")))
 _INSERT_COMPLETED = Hot(insert(completed_txn_components))
@@ -172,6 +174,15 @@ def lock_mutex(conn: Connection, name: str) -> None:
 
 def txn_row(conn: Connection, txn_id: int, *, for_update: bool = True):
     return (_TXN_ROW_LOCKED if for_update else _TXN_ROW).execute(conn, {"p_txn": txn_id}).first()
+
+
+def _wrote_nothing(conn: Connection, row, comps) -> bool:
+    """Whether committing this open transaction records no write (``comps``: its write
+    components). A READ_ONLY transaction can have no write id (allocation refuses it)."""
+    if comps or row.txn_type not in (TxnType.DEFAULT, TxnType.READ_ONLY):
+        return False
+    return (row.txn_type == TxnType.READ_ONLY
+            or _HAS_WRITE_IDS.execute(conn, {"p_txn": row.txn_id}).first() is None)
 
 
 def raise_not_open(state: str | None, txn_id: int) -> None:
@@ -328,6 +339,17 @@ class TxnManager:
     * the OPEN_TXN events of lazy opens are only served to clients once durable
       (``Store.make_durable`` in the notification reads), since event ids must not be
       reused under a client that has seen them.
+
+    Lazy ``commit_txn`` of a transaction that wrote nothing (the commit of every read-only
+    query): no write id, no write component (from ``lock`` or ``add_dynamic_partitions``),
+    no ``writeEventInfos``, no ``keyValue``, and of type DEFAULT or READ_ONLY. Lost in a
+    power cut, such a transaction is back open (or, if its open was lost too, unknown) and
+    the reaper aborts it after ``hive.txn.timeout``, releasing any read locks it held.
+    Committed or aborted, it changed no data, so no reader's view differs; anything that
+    depended on the commit having happened durably is itself a durable commit (another
+    client's lock granted in its place, a compaction cleaning past it), which fsyncs the
+    WAL and the lazy commit with it; its COMMIT_TXN event is served only once durable, as
+    above. Every other commit is fsynced before it is answered.
     """
 
     def __init__(self, store: Store, config):
@@ -470,6 +492,9 @@ class TxnManager:
                 f"commit_txn {txn_id_str(txn_id)}: keyValue key {key_value[1]!r} must start "
                 f"with {TXN_KEY_PREFIX!r} (table id {key_value[0]})")
         check_conflicts = excl_write_enabled is not True
+        # A commit that records writes is always durable; one that may have written
+        # nothing finds out in the database (see "Lazy commit_txn" above).
+        may_be_lazy = not write_events and key_value is None
 
         def work(conn: Connection) -> CommitResult:
             row = txn_row(conn, txn_id)
@@ -488,6 +513,8 @@ class TxnManager:
                                        must_exist=True)
             read_only = row.txn_type == TxnType.READ_ONLY
             comps = [] if read_only else _TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
+            if may_be_lazy and not _wrote_nothing(conn, row, comps):
+                self.store.insist_durable(conn)
             upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
             commit_id = None
             if upd_del:
@@ -557,7 +584,7 @@ class TxnManager:
                 holder.append(c.message)
                 return None  # commit the abort, then raise below
 
-        result = self.store.transaction(guarded)
+        result = self.store.transaction(guarded, durable=not may_be_lazy)
         if holder:
             raise TxnAborted(holder[0])
         return result

@@ -27,7 +27,11 @@ live here:
   WAL frames reach the operating system (so it survives ``kill -9``) but are not fsynced;
   the next durable commit fsyncs the WAL, and with it every lazy commit before it.
   ``make_durable()`` forces that point for readers that must never see state a power cut
-  could take back (the notification log as served to clients).
+  could take back (the notification log as served to clients). A call that only learns
+  from the database whether it may be lazy (``commit_txn``: did the transaction write
+  anything?) asks for ``durable=False`` and calls ``insist_durable(conn)`` when it may
+  not: its answer then waits for a durable commit after the lazy one (SQLite cannot
+  change ``synchronous`` inside a transaction).
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
   deadlocks are retried by ``Store.transaction``.
@@ -92,6 +96,24 @@ class Store:
                 with conn.begin():
                     yield conn
 
+    @staticmethod
+    def insist_durable(conn: Connection) -> None:
+        """Inside ``transaction(fn, durable=False)``: this call must be durable after all
+        (a no-op where every commit is)."""
+        conn.info[_INSIST_DURABLE] = True
+
+    @staticmethod
+    def _insisted(conn: Connection) -> bool:
+        """Whether the call just run asked for durability, forgetting it."""
+        return conn.info.pop(_INSIST_DURABLE, False)
+
+    def _touch_durably(self, conn: Connection) -> None:
+        """A durable commit on the writer connection (caller holds the writer mutex, no
+        transaction open): fsyncs the WAL, and with it every lazy commit before it."""
+        with conn.begin():
+            _touch(conn)
+        self._unsynced = False
+
     def _writer_connection(self) -> Connection:
         """SQLite's write connection (caller holds the writer mutex)."""
         conn = self._writer
@@ -126,8 +148,14 @@ class Store:
             try:
                 if self.group_commit:
                     return self._grouped(fn, lazy)
+                insisted = False
                 with self.write(lazy) as conn:
-                    return fn(conn)
+                    self._insisted(conn)
+                    result = fn(conn)
+                    insisted = lazy and self._insisted(conn)
+                if insisted:
+                    self.transaction(_touch)
+                return result
             except DBAPIError as err:
                 if attempt == attempts or not self._retryable(err):
                     raise
@@ -168,21 +196,16 @@ class Store:
                         batch.run_calls(joined)
                     if batch.broken is not None:
                         raise batch.broken
+                if lazy and batch.durable:
+                    self._touch_durably(conn)   # a call inside needed its commit fsynced
             except BaseException as err:
                 _fail(joined, err)
                 self._finish(joined)
                 raise
         finally:
             self._write_mutex.release()
-        try:
-            if lazy and batch.durable:
-                self.transaction(_touch)   # a call inside needed its commit fsynced
-        except BaseException as err:
-            _fail(joined, err)
-            raise
-        finally:
-            self._finish(joined)
-            self._hand_over()
+        self._finish(joined)
+        self._hand_over()
 
     def make_durable(self) -> None:
         """Return once every commit so far is fsynced (after lazy commits: one durable
@@ -250,19 +273,25 @@ class Store:
             conn = self._writer_connection()
             # One durable call makes the whole batch durable (one fsync covers the WAL).
             lazy = all(call.lazy for call in batch)
+            insisted = False
             with self._sync_mode(conn, lazy), conn.begin() as txn:
                 if len(batch) == 1:
                     call = batch[0]
+                    self._insisted(conn)
                     try:
                         call.result = call.fn(conn)
                     except BaseException as err:
                         call.error = err
                         txn.rollback()
+                    insisted = self._insisted(conn) and call.error is None
                 else:
                     group = _Batch(threading.get_ident(), conn)
                     group.run_calls(batch)
                     if group.broken is not None:
                         raise group.broken
+                    insisted = group.durable
+            if lazy and insisted:
+                self._touch_durably(conn)
         except BaseException as err:  # BEGIN or COMMIT failed: no call of the batch happened
             _fail(batch, err)
         finally:
@@ -306,6 +335,10 @@ def _signal(wake: threading.Lock) -> None:
         pass
 
 
+# Connection.info key: the call running on this connection must commit durably.
+_INSIST_DURABLE = "hms_txn.insist_durable"
+
+
 def _touch(conn: Connection) -> None:
     """A write with no effect, for a durable commit that has nothing else to write."""
     conn.connection.driver_connection.execute(
@@ -328,13 +361,16 @@ class _Batch:
         # SAVEPOINTs on the driver connection: SQLAlchemy's begin_nested() costs several
         # times more and tracks nothing we need.
         self.driver.execute("SAVEPOINT hms_call")
+        Store._insisted(self.conn)
         try:
             result = fn(self.conn)
         except BaseException:
+            # Rolled back: whatever it insisted on no longer needs an fsync.
+            Store._insisted(self.conn)
             self._end("ROLLBACK TO hms_call", "RELEASE hms_call")
             raise
         self._end("RELEASE hms_call")
-        if not lazy:
+        if Store._insisted(self.conn) or not lazy:
             self.durable = True
         return result
 

@@ -1,28 +1,33 @@
-"""Lazy open_txns on SQLite: opens commit without an fsync, yet no id is ever reused.
+"""Lazy commits on SQLite: open_txns, and commit_txn of a transaction that wrote nothing,
+commit without an fsync, yet no id is ever reused and no write is ever acknowledged before
+it is durable.
 
 See ``TxnManager`` in hms_txn/txn.py for the argument. These tests check its pieces: which
 commits skip the fsync, that the reservation always covers the ids handed out, that after
 an emulated power cut (the database as it was at the last fsync) ids handed out since are
-skipped and reported as unknown, that a clean restart leaves no gap, and that notification
-reads only show what is durable. On PostgreSQL every commit stays durable.
+skipped and reported as unknown and a lost read-only commit is undone by the reaper, that
+a clean restart leaves no gap, and that notification reads only show what is durable. On
+PostgreSQL every commit stays durable.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 from sqlalchemy import select
 
 from hms_txn.config import Config
 from hms_txn.errors import NoSuchTxn
+from hms_txn.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
 from hms_txn.metastore import Metastore
 from hms_txn.store.schema import next_txn_id
-from hms_txn.txn import RESERVE_AHEAD
+from hms_txn.txn import RESERVE_AHEAD, TxnState, TxnType, WriteEvent
 
 
-def _metastore(data_dir, url: str | None = None) -> Metastore:
-    raw = {"hive.metastore.warehouse.dir": str(data_dir / "wh")}
+def _metastore(data_dir, url: str | None = None, **conf: str) -> Metastore:
+    raw = {"hive.metastore.warehouse.dir": str(data_dir / "wh"), **conf}
     if url is not None:
         raw["javax.jdo.option.ConnectionURL"] = url
     ms = Metastore(Config(raw), data_dir=str(data_dir))
@@ -52,6 +57,26 @@ class _Statements:
         return out
 
 
+def _commit_modes(statements: list[str]) -> list[str]:
+    """The ``synchronous`` setting each COMMIT in ``statements`` ran under (FULL: fsynced)."""
+    mode, modes = "FULL", []
+    for sql in statements:
+        if sql.startswith("PRAGMA synchronous="):
+            mode = sql.split("=", 1)[1]
+        elif sql == "COMMIT":
+            modes.append(mode)
+    return modes
+
+
+def _read_lock(ms: Metastore, txn: int, op: DataOp = DataOp.SELECT,
+               kind: LockType = LockType.SHARED_READ) -> int:
+    result = ms.locks.lock(LockRequest(
+        [LockComponent(int(kind), int(LockLevel.TABLE), "db", "t", operation_type=int(op))],
+        txn_id=txn, user="u", hostname="h"))
+    assert result.state == LockState.ACQUIRED
+    return result.lock_id
+
+
 def test_open_commits_without_fsync_and_everything_else_with(tmp_path):
     ms = _metastore(tmp_path)
     try:
@@ -61,11 +86,119 @@ def test_open_commits_without_fsync_and_everything_else_with(tmp_path):
         txn = ms.txns.open_txns(1, "u", "h")[0]
         opened = sql.take()
         assert opened[0] == "PRAGMA synchronous=NORMAL" and opened[-1] == "PRAGMA synchronous=FULL"
-        assert "COMMIT" in opened
+        assert _commit_modes(opened) == ["NORMAL"]
+        ms.writeids.allocate_table_write_ids("db", "t", [txn])
+        assert _commit_modes(sql.take()) == ["FULL"]
+        _read_lock(ms, txn)
+        assert _commit_modes(sql.take()) == ["FULL"]
+        ms.txns.heartbeat(txn_id=txn)
+        assert _commit_modes(sql.take()) == ["FULL"]
+        ms.txns.abort_txn(txn)
+        assert _commit_modes(sql.take()) == ["FULL"]
+    finally:
+        ms.close()
+
+
+def _wrote_nothing(ms: Metastore) -> int:
+    return ms.txns.open_txns(1, "u", "h")[0]
+
+
+def _read_only(ms: Metastore) -> int:
+    return ms.txns.open_txns(1, "u", "h", txn_type=TxnType.READ_ONLY)[0]
+
+
+def _read_locked(ms: Metastore) -> int:
+    txn = ms.txns.open_txns(1, "u", "h")[0]
+    _read_lock(ms, txn)
+    return txn
+
+
+@pytest.mark.parametrize("begin", [_wrote_nothing, _read_only, _read_locked])
+def test_commit_of_a_transaction_that_wrote_nothing_is_lazy(tmp_path, begin):
+    ms = _metastore(tmp_path)
+    try:
+        sql = _Statements(ms)
+        txn = begin(ms)
+        sql.take()
         ms.txns.commit_txn(txn)
-        committed = sql.take()
-        assert "COMMIT" in committed
-        assert not any(s.startswith("PRAGMA synchronous") for s in committed)
+        assert _commit_modes(sql.take()) == ["NORMAL"]
+        assert ms.store._unsynced
+        assert ms.locks.show_locks() == []
+    finally:
+        ms.close()
+
+
+def _with_write_id(ms: Metastore) -> tuple[int, dict]:
+    txn = ms.txns.open_txns(1, "u", "h")[0]
+    ms.writeids.allocate_table_write_ids("db", "t", [txn])
+    return txn, {}
+
+
+def _with_insert_lock(ms: Metastore) -> tuple[int, dict]:
+    # A Hive 2.3 writer: no write id, the write is known from its lock's operation type.
+    txn = ms.txns.open_txns(1, "u", "h")[0]
+    _read_lock(ms, txn, DataOp.INSERT, LockType.SHARED_WRITE)
+    return txn, {}
+
+
+def _with_dynamic_partitions(ms: Metastore) -> tuple[int, dict]:
+    txn, _ = _with_write_id(ms)
+    ms.writeids.add_dynamic_partitions(txn, 1, "db", "t", ["p=1"], DataOp.INSERT)
+    return txn, {}
+
+
+def _with_write_events(ms: Metastore) -> tuple[int, dict]:
+    txn, _ = _with_write_id(ms)
+    return txn, {"write_events": [WriteEvent(1, "db", "t", "delta_0000001_0000001_0000")]}
+
+
+def _with_key_value(ms: Metastore) -> tuple[int, dict]:
+    ms.catalog.create_table({"dbName": "default", "tableName": "sink",
+                             "parameters": {"_meta.progress": "0"},
+                             "sd": {"cols": [{"name": "x", "type": "int"}]}})
+    return _wrote_nothing(ms), {"key_value": (_table_id(ms), "_meta.progress", "42")}
+
+
+def _compaction(ms: Metastore) -> tuple[int, dict]:
+    return ms.txns.open_txns(1, "u", "h", txn_type=TxnType.COMPACTION)[0], {}
+
+
+def _table_id(ms: Metastore) -> int:
+    from hms_txn.store.schema import tbls
+    with ms.store.read() as conn:
+        return conn.execute(select(tbls.c.tbl_id)).scalar_one()
+
+
+@pytest.mark.parametrize("begin", [_with_write_id, _with_insert_lock, _with_dynamic_partitions,
+                                   _with_write_events, _with_key_value, _compaction])
+def test_commit_that_records_a_write_is_fsynced_before_it_returns(tmp_path, begin):
+    ms = _metastore(tmp_path)
+    try:
+        sql = _Statements(ms)
+        txn, extra = begin(ms)
+        sql.take()
+        ms.txns.commit_txn(txn, **extra)
+        modes = _commit_modes(sql.take())
+        assert modes and modes[-1] == "FULL"
+    finally:
+        ms.close()
+
+
+def test_a_batch_with_a_durable_commit_is_fsynced_before_the_batch_ends(tmp_path):
+    """The transaction loop's batches: one of only opens and commits starts lazy; a
+    commit in it that recorded a write makes the batch end with a durable commit."""
+    ms = _metastore(tmp_path)
+    try:
+        sql = _Statements(ms)
+        reader = ms.txns.open_txns(1, "u", "h")[0]
+        writer, _ = _with_write_id(ms)
+        sql.take()
+        for txn, modes in [(reader, ["NORMAL"]), (writer, ["NORMAL", "FULL"])]:
+            with ms.store.batch(lazy=True):
+                ms.txns.commit_txn(txn)
+                inside = sql.take()
+                assert "COMMIT" not in inside
+            assert _commit_modes(inside + sql.take()) == modes
     finally:
         ms.close()
 
@@ -120,6 +253,40 @@ def test_power_cut_after_lazy_opens_never_reuses_their_ids(tmp_path):
             restarted.txns.commit_txn(lost[0])
         open_ids = {i.id for i in restarted.txns.get_open_txns_info()[1]}
         assert set(first[1:]) <= open_ids and not open_ids & set(lost)
+    finally:
+        restarted.close()
+
+
+def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
+    """A read-only transaction whose lazy commit a power cut took back is open again
+    (its open and read lock were made durable by the lock call); it wrote nothing, so
+    the reaper aborting it after the timeout, locks and all, is as good as the commit."""
+    ms = _metastore(tmp_path / "a")
+    try:
+        txn = _read_locked(ms)                   # lock() is durable, the open with it
+        image = tmp_path / "b"
+        image.mkdir()
+        target = sqlite3.connect(image / "metastore.sqlite")
+        with sqlite3.connect(_sqlite_path(ms)) as source:
+            source.backup(target)                # the database as of the last fsync
+        target.close()
+        ms.txns.commit_txn(txn)                  # lazy: lost in the "power cut"
+    finally:
+        ms.close()
+
+    url = f"jdbc:sqlite:{image / 'metastore.sqlite'}"
+    restarted = _metastore(image, url, **{"hive.txn.timeout": "1s",
+                                          "hive.timedout.txn.reaper.start": "100ms",
+                                          "hive.timedout.txn.reaper.interval": "200ms"})
+    try:
+        assert [lock.txn_id for lock in restarted.locks.show_locks()] == [txn]
+        deadline = time.monotonic() + 20
+        while restarted.locks.show_locks() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert restarted.locks.show_locks() == []
+        aborted = {i.id for i in restarted.txns.get_open_txns_info()[1]
+                   if i.state == TxnState.ABORTED}
+        assert txn in aborted
     finally:
         restarted.close()
 

@@ -19,6 +19,7 @@ from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes as t
 from tests.support.servers import InProcessServer, client_for
 
 from .test_catalog import make_table
+from .test_lazy_open import _commit_modes
 
 
 @pytest.fixture
@@ -307,3 +308,28 @@ def test_the_loop_spins_only_right_after_serving(loop_server):
         idle_cpu = _thread_cpu_seconds(loop._thread.native_id) - before
         assert idle_cpu < 0.1, f"the idle loop used {idle_cpu:.2f} s of CPU in 2 s"
         assert c.get_database("default").name == "default"    # and wakes up for a call
+
+
+def test_commits_over_the_loop_are_lazy_only_for_transactions_that_wrote_nothing(loop_server):
+    """A read-only transaction's commit_txn is answered without an fsync; a writer's is
+    answered only after a durable COMMIT (hms_txn.txn.TxnManager, "Lazy commit_txn")."""
+    store = loop_server.ms.store
+    with client_for(loop_server.port) as c:
+        c.create_table(make_table("default", "lz", params={"transactional": "true"}))
+        reader = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+        writer = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+        c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="lz", txnIds=[writer]))
+        seen: list[str] = []
+        store._writer.connection.driver_connection.set_trace_callback(seen.append)
+        try:
+            modes = []
+            for txn in (reader, writer):
+                seen.clear()
+                c.commit_txn(t.CommitTxnRequest(txnid=txn))
+                modes.append(_commit_modes(list(seen)))
+        finally:
+            store._writer.connection.driver_connection.set_trace_callback(None)
+    assert modes == [["NORMAL"], ["NORMAL", "FULL"]]
+    assert loop_server.ms.txns.txn_state(reader).name == "COMMITTED"
+    assert loop_server.ms.txns.txn_state(writer).name == "COMMITTED"
