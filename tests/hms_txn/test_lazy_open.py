@@ -22,7 +22,7 @@ from hms_txn.config import Config
 from hms_txn.errors import NoSuchTxn
 from hms_txn.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
 from hms_txn.metastore import Metastore
-from hms_txn.store.schema import next_txn_id
+from hms_txn.store.schema import next_txn_id, tbls
 from hms_txn.txn import RESERVE_AHEAD, TxnState, TxnType, WriteEvent
 
 
@@ -42,6 +42,21 @@ def _counter_rows(ms: Metastore) -> dict[int, int]:
 
 def _sqlite_path(ms: Metastore) -> str:
     return ms.store.url[len("sqlite:///"):]
+
+
+def _image_of(ms: Metastore, image):
+    """A copy of ``ms``'s database in the new directory ``image``: taken right after a
+    durable call, it is what a power cut at that moment would leave."""
+    image.mkdir()
+    target = sqlite3.connect(image / "metastore.sqlite")
+    with sqlite3.connect(_sqlite_path(ms)) as source:
+        source.backup(target)
+    target.close()
+    return image
+
+
+def _url_of(image) -> str:
+    return f"jdbc:sqlite:{image / 'metastore.sqlite'}"
 
 
 class _Statements:
@@ -164,7 +179,6 @@ def _compaction(ms: Metastore) -> tuple[int, dict]:
 
 
 def _table_id(ms: Metastore) -> int:
-    from hms_txn.store.schema import tbls
     with ms.store.read() as conn:
         return conn.execute(select(tbls.c.tbl_id)).scalar_one()
 
@@ -233,19 +247,13 @@ def test_power_cut_after_lazy_opens_never_reuses_their_ids(tmp_path):
     try:
         first = ms.txns.open_txns(3, "u", "h")
         ms.txns.commit_txn(first[0])             # durable: fsyncs the opens before it too
-        image = tmp_path / "b"
-        image.mkdir()
-        target = sqlite3.connect(image / "metastore.sqlite")
-        with sqlite3.connect(_sqlite_path(ms)) as source:
-            source.backup(target)                # the database as of the last fsync
-        target.close()
+        image = _image_of(ms, tmp_path / "b")    # the database as of the last fsync
         lost = ms.txns.open_txns(2, "u", "h")   # lazy: lost in the "power cut"
         assert lost[0] == first[-1] + 1
     finally:
         ms.close()
 
-    url = f"jdbc:sqlite:{image / 'metastore.sqlite'}"
-    restarted = _metastore(image, url)
+    restarted = _metastore(image, _url_of(image))
     try:
         fresh = restarted.txns.open_txns(1, "u", "h")[0]
         assert fresh > lost[-1]
@@ -264,20 +272,14 @@ def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
     ms = _metastore(tmp_path / "a")
     try:
         txn = _read_locked(ms)                   # lock() is durable, the open with it
-        image = tmp_path / "b"
-        image.mkdir()
-        target = sqlite3.connect(image / "metastore.sqlite")
-        with sqlite3.connect(_sqlite_path(ms)) as source:
-            source.backup(target)                # the database as of the last fsync
-        target.close()
+        image = _image_of(ms, tmp_path / "b")    # the database as of the last fsync
         ms.txns.commit_txn(txn)                  # lazy: lost in the "power cut"
     finally:
         ms.close()
 
-    url = f"jdbc:sqlite:{image / 'metastore.sqlite'}"
-    restarted = _metastore(image, url, **{"hive.txn.timeout": "1s",
-                                          "hive.timedout.txn.reaper.start": "100ms",
-                                          "hive.timedout.txn.reaper.interval": "200ms"})
+    restarted = _metastore(image, _url_of(image), **{
+        "hive.txn.timeout": "1s", "hive.timedout.txn.reaper.start": "100ms",
+        "hive.timedout.txn.reaper.interval": "200ms"})
     try:
         assert [lock.txn_id for lock in restarted.locks.show_locks()] == [txn]
         deadline = time.monotonic() + 20
