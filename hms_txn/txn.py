@@ -493,8 +493,9 @@ class TxnManager:
                 f"with {TXN_KEY_PREFIX!r} (table id {key_value[0]})")
         check_conflicts = excl_write_enabled is not True
         # A commit that records writes is always durable; one that may have written
-        # nothing finds out in the database (see "Lazy commit_txn" above).
-        may_be_lazy = not write_events and key_value is None
+        # nothing finds out in the database (see "Lazy commit_txn" above), and only where
+        # commits can be lazy at all (not on PostgreSQL): elsewhere the look costs a query.
+        may_be_lazy = self.store.lazy_commits and not write_events and key_value is None
 
         def work(conn: Connection) -> CommitResult:
             row = txn_row(conn, txn_id)
