@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import BigInteger, String, bindparam, func, insert, select
 from sqlalchemy.engine import Connection
 
 from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
@@ -22,7 +22,7 @@ from . import notifications
 from .errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from .store import Store
 from .store.hot import Hot
-from .store.sql import IdListQuery
+from .store.sql import ListQuery
 from .store.schema import (
     next_write_id, txn_components, txn_to_write_id, txns, write_set,
 )
@@ -46,22 +46,29 @@ _write_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam
 _EXISTING_WRITE_ID = Hot(_write_ids.where(_t2w.txn_id == bindparam("p_txn")))
 _EXISTING_WRITE_IDS = Hot(_write_ids.where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True))))
 _INSERT_WRITE_IDS = Hot(insert(txn_to_write_id))
-# get_valid_write_ids (see _table_write_ids).
-_table_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
-              .where(_t2w.tbl_name == bindparam("p_tbl")))
-_WRITE_IDS_ABOVE = Hot(_table_ids.where(_t2w.txn_id > bindparam("p_txn")))
-_TOP_WRITE_IDS = Hot(_table_ids.order_by(_t2w.write_id.desc()).limit(bindparam("p_n")))
-_NEWEST_WRITER = Hot(select(func.max(_t2w.txn_id)).where(_t2w.db_name == bindparam("p_db"))
-                     .where(_t2w.tbl_name == bindparam("p_tbl")))
-_WRITE_IDS_OF_TXNS = IdListQuery(lambda in_ids: _table_ids.where(in_ids(_t2w.txn_id)), "p_txns")
-# Beyond this many exceptions in a snapshot, reading the table's ids up to its high
+# get_valid_write_ids (see _snapshot_write_ids): three statements for all the tables asked
+# about together. Tables are named by two bound lists, their databases and their names; the
+# pairs asked for are picked out of that cross product in Python.
+_nw = next_write_id.c
+_NEXT_WRITE_IDS = ListQuery(
+    lambda in_list: select(_nw.db_name, _nw.tbl_name, _nw.next_id)
+    .where(in_list(_nw.db_name, "p_dbs")).where(in_list(_nw.tbl_name, "p_tbls")),
+    {"p_dbs": String, "p_tbls": String})
+_tables_ids = select(_t2w.db_name, _t2w.tbl_name, _t2w.txn_id, _t2w.write_id)
+_WRITE_IDS_ABOVE = ListQuery(
+    lambda in_list: _tables_ids.where(in_list(_t2w.db_name, "p_dbs"))
+    .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn")),
+    {"p_dbs": String, "p_tbls": String})
+# By transaction only, whatever the table: one walk of the txn_id index per exception, where
+# adding the table lists would let the planner probe every (table, exception) pair.
+_WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.txn_id, "p_txns")),
+                               {"p_txns": BigInteger})
+# Beyond this many exceptions in a snapshot, reading each table's ids up to its high
 # watermark beats looking each exception up.
 _MAX_EXCEPTIONS_LOOKED_UP = 1000
-_WRITE_IDS_UP_TO = Hot(_table_ids.where(_t2w.write_id <= bindparam("p_wid"))
-                       .order_by(_t2w.write_id))
-_NEXT_WRITE_ID = Hot(select(next_write_id.c.next_id)
-                     .where(next_write_id.c.db_name == bindparam("p_db"))
-                     .where(next_write_id.c.tbl_name == bindparam("p_tbl")))
+_WRITE_IDS_UP_TO = Hot(select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
+                       .where(_t2w.tbl_name == bindparam("p_tbl"))
+                       .where(_t2w.write_id <= bindparam("p_wid")))
 
 
 @dataclass
@@ -197,12 +204,8 @@ class WriteIds:
                 snapshot = self._snapshot_for_write_id(conn, split[0], names[0], write_id)
             else:
                 snapshot = self._current_snapshot()
-            exceptions = snapshot.exceptions
-            # Bound once for all the tables (a thousand ids cost ~0.15 ms to bind).
-            bound = (_WRITE_IDS_OF_TXNS.bind(conn, exceptions)
-                     if 0 < len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP else None)
-            return [self._table_write_ids(conn, full, db, table, snapshot, bound)
-                    for full, (db, table) in zip(names, split)]
+            found = _snapshot_write_ids(conn, split, snapshot)
+        return [TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
 
     def _current_snapshot(self) -> ValidTxnList:
         ot = self.txns.get_open_txns()
@@ -225,67 +228,6 @@ class WriteIds:
         exceptions = [t for t in ot.txn_ids if t <= hwm and t != txn_id]
         return ValidTxnList(hwm, open_ids=[t for t in exceptions if t not in ot.aborted],
                             aborted_ids=[t for t in exceptions if t in ot.aborted])
-
-    @staticmethod
-    def _table_write_ids(conn: Connection, full: str, db: str, table: str,
-                         snapshot: ValidTxnList, bound_exceptions) -> TableWriteIds:
-        """One table's write ids as the snapshot sees them.
-
-        ``txn_to_write_id`` keeps every write id ever allocated, so every query here walks an
-        index over the part that can matter -- transactions above the snapshot's high
-        watermark, its exceptions, the top write ids -- and none scans the table's history
-        (without planner statistics, which SQLite does not collect, ``max(write_id) WHERE
-        txn_id <= :hwm`` and ``write_id <= :hwm AND (txn_id > :hwm OR txn_id IN ...)`` were
-        both range scans over all of the table's rows).
-        """
-        txn_hwm = snapshot.high_watermark
-        key = {"p_db": db, "p_tbl": table}
-        # Write ids of transactions the snapshot's range does not cover.
-        above = _WRITE_IDS_ABOVE.execute(conn, {**key, "p_txn": txn_hwm}).all()
-        # The high watermark is the highest write id of any covered transaction. Write ids
-        # are handed out in allocation order, not txn order (txn 1 may allocate after txn
-        # 2), so it is not the write id of the highest txn: walk the top write ids down to
-        # the first of a covered transaction. At most len(above) of them are not covered.
-        hwm = 0
-        for txn_id, wid in _TOP_WRITE_IDS.execute(conn, {**key, "p_n": len(above) + 1}):
-            if txn_id <= txn_hwm:
-                hwm = int(wid)
-                break
-        if hwm <= 0:
-            nxt = _NEXT_WRITE_ID.execute(conn, key).scalar()
-            if nxt is not None and nxt - 1 > 0:
-                hwm = int(nxt) - 1
-        invalid: list[int] = []
-        aborted: list[bool] = []
-        min_open = None
-        if hwm > 0:
-            # Only write ids of transactions the snapshot does not see as committed matter:
-            # those above its high watermark or among its exceptions.
-            if len(snapshot.exceptions) > _MAX_EXCEPTIONS_LOOKED_UP:
-                # a long exception list: scan the table's ids instead
-                rows = _WRITE_IDS_UP_TO.execute(conn, {**key, "p_wid": hwm}).all()
-            else:
-                rows = list(above)
-                # A table whose newest writer is older than every exception (most tables,
-                # when the open transactions are recent) has none of them: one index probe
-                # instead of a probe per exception.
-                if (bound_exceptions is not None
-                        and (_NEWEST_WRITER.execute(conn, key).scalar() or 0)
-                        >= snapshot.exceptions[0]):
-                    rows += _WRITE_IDS_OF_TXNS.execute(conn, key, bound_exceptions).all()
-                rows = sorted({(int(w), int(t)) for t, w in rows if w <= hwm})
-                rows = [(t, w) for w, t in rows]
-            for txn_id, wid in rows:
-                if snapshot.is_valid(txn_id):
-                    continue
-                invalid.append(int(wid))
-                if snapshot.is_aborted(txn_id):
-                    aborted.append(True)
-                else:
-                    aborted.append(False)
-                    if min_open is None or wid < min_open:
-                        min_open = int(wid)
-        return TableWriteIds(full, int(hwm), invalid, aborted, min_open)
 
     # -- dynamic partitions and conflicts --------------------------------------------------
 
@@ -335,6 +277,73 @@ class WriteIds:
                 if value is not None and value > best:
                     best = int(value)
         return best
+
+
+def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
+                        snapshot: ValidTxnList) -> dict[tuple[str, str], tuple]:
+    """Each (db, table)'s write ids as ``snapshot`` sees them: (high watermark, invalid write
+    ids, their aborted flags, lowest open write id or None).
+
+    ``txn_to_write_id`` keeps every write id ever allocated, so no statement here reads a
+    table's history; each walks an index over the part that can matter: write ids of
+    transactions above the snapshot's high watermark, and of its exceptions. All the tables
+    are read together, three statements in all, however many are asked about (one each
+    cost a client/server round trip per table and statement on PostgreSQL).
+
+    The high watermark is the highest write id of any transaction the snapshot covers.
+    Write ids are handed out in allocation order, not txn order (txn 1 may allocate after
+    txn 2), and each table's are contiguous from 1 up to its ``next_write_id`` counter, so
+    it is the highest allocated id not held by a transaction above the snapshot. When every
+    allocated id is, the counter decides, as Hive's TxnHandler does.
+    """
+    wanted = set(tables)
+    lists = {"p_dbs": ListQuery.bind(conn, sorted({db for db, _ in wanted})),
+             "p_tbls": ListQuery.bind(conn, sorted({table for _, table in wanted}))}
+    txn_hwm = snapshot.high_watermark
+    allocated = {(db, table): int(nxt) - 1
+                 for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
+    # (write id, txn id) of the transactions that matter, per table.
+    relevant: dict[tuple[str, str], set[tuple[int, int]]] = {key: set() for key in wanted}
+    for db, table, txn_id, wid in _WRITE_IDS_ABOVE.execute(conn, {**lists, "p_txn": txn_hwm}):
+        if (db, table) in wanted:
+            relevant[(db, table)].add((int(wid), int(txn_id)))
+    hwms = {}
+    for key in wanted:
+        above = {wid for wid, _ in relevant[key]}
+        top = allocated.get(key, 0)
+        while top > 0 and top in above:
+            top -= 1
+        hwms[key] = top if top > 0 else max(allocated.get(key, 0), 0)
+
+    exceptions = snapshot.exceptions
+    if len(exceptions) > _MAX_EXCEPTIONS_LOOKED_UP:
+        # a long exception list: read the tables' ids instead
+        for key in wanted:
+            if hwms[key] > 0:
+                relevant[key] = {(int(w), int(t)) for t, w in _WRITE_IDS_UP_TO.execute(
+                    conn, {"p_db": key[0], "p_tbl": key[1], "p_wid": hwms[key]})}
+    elif exceptions and any(hwms.values()):
+        bound = ListQuery.bind(conn, exceptions)
+        for db, table, txn_id, wid in _WRITE_IDS_OF_TXNS.execute(conn, {"p_txns": bound}):
+            if (db, table) in wanted:
+                relevant[(db, table)].add((int(wid), int(txn_id)))
+
+    found = {}
+    for key in wanted:
+        hwm = hwms[key]
+        invalid: list[int] = []
+        aborted: list[bool] = []
+        min_open = None
+        for wid, txn_id in sorted(relevant[key]):
+            if wid > hwm or snapshot.is_valid(txn_id):
+                continue
+            invalid.append(wid)
+            is_aborted = snapshot.is_aborted(txn_id)
+            aborted.append(is_aborted)
+            if not is_aborted and min_open is None:
+                min_open = wid
+        found[key] = (hwm, invalid, aborted, min_open)
+    return found
 
 
 def _txns(ids: Sequence[int]) -> str:

@@ -71,39 +71,44 @@ def _bump_statement(counter, column: str, key_columns: tuple[str, ...]):
     return stmt
 
 
-class IdListQuery:
-    """A statement filtered by ``column IN <ids>`` where the ids travel as one bound value.
+class ListQuery:
+    """A statement filtered by ``column IN <values>`` where each list of values travels as
+    one bound value.
 
-    SQLAlchemy expands an ``IN`` list into one placeholder per id and renders that SQL on
-    every call: ~1 ms of Python per 1,000 ids. Reader snapshots carry every open and aborted
-    transaction, so with a thousand open transactions ``get_valid_write_ids`` paid that for
-    each table it was asked about. Here the ids are a single value instead, a JSON array
-    read by ``json_each`` on SQLite and an array compared with ``= ANY`` on PostgreSQL, so
-    the SQL is fixed and compiled once per dialect (and on SQLite runs on the direct path of
-    hms_txn.store.hot). Both forms still walk the column's index once per id.
+    SQLAlchemy expands an ``IN`` list into one placeholder per value and renders that SQL on
+    every call: ~1 ms of Python per 1,000 values. Reader snapshots carry every open and
+    aborted transaction, so with a thousand open transactions ``get_valid_write_ids`` paid
+    that for each table it was asked about. Here a list is a single value instead, a JSON
+    array read by ``json_each`` on SQLite and an array compared with ``= ANY`` on
+    PostgreSQL, so the SQL is fixed and compiled once per dialect (and on SQLite runs on the
+    direct path of hms_txn.store.hot). Both forms still walk the column's index once per
+    value.
 
-    ``build(in_ids)`` returns the statement; ``in_ids(column)`` is the filter to put in it.
-    ``bind(conn, ids)`` turns the ids into the bound value, ``execute`` runs the statement
-    with it (one value can serve several executions).
+    ``lists`` names the statement's list parameters and their element types (``BigInteger``
+    or ``String``); ``build(in_list)`` returns the statement, where ``in_list(column, name)``
+    is the filter to put in it. ``bind(conn, values)`` turns a list into its bound value
+    (one can serve several executions); ``execute`` runs the statement with the bound lists
+    among its parameters.
     """
 
-    def __init__(self, build: Callable[[Callable], object], name: str):
+    def __init__(self, build: Callable[[Callable], object], lists: dict[str, object]):
         self._build = build
-        self._name = name
+        self._lists = dict(lists)
         self._by_form: dict[str, Hot] = {}   # "json", "array" or "expanding" -> statement
 
     @staticmethod
-    def bind(conn: Connection, ids: Iterable[int]) -> object:
-        values = [int(i) for i in ids]
+    def bind(conn: Connection, values: Iterable) -> object:
+        values = list(values)
         return json.dumps(values) if _form(conn.dialect.name) == "json" else values
 
-    def execute(self, conn: Connection, params: dict, bound: object):
+    def execute(self, conn: Connection, params: dict):
         form = _form(conn.dialect.name)
         stmt = self._by_form.get(form)
         if stmt is None:
-            stmt = self._by_form[form] = Hot(self._build(
-                lambda column: _in_ids(column, self._name, form)))
-        return stmt.execute(conn, {**params, self._name: bound})
+            def in_list(column, name: str):
+                return _in_list(column, name, self._lists[name], form)
+            stmt = self._by_form[form] = Hot(self._build(in_list))
+        return stmt.execute(conn, params)
 
 
 def _form(dialect: str) -> str:
@@ -127,9 +132,9 @@ def sqlite_has_json() -> bool:
         conn.close()
 
 
-def _in_ids(column, name: str, form: str):
+def _in_list(column, name: str, item_type, form: str):
     if form == "json":
         return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name))))
     if form == "array":
-        return column == any_(bindparam(name, type_=ARRAY(BigInteger)))
+        return column == any_(bindparam(name, type_=ARRAY(item_type)))
     return column.in_(bindparam(name, expanding=True))

@@ -188,29 +188,40 @@ def test_hot_statements_match_conn_execute(store):
 
 
 @pytest.mark.parametrize("sqlite_json", [True, False])
-def test_id_list_query_finds_the_rows_of_the_listed_ids(store, sqlite_json, monkeypatch):
-    """``IdListQuery`` binds any number of ids as one value (a JSON array on SQLite, an
-    array on PostgreSQL); a SQLite without JSON functions gets an expanding IN instead."""
+def test_list_query_finds_the_rows_of_the_listed_values(store, sqlite_json, monkeypatch):
+    """``ListQuery`` binds any number of values as one value per list (a JSON array on
+    SQLite, an array on PostgreSQL), for integer and string lists alike; a SQLite without
+    JSON functions gets an expanding IN instead."""
+    from sqlalchemy import BigInteger, String
     from hms_txn.store import sql
     from hms_txn.store.schema import txns
     monkeypatch.setattr(sql, "sqlite_has_json", lambda: sqlite_json)
     ensure_schema(store)
-    query = sql.IdListQuery(
-        lambda in_ids: select(txns.c.txn_id).where(in_ids(txns.c.txn_id))
-        .where(txns.c.state == bindparam("p_state")).order_by(txns.c.txn_id), "p_ids")
+    query = sql.ListQuery(
+        lambda in_list: select(txns.c.txn_id).where(in_list(txns.c.txn_id, "p_ids"))
+        .where(in_list(txns.c.user_name, "p_users"))
+        .where(txns.c.state == bindparam("p_state")).order_by(txns.c.txn_id),
+        {"p_ids": BigInteger, "p_users": String})
     base = {"txn_type": 0, "started_ms": 1, "last_heartbeat_ms": 1, "heartbeat_count": 0,
-            "user_name": "u", "host": "h", "agent_info": None}
+            "host": "h", "agent_info": None}
     with store.write() as conn:
-        conn.execute(insert(txns), [dict(base, txn_id=i, state="o" if i % 3 else "a")
-                                    for i in range(1, 2001)])
+        conn.execute(insert(txns), [dict(base, txn_id=i, state="o" if i % 3 else "a",
+                                         user_name=f"u{i % 4}") for i in range(1, 2001)])
     wanted = list(range(1, 2001, 2)) + [5000, 6000]       # 1,000 present, 2 absent
     with store.read() as conn:
-        bound = query.bind(conn, wanted)
-        assert [r.txn_id for r in query.execute(conn, {"p_state": "o"}, bound)] == \
+        ids = query.bind(conn, wanted)
+        users = query.bind(conn, ["u1", "u3", "nobody"])   # every odd id's user
+        assert [r.txn_id for r in query.execute(conn, {"p_state": "o", "p_ids": ids,
+                                                       "p_users": users})] == \
             [i for i in range(1, 2001, 2) if i % 3]
-        assert [r.txn_id for r in query.execute(conn, {"p_state": "a"}, bound)] == \
+        assert [r.txn_id for r in query.execute(conn, {"p_state": "a", "p_ids": ids,
+                                                       "p_users": users})] == \
             [i for i in range(1, 2001, 2) if i % 3 == 0]
-        assert query.execute(conn, {"p_state": "o"}, query.bind(conn, [])).all() == []
+        assert [r.txn_id for r in query.execute(conn, {
+            "p_state": "o", "p_ids": ids, "p_users": query.bind(conn, ["u1"])})] == \
+            [i for i in range(1, 2001, 4) if i % 3]
+        assert query.execute(conn, {"p_state": "o", "p_ids": query.bind(conn, []),
+                                    "p_users": users}).all() == []
 
 
 def _set_version(v):
