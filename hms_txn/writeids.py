@@ -66,9 +66,7 @@ _WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.tx
 # Beyond this many exceptions in a snapshot, reading each table's ids up to its high
 # watermark beats looking each exception up.
 _MAX_EXCEPTIONS_LOOKED_UP = 1000
-_WRITE_IDS_UP_TO = Hot(select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
-                       .where(_t2w.tbl_name == bindparam("p_tbl"))
-                       .where(_t2w.write_id <= bindparam("p_wid")))
+_WRITE_IDS_UP_TO = Hot(_write_ids.where(_t2w.write_id <= bindparam("p_wid")))
 
 
 @dataclass
