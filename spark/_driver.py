@@ -29,6 +29,7 @@ from orc_acid.layout import format_base, format_delta, format_delete_delta, pars
     parse_delta
 
 from . import _metastore as M
+from ._attempts import ABORTED, ABORT_WAIT_S, Attempts, Outcome
 from ._rpc import nodelay
 from ._metastore import T
 
@@ -44,6 +45,7 @@ class Statement:
     statement_id: int          # first statement id used (UPDATE/MERGE also use +1)
     op: str                    # insert | overwrite | update | delete
     dynamic_overwrite: bool = False
+    token: str = ""            # "txn/statement id": names it to task attempts (``_attempts``)
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Txn:
     tables: Dict[str, M.TableInfo] = field(default_factory=dict)
     state: str = "open"
     pending: Dict[str, tuple] = field(default_factory=dict)
+    statements: List[Statement] = field(default_factory=list)
     # (table id, `_meta*` parameter, value) the commit records atomically (CommitTxnKeyValue)
     key_value: Optional[Tuple[int, str, str]] = None
     lock = None
@@ -94,6 +97,7 @@ class Driver:
             self.timeout_s = 300.0
         self.heartbeat_s = max(0.2, min(self.timeout_s / 3.0, 60.0))
         self.txns: Dict[int, Txn] = {}
+        self.attempts = Attempts()
         self.scans: Dict[str, Scan] = {}
         self._scan_ids = itertools.count(1)
         self._mu = threading.RLock()
@@ -174,7 +178,11 @@ class Driver:
             txn.next_stmt += 2 if op in ("update", "merge") else 1
             if op == "overwrite":
                 txn.overwritten.add(name)
-            return Statement(info, txn.write_ids[name], stmt, op, dynamic_overwrite)
+            st = Statement(info, txn.write_ids[name], stmt, op, dynamic_overwrite,
+                           token=f"{txn.id}/{stmt}")
+            txn.statements.append(st)
+            self.attempts.open(st.token, st)
+            return st
 
     def finish_statement(self, txn: Txn, st: Statement,
                          files: Sequence[Tuple[str, str, int]]) -> None:
@@ -183,14 +191,7 @@ class Driver:
         info = st.table
         kept = {os.path.normpath(os.path.join(info.location, rel)) for _, rel, _ in files}
         touched = {p for p, _, _ in files}
-        our_dirs = self._statement_dirs(st)
-        for d in self._find_dirs(info, our_dirs):
-            for name in os.listdir(d):
-                p = os.path.normpath(os.path.join(d, name))
-                if name.startswith(("_", ".")):
-                    continue
-                if p not in kept:
-                    os.unlink(p)
+        bases = []
         if st.op == "overwrite":
             targets = set(touched)
             if info.partition_keys:
@@ -198,15 +199,21 @@ class Driver:
                     targets |= {n for n, _, _ in M.list_partitions(self.ms, info)}
             else:
                 targets = {""}
-            for pname in targets:
-                d = os.path.join(info.location, pname, format_base(st.write_id))
-                os.makedirs(d, exist_ok=True)
-                if not info.insert_only:
-                    marker = os.path.join(d, "_orc_acid_version")
-                    if not os.path.exists(marker):
-                        with open(marker, "wb") as f:
-                            f.write(b"2")
+            bases = [os.path.normpath(os.path.join(info.location, p, format_base(st.write_id)))
+                     for p in targets]
             touched = targets
+        outcome = Outcome(frozenset(kept), frozenset({os.path.dirname(f) for f in kept}
+                                                     | set(bases)))
+        # ended before the sweep: an attempt still writing is swept again when it reports
+        self.attempts.end(st.token, outcome)
+        self._sweep(st, outcome)
+        for d in bases:
+            os.makedirs(d, exist_ok=True)
+            if not info.insert_only:
+                marker = os.path.join(d, "_orc_acid_version")
+                if not os.path.exists(marker):
+                    with open(marker, "wb") as f:
+                        f.write(b"2")
         with txn.lock:
             w = txn.written.setdefault(info.full_name, {})
             ops = txn.ops.setdefault(info.full_name, {})
@@ -323,7 +330,7 @@ class Driver:
             finally:
                 self._forget(txn)
 
-    def abort(self, txn: Txn) -> None:
+    def abort(self, txn: Txn, wait_s: float = ABORT_WAIT_S) -> None:
         with txn.lock:
             if txn.state == "open":
                 txn.state = "aborted"
@@ -331,14 +338,44 @@ class Driver:
                     self.ms.abort_txn(T.AbortTxnRequest(txnid=txn.id))
                 except Exception:
                     log.warning("abort of transaction %s failed", txn.id, exc_info=True)
-            self._remove_files(txn)
-            self._forget(txn)
+        self._remove_files(txn, wait_s)
+        self._forget(txn)
 
     def abort_statement_files(self, txn: Txn, st: Statement) -> None:
-        for d in self._find_dirs(st.table, self._statement_dirs(st)):
-            shutil.rmtree(d, ignore_errors=True)
+        self.attempts.end(st.token, ABORTED)
+        self.attempts.wait_idle([st.token], ABORT_WAIT_S)
+        self._sweep(st, ABORTED)
 
-    def _remove_files(self, txn: Txn) -> None:
+    def _sweep(self, st: Statement, outcome: Outcome) -> None:
+        """Remove what the statement's directories hold beyond ``outcome``'s kept files and
+        directories (everything, when aborted). Hidden names (``_orc_acid_version``, a
+        writer's ``.tmp``) are left in a kept directory."""
+        swept = False
+        for d in self._find_dirs(st.table, self._statement_dirs(st)):
+            d = os.path.normpath(d)
+            if outcome.aborted or d not in outcome.kept_dirs:
+                shutil.rmtree(d, ignore_errors=True)
+                swept = True
+                continue
+            try:    # another late attempt's sweep may run at the same time
+                for name in os.listdir(d):
+                    p = os.path.join(d, name)
+                    if not name.startswith(("_", ".")) and p not in outcome.kept_files:
+                        os.unlink(p)
+            except FileNotFoundError:
+                pass
+        if swept:
+            self._remove_empty_partition_dirs(st.table)
+
+    def _remove_files(self, txn: Txn, wait_s: float = ABORT_WAIT_S) -> None:
+        """Remove every file of an aborted transaction, after its statements' attempts that
+        are writing finished (or ``wait_s`` passed; they sweep again when they report)."""
+        tokens = [st.token for st in txn.statements]
+        for token in tokens:
+            self.attempts.end(token, ABORTED)
+        if not self.attempts.wait_idle(tokens, wait_s):
+            log.warning("transaction %s aborted while task attempts were still writing; "
+                        "their files are removed when they finish", txn.id)
         for name, wid in txn.write_ids.items():
             info = txn.tables[name]
             for d in self._txn_dirs(info, wid):
@@ -355,13 +392,18 @@ class Driver:
         for root, dirs, files in os.walk(info.location, topdown=False):
             if root == info.location or "=" not in os.path.basename(root):
                 continue
-            if not os.listdir(root) and os.path.normpath(root) not in registered:
-                try:
+            if os.path.normpath(root) in registered:
+                continue
+            try:    # a late attempt's sweep may be removing the same directories
+                if not os.listdir(root):
                     os.rmdir(root)
-                except OSError:
-                    pass
+            except OSError:
+                pass
 
     def _forget(self, txn: Txn) -> None:
+        # a statement left unfinished (a data source write not committed) keeps nothing
+        for st in txn.statements:
+            self.attempts.end(st.token, Outcome(frozenset(), frozenset()), only_open=True)
         with self._mu:
             self.txns.pop(txn.id, None)
 
@@ -597,9 +639,8 @@ class Driver:
                 self.abort(txn)
             raise
         with txn.lock:
-            key = f"{txn.id}/{st.statement_id}"
-            txn.pending[key] = (st, not txn_id)
-        return {"token": key, "txn": txn.id, "write_id": st.write_id,
+            txn.pending[st.token] = (st, not txn_id)
+        return {"token": st.token, "txn": txn.id, "write_id": st.write_id,
                 "statement_id": st.statement_id}
 
     def _pending(self, token):
@@ -635,10 +676,24 @@ class Driver:
         else:
             self.abort_statement_files(txn, st)
 
+    def rpc_task_started(self, token: str, attempt: str) -> bool:
+        """May a task attempt write files for the statement ``token``? (``_attempts``)"""
+        return self.attempts.start(token, attempt)
+
+    def rpc_task_finished(self, token: str, attempt: str) -> bool:
+        """A task attempt is done writing. -> False when its statement has ended meanwhile
+        (its files were removed, unless the commit kept them)."""
+        ended = self.attempts.finish(token, attempt)
+        if ended is None:
+            return True
+        st, outcome = ended
+        self._sweep(st, outcome)
+        return False
+
     def close(self):
         self._stop.set()
         for t in list(self.txns.values()):
-            self.abort(t)
+            self.abort(t, wait_s=0)
         self._flush_unlocks()
         self.release_all_scans()
         try:

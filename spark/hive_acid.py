@@ -29,7 +29,8 @@ events; its lock lives as long as the ``with`` block (see docs/spark.md for its 
 Writes: one transaction per job (write id allocated, lock taken, heartbeated from the driver
 process); tasks write ``delta_W_W_S/bucket_<task>`` (``base_W`` for overwrite); the commit
 removes files of failed task attempts, registers new partitions, records dynamic partitions
-and commits with write events; a failed job aborts its transaction and deletes its files.
+and commits with write events; a failed job aborts its transaction and deletes its files,
+including those of tasks that finish after the abort (``_attempts``).
 
 UPDATE/DELETE/MERGE follow Hive's split update: ``delete_delta_W_W_S`` (events in the file of
 each row's decoded bucket) plus ``delta_W_W_(S+1)`` for new row versions. They take a
@@ -41,9 +42,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import threading
 import time
 from dataclasses import dataclass
+from multiprocessing import AuthenticationError
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -329,7 +332,9 @@ class HiveAcidWriter(DataSourceArrowWriter):
             return HiveAcidCommitMessage([])
         t = pa.Table.from_batches(batches)
         t = t.rename_columns([self.columns.get(n, n) for n in t.column_names])
-        return HiveAcidCommitMessage(_io.write_inserts(self.spec, t, task))
+        return HiveAcidCommitMessage(_as_attempt(
+            (self.coordinator, self.authkey, self.token),
+            lambda: _io.write_inserts(self.spec, t, task)))
 
     def commit(self, messages):
         files = [f for m in messages if m is not None for f in m.files]
@@ -337,6 +342,33 @@ class HiveAcidWriter(DataSourceArrowWriter):
 
     def abort(self, messages):
         rpc(self.coordinator, self.authkey, "abort_write", self.token)
+
+
+def _as_attempt(statement: tuple, write) -> list:
+    """Run ``write()`` (-> the files written) as one task attempt of a statement, named by
+    (coordinator address, authkey, token): an attempt that starts after its statement ended
+    (the job failed or committed without it) writes nothing, and one that ends after that
+    has its files swept by the driver (``_attempts``). -> the files to commit."""
+    coordinator, authkey, token = statement
+    attempt = secrets.token_hex(8)
+    try:
+        may_write = rpc(coordinator, authkey, "task_started", token, attempt)
+    except (OSError, EOFError, AuthenticationError):
+        # an executor that cannot reach the driver's coordinator (it listens on loopback):
+        # write as before this protocol, late attempts unguarded
+        _log.warning("hive_acid: coordinator %s unreachable from this task; writing "
+                     "without late-attempt protection", coordinator)
+        return write()
+    if not may_write:
+        return []
+    try:
+        files = write()
+    except BaseException:
+        _quiet_rpc(coordinator, authkey, "task_finished", token, attempt)
+        raise
+    if not rpc(coordinator, authkey, "task_finished", token, attempt):
+        return []
+    return files
 
 
 def _map_columns(info: M.TableInfo, names: Sequence[str]) -> Dict[str, str]:
@@ -429,11 +461,17 @@ def _spec(info: M.TableInfo, st: Statement, mode: str) -> _io.WriteSpec:
 _RESULT_SCHEMA = "part string, path string, rows long"
 
 
-def _collect_files(df: DataFrame, fn) -> List[tuple]:
+def _collect_files(df: DataFrame, fn, d: Driver, st: Statement) -> List[tuple]:
+    """Run ``fn(rows, task id)`` (-> files written) on every partition of ``df`` as task
+    attempts of ``st``. -> every file written."""
+    statement = (d.address, d.authkey, st.token)
+
     def run(it):
         from pyspark import TaskContext
         ctx = TaskContext.get()
-        res = fn(it, ctx.partitionId() if ctx is not None else 0)
+        tid = ctx.partitionId() if ctx is not None else 0
+        batches = list(it)
+        res = _as_attempt(statement, lambda: fn(batches, tid)) if batches else []
         yield pa.RecordBatch.from_pydict(
             {"part": [r[0] for r in res], "path": [r[1] for r in res],
              "rows": [int(r[2]) for r in res]},
@@ -467,12 +505,9 @@ def insert(session: SparkSession, table: str, df: DataFrame, *, overwrite: bool 
             data = data.coalesce(_io.MAX_WRITER_ID + 1)
         spec = _spec(info, st, "overwrite" if overwrite else "append")
 
-        def task(it, tid):
-            batches = list(it)
-            if not batches:
-                return []
+        def task(batches, tid):
             return _io.write_inserts(spec, pa.Table.from_batches(batches), tid)
-        files = _collect_files(data, task)
+        files = _collect_files(data, task, d, st)
         d.finish_statement(txn, st, files)
 
 
@@ -491,7 +526,7 @@ def _run_dml(d: Driver, txn: Txn, info: M.TableInfo, st: Statement, rows: DataFr
         key = F.coalesce(_decoded_bucket("ROW__ID"), spread)
     rows = rows.repartition(*[F.col(f"`{p}`") for p in info.part_names], key)
     spec = _spec(info, st, "dml")
-    files = _collect_files(rows, lambda it, tid: _io.dml_task(spec, it, tid))
+    files = _collect_files(rows, lambda batches, tid: _io.dml_task(spec, batches, tid), d, st)
     d.finish_statement(txn, st, files)
 
 
