@@ -114,13 +114,29 @@ def register(session: SparkSession, uri: Optional[str] = None) -> None:
     d = _driver(session, uri)
     cls = type("HiveAcidDataSource", (HiveAcidDataSource,), {
         "_defaults": {"metastore.uris": d.uri, "coordinator": d.address,
-                      "authkey": d.authkey},
+                      "authkey": d.authkey, "speculation": _speculation(session)},
         "__module__": __name__,
     })
     session.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     _lift_arrow_byte_limit(session)
     session.dataSource.register(cls)
     session.__dict__["_hive_acid_uri"] = d.uri
+
+
+def _speculation(session: SparkSession) -> bool:
+    """Is ``spark.speculation`` on? (A SparkContext setting: fixed for the session's life.)"""
+    return str(session.sparkContext.getConf().get("spark.speculation", "false")).strip() \
+        .lower() == "true"
+
+
+def _refuse_speculation(on: bool) -> None:
+    # Two attempts of one task write the same file name (writer id = task partition id),
+    # each replacing the other's; when the losing attempt is killed between removing the
+    # winner's file and publishing its own, the commit names a file that is gone.
+    if on:
+        raise HiveAcidError(
+            "hive_acid writes need spark.speculation=false: speculative attempts of a task "
+            "write the same ACID file, and a killed attempt can remove the committed one")
 
 
 ARROW_MAX_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -308,6 +324,7 @@ class HiveAcidWriter(DataSourceArrowWriter):
             raise HiveAcidError(
                 f"{info.full_name} is bucketed: write it with hive_acid.insert(session, table, df)"
                 f" (the data source cannot shuffle rows to their buckets)")
+        _refuse_speculation(ds._defaults.get("speculation", False))
         self.coordinator, self.authkey = ds.coordinator, ds.authkey
         self.columns = _map_columns(info, [f.name for f in schema.fields])
         dynamic = str(ds.options.get("partitionOverwriteMode", "static")).lower() == "dynamic"
@@ -464,6 +481,7 @@ _RESULT_SCHEMA = "part string, path string, rows long"
 def _collect_files(df: DataFrame, fn, d: Driver, st: Statement) -> List[tuple]:
     """Run ``fn(rows, task id)`` (-> files written) on every partition of ``df`` as task
     attempts of ``st``. -> every file written."""
+    _refuse_speculation(_speculation(df.sparkSession))
     statement = (d.address, d.authkey, st.token)
 
     def run(it):

@@ -3,6 +3,7 @@ heartbeats and timeouts, against a metastore server this suite starts (see conft
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -268,6 +269,52 @@ def test_heartbeat_keeps_long_write_alive(acid_spark, tname):
     acid_spark.createDataFrame([(7,)], "id INT").coalesce(1).select(slow("id").alias("id")) \
         .write.format("hive_acid").mode("append").save(tname)
     assert rows(acid_spark.read.format("hive_acid").load(tname)) == [(7,)]
+
+
+SPECULATIVE_SESSION = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {repo!r})
+    from pyspark.sql import SparkSession
+    from spark import hive_acid
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.speculation", "true")
+             .config("spark.hadoop.hive.metastore.uris", {uri!r}).getOrCreate())
+    hive_acid.register(spark)
+    out = {{}}
+    df = spark.createDataFrame([(2,)], "id INT")
+    for name, write in [
+            ("data source", lambda: df.write.format("hive_acid").mode("append").save({table!r})),
+            ("insert", lambda: hive_acid.insert(spark, {table!r}, df)),
+            ("delete", lambda: hive_acid.delete(spark, {table!r}, "id = 1"))]:
+        try:
+            write()
+            out[name] = "wrote"
+        except Exception as e:      # the data source's error comes wrapped by Spark
+            out[name] = type(e).__name__ + ": " + str(e)
+    out["rows"] = sorted(r.id for r in spark.read.format("hive_acid").load({table!r}).collect())
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_writes_are_refused_when_speculation_is_on(acid_spark, acid_hms, tname, tmp_path):
+    """Speculative attempts of a task would write the same file; a killed one can remove the
+    committed file. Reads stay allowed."""
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT")
+    acid_spark.createDataFrame([(1,)], "id INT").write.format("hive_acid").mode("append") \
+        .save(tname)
+    script = tmp_path / "job.py"
+    script.write_text(SPECULATIVE_SESSION.format(repo=REPO, uri=acid_hms.uri, table=tname))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    out = json.loads(lines[0][len("RESULT "):])
+    for name in ("data source", "insert", "delete"):
+        assert "hive_acid writes need spark.speculation=false" in out[name], out
+    assert out["insert"].startswith("HiveAcidError") and out["delete"].startswith("HiveAcidError")
+    assert out["rows"] == [1]
+    assert rows(acid_spark.read.format("hive_acid").load(tname)) == [(1,)]
 
 
 KILLED_JOB = textwrap.dedent("""
