@@ -342,9 +342,19 @@ class Driver:
         self._forget(txn)
 
     def abort_statement_files(self, txn: Txn, st: Statement) -> None:
-        self.attempts.end(st.token, ABORTED)
-        self.attempts.wait_idle([st.token], ABORT_WAIT_S)
+        self._end_aborted(txn, [st])
         self._sweep(st, ABORTED)
+
+    def _end_aborted(self, txn: Txn, statements: Sequence[Statement],
+                     wait_s: float = ABORT_WAIT_S) -> None:
+        """End the statements as aborted and wait, up to ``wait_s``, for their attempts that
+        are writing (those still writing after that sweep again when they report)."""
+        tokens = [st.token for st in statements]
+        for token in tokens:
+            self.attempts.end(token, ABORTED)
+        if not self.attempts.wait_idle(tokens, wait_s):
+            log.warning("transaction %s aborted while task attempts were still writing; "
+                        "their files are removed when they finish", txn.id)
 
     def _sweep(self, st: Statement, outcome: Outcome) -> None:
         """Remove what the statement's directories hold beyond ``outcome``'s kept files and
@@ -369,13 +379,8 @@ class Driver:
 
     def _remove_files(self, txn: Txn, wait_s: float = ABORT_WAIT_S) -> None:
         """Remove every file of an aborted transaction, after its statements' attempts that
-        are writing finished (or ``wait_s`` passed; they sweep again when they report)."""
-        tokens = [st.token for st in txn.statements]
-        for token in tokens:
-            self.attempts.end(token, ABORTED)
-        if not self.attempts.wait_idle(tokens, wait_s):
-            log.warning("transaction %s aborted while task attempts were still writing; "
-                        "their files are removed when they finish", txn.id)
+        are writing finished (``_end_aborted``)."""
+        self._end_aborted(txn, txn.statements, wait_s)
         for name, wid in txn.write_ids.items():
             info = txn.tables[name]
             for d in self._txn_dirs(info, wid):
@@ -401,9 +406,10 @@ class Driver:
                 pass
 
     def _forget(self, txn: Txn) -> None:
-        # a statement left unfinished (a data source write not committed) keeps nothing
+        # a statement left unfinished (a data source write not committed) keeps nothing:
+        # its late attempts are swept as an abort's
         for st in txn.statements:
-            self.attempts.end(st.token, Outcome(frozenset(), frozenset()), only_open=True)
+            self.attempts.end(st.token, ABORTED, only_open=True)
         with self._mu:
             self.txns.pop(txn.id, None)
 
