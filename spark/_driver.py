@@ -5,9 +5,10 @@ lived Python worker processes, not in the user's driver process. A transaction m
 outlive them (it is heartbeated until it commits), and when the driver dies it must stop
 being heartbeated so that the metastore aborts it after ``hive.txn.timeout``. So the
 transactions live here, in the driver process: ``register()`` starts one ``Driver`` per
-process and metastore, with a local RPC endpoint (``multiprocessing.connection`` with a
-random auth key) that the data source's workers call to open / commit / abort writes and
-to take read snapshots and locks. A background thread heartbeats every open transaction
+process and metastore, with an RPC endpoint, the coordinator (``multiprocessing.connection``
+with a random auth key), that the data source's workers call to open / commit / abort
+writes and to take read snapshots and locks, and executor tasks call around their writes
+and reads (it listens where ``hive_acid.coordinator_hosts`` says). A background thread heartbeats every open transaction
 and every read lock; read locks are released when every input partition of the scan has
 reported completion, or after a lease (the scan stopped early, e.g. ``limit``) expires.
 """
@@ -19,10 +20,12 @@ import logging
 import os
 import secrets
 import shutil
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Listener
+from multiprocessing.connection import Listener, answer_challenge, deliver_challenge
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from orc_acid.layout import format_base, format_delta, format_delete_delta, parse_base, \
@@ -36,6 +39,11 @@ from ._metastore import T
 log = logging.getLogger("spark.hive_acid")
 
 READ_LEASE_S = 120.0
+
+# A connection to the coordinator must prove it holds the key within this time. The
+# handshake runs in the connection's own thread: a peer that connects and stays silent (a
+# port scanner, once the coordinator listens on a network address) holds only that thread.
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -87,7 +95,11 @@ _OP_CODES = {"insert": M.OP_INSERT, "overwrite": M.OP_UPDATE, "update": M.OP_UPD
 class Driver:
     """Transactions and locks of one driver process against one metastore."""
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, *, bind_host: str = "127.0.0.1",
+                 advertised_host: Optional[str] = None):
+        """``bind_host``: where the coordinator listens (loopback unless executors run on
+        other hosts); ``advertised_host``: the address tasks are told to call, by default
+        ``bind_host`` (it must be given when that is a wildcard such as 0.0.0.0)."""
         self.uri = uri
         self.ms = M.Metastore(uri)
         try:
@@ -103,8 +115,13 @@ class Driver:
         self._mu = threading.RLock()
         self._stop = threading.Event()
         self.authkey = secrets.token_bytes(16)
-        self.listener = Listener(("127.0.0.1", 0), authkey=self.authkey)
-        self.address = self.listener.address
+        if not advertised_host and bind_host in ("", "0.0.0.0"):
+            raise ValueError("a coordinator bound to a wildcard address needs the address "
+                             "tasks should call (advertised_host)")
+        # No authkey here: Listener would run the key handshake inside accept(), in the one
+        # accepting thread (see HANDSHAKE_TIMEOUT_S).
+        self.listener = Listener((bind_host, 0))
+        self.address = (advertised_host or bind_host, self.listener.address[1])
         self._threads = [threading.Thread(target=self._serve, name="hive-acid-coordinator",
                                           daemon=True),
                          threading.Thread(target=self._heartbeat_loop,
@@ -601,8 +618,10 @@ class Driver:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn):
-        nodelay(conn)
         try:
+            if not self._authenticate(conn):
+                return
+            nodelay(conn)
             while True:
                 try:
                     method, args = conn.recv()
@@ -616,6 +635,20 @@ class Driver:
                 conn.send(result)
         finally:
             conn.close()
+
+    def _authenticate(self, conn) -> bool:
+        """The key handshake of ``multiprocessing.connection`` (what ``Listener(authkey=)``
+        runs in accept), both ways, bounded by ``HANDSHAKE_TIMEOUT_S``."""
+        try:
+            _set_timeout(conn, HANDSHAKE_TIMEOUT_S)
+            deliver_challenge(conn, self.authkey)
+            answer_challenge(conn, self.authkey)
+            _set_timeout(conn, 0)
+            return True
+        except Exception as e:      # a wrong key, a silent or vanished peer
+            log.warning("hive_acid coordinator: refused a connection: %s",
+                        type(e).__name__ if isinstance(e, OSError) else e)
+            return False
 
     # the methods below are what workers may call
     def rpc_begin_read(self, full_name, txn_id):
@@ -707,3 +740,16 @@ class Driver:
         except Exception:
             pass
         self.ms.close()
+
+
+def _set_timeout(conn, seconds: float) -> None:
+    """Receive and send timeouts on a ``multiprocessing.connection`` socket (0: none). Its
+    reads then fail with an OSError instead of waiting for ever."""
+    s = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        whole = int(seconds)
+        tv = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+    finally:
+        s.close()       # the duplicate descriptor only

@@ -43,11 +43,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass
 from multiprocessing import AuthenticationError
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -104,8 +105,39 @@ def _driver(session: SparkSession, uri: Optional[str] = None) -> "Driver":
     with _drivers_mu:
         d = _drivers.get(uri)
         if d is None:
-            d = _drivers[uri] = Driver(uri)
+            bind, advertised = coordinator_hosts(session.sparkContext.getConf())
+            d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised)
         return d
+
+
+COORDINATOR_HOST = "spark.hive_acid.coordinator.host"
+
+
+def coordinator_hosts(conf) -> Tuple[str, str]:
+    """(address the driver's coordinator listens on, address its tasks call), from a
+    SparkConf (anything with ``get(key, default)``; SparkContext settings, fixed for the
+    process).
+
+    Executor tasks call the coordinator (``_as_attempt``, read progress), so on a cluster it
+    must listen where executors can reach the driver: ``spark.driver.bindAddress`` (else
+    ``spark.driver.host``), and tasks call ``spark.driver.host``, as Spark's own executors
+    do. With a ``local`` master every task runs on this host: loopback. ``COORDINATOR_HOST``
+    overrides the listening address (0.0.0.0: every interface, tasks then call
+    ``spark.driver.host``)."""
+    def setting(key: str) -> str:
+        return (conf.get(key, None) or "").strip()
+
+    driver_host = setting("spark.driver.host")
+    explicit = setting(COORDINATOR_HOST)
+    if explicit:
+        bind = explicit
+        advertised = driver_host if explicit == "0.0.0.0" else explicit
+    elif (setting("spark.master") or "local").startswith("local"):
+        return "127.0.0.1", "127.0.0.1"
+    else:
+        bind = setting("spark.driver.bindAddress") or driver_host or "0.0.0.0"
+        advertised = driver_host
+    return bind, advertised or socket.getfqdn()
 
 
 def register(session: SparkSession, uri: Optional[str] = None) -> None:
@@ -370,12 +402,14 @@ def _as_attempt(statement: tuple, write) -> list:
     attempt = secrets.token_hex(8)
     try:
         may_write = rpc(coordinator, authkey, "task_started", token, attempt)
-    except (OSError, EOFError, AuthenticationError):
-        # an executor that cannot reach the driver's coordinator (it listens on loopback):
-        # write as before this protocol, late attempts unguarded
-        _log.warning("hive_acid: coordinator %s unreachable from this task; writing "
-                     "without late-attempt protection", coordinator)
-        return write()
+    except (OSError, EOFError, AuthenticationError) as e:
+        # Writing unguarded could leave a late attempt's files in the table: refuse, with
+        # what to fix (the coordinator listens where coordinator_hosts says).
+        raise HiveAcidError(
+            f"this task cannot reach the hive_acid coordinator of the driver at "
+            f"{coordinator[0]}:{coordinator[1]} ({type(e).__name__}: {e}); executors must "
+            f"be able to connect to the driver there: see {COORDINATOR_HOST}, "
+            f"spark.driver.host and spark.driver.bindAddress") from None
     if not may_write:
         return []
     try:
