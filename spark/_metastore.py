@@ -262,12 +262,37 @@ def hive_to_spark_ddl(t: str) -> str:
 
 # -- tables -----------------------------------------------------------------------------------
 
-def local_path(location: str) -> str:
-    if location.startswith("file://"):
-        return location[len("file://"):]
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def local_path(location: str, what: str = "the table") -> str:
+    """The filesystem path of a table's or partition's location.
+
+    hive_acid reads and writes files with POSIX calls in the driver and in the executors, so
+    a location must be a path that every one of them sees: a ``file:`` URI or an absolute
+    path (on a cluster, a shared mount at the same path on every host). Any other scheme
+    (``hdfs:``, ``s3a:``, ...) is refused: taken as a path it would name a directory
+    relative to the worker's working directory, and writes would "succeed" there, invisible
+    to every other engine. Escapes (``%2F`` in a partition name) are part of the name on
+    disk, as in Hive, and stay."""
+    if not location:
+        raise HiveAcidError(f"{what} has no location")
+    path = location
     if location.startswith("file:"):
-        return location[len("file:"):]
-    return location
+        path = location[len("file:"):]
+        if path.startswith("//"):               # file://authority/path
+            authority, _, rest = path[2:].partition("/")
+            if authority not in ("", "localhost"):
+                raise HiveAcidError(f"{what} is at {location}: a file: URI naming host "
+                                    f"{authority!r} is not a local path")
+            path = "/" + rest
+    elif _URI_SCHEME.match(location):
+        raise HiveAcidError(
+            f"{what} is at {location}: hive_acid reads and writes local paths only (file: "
+            f"locations, on a cluster a filesystem mounted at the same path on every host)")
+    if not os.path.isabs(path):
+        raise HiveAcidError(f"{what} is at {location}, not an absolute path")
+    return path
 
 
 def escape_part_value(v: str) -> str:
@@ -348,7 +373,7 @@ def table_info(ms: Metastore, full: str) -> TableInfo:
     inp = (t.sd.inputFormat or "").lower()
     fmt = "parquet" if "parquet" in inp else "orc"
     return TableInfo(
-        db=db, name=name, location=local_path(t.sd.location),
+        db=db, name=name, location=local_path(t.sd.location, f"table {db}.{name}"),
         columns=[(c.name, c.type) for c in (t.sd.cols or [])],
         partition_keys=[(c.name, c.type) for c in (t.partitionKeys or [])],
         transactional=transactional, insert_only=insert_only, file_format=fmt,
@@ -371,7 +396,8 @@ def list_partitions(ms: Metastore, info: TableInfo) -> List[Tuple[str, List[str]
     out = []
     for p in parts:
         name = make_part_name(info.part_names, p.values)
-        out.append((name, list(p.values), local_path(p.sd.location)))
+        out.append((name, list(p.values),
+                    local_path(p.sd.location, f"partition {name} of {info.full_name}")))
     return out
 
 
