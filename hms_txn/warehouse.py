@@ -11,23 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from urllib.parse import unquote, urlsplit
+
+# a location's directory on disk, or None when it is not local
+from orc_acid.layout import location_path as local_path
 
 log = logging.getLogger(__name__)
 
 
 def to_uri(path: str) -> str:
     return "file:" + os.path.abspath(path)
-
-
-def local_path(location: str | None) -> str | None:
-    """The local path of a ``file:`` (or scheme-less) location, else None."""
-    if not location:
-        return None
-    parts = urlsplit(location)
-    if parts.scheme not in ("", "file"):
-        return None
-    return unquote(parts.path) or None
 
 
 class Warehouse:

@@ -15,6 +15,9 @@ File names:
 * ``_orc_acid_version`` (content ``2``) and ``_metadata_acid`` (JSON, Hive 3 compacted base)
 * anything else starting with ``_`` or ``.`` is hidden
 
+Locations: ``location_path`` maps a metastore location (``file:/w/t/p=a%2Fb``) to the
+directory on disk.
+
 No pyarrow import here (the metastore uses this module).
 """
 
@@ -33,7 +36,7 @@ __all__ = [
     "format_base", "format_delta", "format_delete_delta", "format_bucket_file",
     "format_original_file", "is_hidden", "is_side_file", "side_file_for",
     "encode_bucket", "decode_bucket", "decode_writer_id", "decode_statement_id",
-    "bucket_codec_version", "bucket_id_of_file", "LayoutError",
+    "bucket_codec_version", "bucket_id_of_file", "location_path", "LayoutError",
 ]
 
 BASE_PREFIX = "base_"
@@ -277,3 +280,29 @@ def decode_writer_id(value: int) -> int:
 
 def decode_statement_id(value: int) -> int:
     return decode_bucket(value)[2]
+
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def location_path(location: Optional[str]) -> Optional[str]:
+    """The local directory a table or partition location names, or None when it is not on
+    the local file system (another scheme such as ``hdfs:``, or ``file://otherhost/``).
+
+    A location is what Hadoop's ``Path.toString`` gives, not an encoded URI: the text after
+    ``file:`` is the path on disk. So the escapes in a partition name (``p=a%2Fb`` for the
+    value ``a/b``) are part of the directory's name and stay; decoding them would name a
+    different directory (``p=a/b``)."""
+    if not location:
+        return None
+    path = location
+    if location.startswith("file:"):
+        path = location[len("file:"):]
+        if path.startswith("//"):               # file://authority/path
+            authority, _, rest = path[2:].partition("/")
+            if authority not in ("", "localhost"):
+                return None
+            path = "/" + rest
+    elif _URI_SCHEME.match(location):
+        return None
+    return path or None

@@ -34,6 +34,7 @@ class _LazyTtypes:
 
 T = _LazyTtypes()
 
+from orc_acid.layout import location_path
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 # LockType / LockLevel / LockState / DataOperationType values (hive_metastore.thrift)
@@ -262,9 +263,6 @@ def hive_to_spark_ddl(t: str) -> str:
 
 # -- tables -----------------------------------------------------------------------------------
 
-_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-
-
 def local_path(location: str, what: str = "the table") -> str:
     """The filesystem path of a table's or partition's location.
 
@@ -274,19 +272,11 @@ def local_path(location: str, what: str = "the table") -> str:
     (``hdfs:``, ``s3a:``, ...) is refused: taken as a path it would name a directory
     relative to the worker's working directory, and writes would "succeed" there, invisible
     to every other engine. Escapes (``%2F`` in a partition name) are part of the name on
-    disk, as in Hive, and stay."""
+    disk, as in Hive, and stay (``location_path``)."""
     if not location:
         raise HiveAcidError(f"{what} has no location")
-    path = location
-    if location.startswith("file:"):
-        path = location[len("file:"):]
-        if path.startswith("//"):               # file://authority/path
-            authority, _, rest = path[2:].partition("/")
-            if authority not in ("", "localhost"):
-                raise HiveAcidError(f"{what} is at {location}: a file: URI naming host "
-                                    f"{authority!r} is not a local path")
-            path = "/" + rest
-    elif _URI_SCHEME.match(location):
+    path = location_path(location)
+    if path is None:
         raise HiveAcidError(
             f"{what} is at {location}: hive_acid reads and writes local paths only (file: "
             f"locations, on a cluster a filesystem mounted at the same path on every host)")

@@ -8,10 +8,10 @@ import socket
 import threading
 from typing import Callable
 
+from orc_acid.layout import location_path
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 from ..catalog import is_external, is_transactional
-from ..warehouse import local_path
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def object_location(ms, db: str, tbl: str, part: str | None) -> tuple[dict, str 
     else:
         p = ms.catalog.get_partition_by_name(db, tbl, part)
         loc = (p.get("sd") or {}).get("location")
-    return table, local_path(loc)
+    return table, location_path(loc)
 
 
 def current_txn_list(ms) -> ValidTxnList:

@@ -491,6 +491,37 @@ def test_initiator_rules_failures_and_history(hms_factory):
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_partition_with_escaped_characters_is_compacted_in_its_own_directory(hms_factory):
+    """A partition value like "2024-01-01 10:00/x" is escaped in the partition's name and
+    its directory (ds=2024-01-01 10%3A00%2Fx), as Hive does. The location is the directory's
+    name as is: decoding the escapes named another directory (ds=2024-01-01 10:00/x), where
+    add_partition created an empty one and the compactor looked for deltas in vain."""
+    hms = hms_factory({})
+    ms = hms.ms
+    e = Engine(hms.client())
+    init, worker, cleaner = Initiator(ms), Worker(ms), Cleaner(ms)
+    loc = e.create("esc", params={"compactorthreshold.hive.compactor.delta.num.threshold": "1"},
+                   keys=(("ds", "string"),))
+    e.c.add_partition(T.Partition(dbName="default", tableName="esc",
+                                  values=["2024-01-01 10:00/x"]))
+    (name,) = e.c.get_partition_names("default", "esc", -1)
+    assert name == "ds=2024-01-01 10%3A00%2Fx"
+    part_dir = e.location("esc", name)
+    assert part_dir == os.path.join(loc, name)
+    assert listing(loc) == [name]                      # and no "ds=2024-01-01 10:00" tree
+    for i in (1, 2):
+        e.insert("esc", rows([i]), part=name)
+    got = init.run_once()
+    assert [o for o, _, _ in got["requested"]] == [("default", "esc", name)]
+    assert worker.run_once() and cleaner.run_once()["cleaned"]
+    (compacted,) = listing(part_dir)
+    assert compacted.startswith("base_0000002")
+    assert [i for _, i, _ in e.read("esc", name)] == [1, 2]
+    e.c.drop_partition_by_name("default", "esc", name, True)
+    assert listing(loc) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_cli_compact_wait_and_show_compactions(hms_factory, capsys):
     from hms_txn.cli import main
     hms = hms_factory({**FAST, "hive.compactor.initiator.on": "false"})

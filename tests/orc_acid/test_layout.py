@@ -102,3 +102,21 @@ def test_bucket_codec_v0_and_limits():
         L.encode_bucket(0, 4096)
     with pytest.raises(L.LayoutError):
         L.decode_bucket(2 << 29)
+
+
+@pytest.mark.parametrize("location, path", [
+    ("file:/w/t", "/w/t"),
+    ("file:///w/t", "/w/t"),
+    ("file://localhost/w/t", "/w/t"),
+    ("/w/t", "/w/t"),
+    # a partition's escapes are part of its directory's name, not URI encoding
+    ("file:/w/t/ds=2024-01-01 10%3A00%2Fx", "/w/t/ds=2024-01-01 10%3A00%2Fx"),
+    ("file:/w/t/k=a%23b?c", "/w/t/k=a%23b?c"),
+    ("hdfs://nn:8020/w/t", None),
+    ("s3a://bucket/w/t", None),
+    ("file://otherhost/w/t", None),
+    ("", None),
+    (None, None),
+])
+def test_location_path(location, path):
+    assert L.location_path(location) == path
