@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .errors import InvalidObject
+# Hive's escaping of partition names, shared with the Spark writer (also used from here by
+# the streaming and extension modules)
+from orc_acid.layout import escape_path_name, unescape_path_name
 
-DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+from .errors import InvalidObject
 MAX_NAME_LENGTH = 128
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -58,39 +60,6 @@ def matches(pattern: str | None, name: str, *, empty_matches_all: bool = True) -
     if pattern is None or pattern in ("*", ".*"):
         return True
     return bool(_pattern_regex(pattern).match(name))
-
-
-# Characters Hive escapes in partition path components (FileUtils.escapePathName).
-_ESCAPED = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
-
-
-_NEEDS_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
-
-
-def escape_path_name(value: str) -> str:
-    if not value:
-        return DEFAULT_PARTITION_NAME
-    if not _NEEDS_ESCAPE.search(value):  # the common case, on hot paths
-        return value
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
-
-
-def unescape_path_name(text: str) -> str:
-    if "%" not in text:
-        return text
-    out, i = [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "%" and i + 2 < len(text):
-            try:
-                out.append(chr(int(text[i + 1:i + 3], 16)))
-                i += 3
-                continue
-            except ValueError:
-                pass
-        out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 def make_partition_name(keys: list[str], values: list[str]) -> str:

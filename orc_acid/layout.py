@@ -15,8 +15,10 @@ File names:
 * ``_orc_acid_version`` (content ``2``) and ``_metadata_acid`` (JSON, Hive 3 compacted base)
 * anything else starting with ``_`` or ``.`` is hidden
 
-Locations: ``location_path`` maps a metastore location (``file:/w/t/p=a%2Fb``) to the
-directory on disk.
+Partition directories: ``k=v`` per partition key, keys and values escaped as Hive's
+``FileUtils.escapePathName`` does (``escape_path_name``), an empty or null value named
+``__HIVE_DEFAULT_PARTITION__``. ``location_path`` maps a metastore location
+(``file:/w/t/p=a%2Fb``) to the directory on disk.
 
 No pyarrow import here (the metastore uses this module).
 """
@@ -37,6 +39,7 @@ __all__ = [
     "format_original_file", "is_hidden", "is_side_file", "side_file_for",
     "encode_bucket", "decode_bucket", "decode_writer_id", "decode_statement_id",
     "bucket_codec_version", "bucket_id_of_file", "location_path", "LayoutError",
+    "DEFAULT_PARTITION_NAME", "escape_path_name", "unescape_path_name", "partition_dir_name",
 ]
 
 BASE_PREFIX = "base_"
@@ -280,6 +283,49 @@ def decode_writer_id(value: int) -> int:
 
 def decode_statement_id(value: int) -> int:
     return decode_bucket(value)[2]
+
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+
+# Characters Hive escapes in partition path components (FileUtils.escapePathName, on other
+# systems than Windows): control characters and "#%'*/:=?\\{[]^ and DEL. Everything else,
+# non-ASCII letters included, stays as it is.
+_ESCAPED = frozenset(chr(c) for c in range(0x01, 0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
+_NEEDS_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
+
+
+def escape_path_name(value: Optional[str]) -> str:
+    """A partition key or value as it appears in a partition's name and directory."""
+    if not value:
+        return DEFAULT_PARTITION_NAME
+    if not _NEEDS_ESCAPE.search(value):  # the common case, on hot paths
+        return value
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
+
+
+def unescape_path_name(text: str) -> str:
+    """The inverse of ``escape_path_name`` (a ``%`` not followed by two hex digits stays)."""
+    if "%" not in text:
+        return text
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 2 < len(text):
+            try:
+                out.append(chr(int(text[i + 1:i + 3], 16)))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def partition_dir_name(keys, values) -> str:
+    """``k1=v1/k2=v2``: a partition's name, and its directory under the table's."""
+    return "/".join(f"{escape_path_name(k)}={escape_path_name(v)}"
+                    for k, v in zip(keys, values))
 
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")

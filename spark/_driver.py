@@ -310,7 +310,8 @@ class Driver:
                     info = txn.tables[name]
                     wid = txn.write_ids[name]
                     if info.partition_keys:
-                        existing = {n for n, _, _ in M.list_partitions(self.ms, info)}
+                        existing = {n: loc for n, _, loc in M.list_partitions(self.ms, info)}
+                        _require_own_dirs(info, parts, existing)
                         new = sorted(p for p in parts if p not in existing)
                         M.add_partitions(self.ms, info, new)
                         by_op: Dict[int, List[str]] = {}
@@ -740,6 +741,21 @@ class Driver:
         except Exception:
             pass
         self.ms.close()
+
+
+def _require_own_dirs(info: M.TableInfo, written: Sequence[str],
+                      registered: Dict[str, str]) -> None:
+    """Statements write partition ``p`` in ``<table location>/p`` (``p`` escaped as Hive
+    does). A partition registered at another directory (an ADD PARTITION ... LOCATION, or a
+    name escaped differently by an older hive_acid) would never show those files to a
+    reader: the commit is refused, and the transaction's files go with its abort."""
+    for p in sorted(written):
+        at = registered.get(p)
+        own = os.path.join(info.location, p)
+        if at is not None and os.path.normpath(at) != os.path.normpath(own):
+            raise M.HiveAcidError(
+                f"partition {p} of {info.full_name} is at {at}, not at {own}: hive_acid "
+                f"writes a partition only in its directory under the table's location")
 
 
 def _set_timeout(conn, seconds: float) -> None:

@@ -17,18 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import orc_acid
-from orc_acid.layout import format_base, format_bucket_file, format_delete_delta, format_delta
+from orc_acid.layout import DEFAULT_PARTITION_NAME, format_base, format_bucket_file, \
+    format_delete_delta, format_delta, partition_dir_name
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+HIVE_DEFAULT_PARTITION = DEFAULT_PARTITION_NAME
 ROW_ID = "ROW__ID"
 OP_COL = "__hive_acid_op"        # merge/update: "D" delete, "U" delete+insert, "I" insert
 BUCKET_COL = "__hive_acid_bucket"
 MAX_WRITER_ID = 4095
-
-
-def _escape(v: str) -> str:
-    from urllib.parse import quote
-    return quote(str(v), safe=" !$&'()*+,;@[]^`{}|~-._")
 
 
 def part_value_strings(col: pa.Array) -> List[str]:
@@ -36,11 +32,15 @@ def part_value_strings(col: pa.Array) -> List[str]:
         s = pc.strftime(col, format="%Y-%m-%d %H:%M:%S")
     else:
         s = pc.cast(col, pa.string())
-    return [HIVE_DEFAULT_PARTITION if v is None else v for v in s.to_pylist()]
+    # Hive's rule: a null and an empty value are both the default partition (one group,
+    # one directory: two groups would write the same file names into it)
+    return [v if v else HIVE_DEFAULT_PARTITION for v in s.to_pylist()]
 
 
 def part_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    return "/".join(f"{k}={_escape(v)}" for k, v in zip(keys, values))
+    """The partition's name and directory, escaped as Hive does (the metastore's own name
+    for it, and the directory Hive would write)."""
+    return partition_dir_name(keys, values)
 
 
 def group_rows(table: pa.Table, key_cols: Sequence[str]) -> List[Tuple[tuple, pa.Table]]:

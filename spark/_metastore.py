@@ -16,7 +16,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
-from urllib.parse import unquote, quote
 
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
@@ -34,7 +33,7 @@ class _LazyTtypes:
 
 T = _LazyTtypes()
 
-from orc_acid.layout import location_path
+from orc_acid.layout import location_path, partition_dir_name, unescape_path_name
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 # LockType / LockLevel / LockState / DataOperationType values (hive_metastore.thrift)
@@ -285,20 +284,17 @@ def local_path(location: str, what: str = "the table") -> str:
     return path
 
 
-def escape_part_value(v: str) -> str:
-    """Hive's FileUtils.escapePathName (the common characters)."""
-    return quote(str(v), safe=" !$&'()*+,;@[]^`{}|~-._")
-
-
 def make_part_name(keys: Sequence[str], values: Sequence) -> str:
-    return "/".join(f"{k}={escape_part_value(v)}" for k, v in zip(keys, values))
+    """``k1=v1/k2=v2`` escaped as Hive does: the metastore's name of the partition, and its
+    directory under the table's."""
+    return partition_dir_name(keys, [None if v is None else str(v) for v in values])
 
 
 def parse_part_name(name: str) -> List[Tuple[str, str]]:
     out = []
     for seg in name.split("/"):
         k, v = seg.split("=", 1)
-        out.append((unquote(k), unquote(v)))
+        out.append((unescape_path_name(k), unescape_path_name(v)))
     return out
 
 

@@ -61,3 +61,59 @@ def test_a_table_on_hdfs_is_refused_before_anything_starts(acid_spark, ms, tname
     aborted = {x for i, x in enumerate(resp.open_txns)
                if resp.abortedBits[i // 8] >> (i % 8) & 1}
     assert {x for x in resp.open_txns if x > hwm} <= aborted
+
+
+def _tree(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, files in os.walk(root) for f in files if not f.startswith("."))
+
+
+@pytest.mark.spark
+def test_partition_directories_are_named_as_hive_names_them(acid_spark, ms, tname):
+    """Escaped as Hive's FileUtils.escapePathName (the metastore's partition names too):
+    ':' and '/' and '*' escaped, non-ASCII kept, an empty value the default partition."""
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
+    values = ["2024-01-01 10:00/x", "São Paulo", "a*b", "", None]
+    df = acid_spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id INT, p STRING")
+    df.write.format("hive_acid").mode("append").save(tname)
+    db, name = tname.split(".")
+    loc = local_path(ms.get_table(db, name).sd.location)
+    expected = ["p=2024-01-01 10%3A00%2Fx", "p=São Paulo", "p=a%2Ab",
+                "p=__HIVE_DEFAULT_PARTITION__"]
+    assert sorted(os.listdir(loc)) == sorted(expected)
+    assert sorted(ms.get_partition_names(db, name, -1)) == sorted(expected)
+    for p in expected:
+        part = ms.get_partition_by_name(db, name, p)
+        assert local_path(part.sd.location) == os.path.join(loc, p)
+    got = sorted((r.id, r.p) for r in acid_spark.read.format("hive_acid").load(tname).collect())
+    # Hive's rule: an empty partition value is the default partition, read back as NULL
+    assert got == [(0, "2024-01-01 10:00/x"), (1, "São Paulo"), (2, "a*b"), (3, None),
+                   (4, None)]
+
+
+@pytest.mark.spark
+def test_a_write_to_a_partition_registered_elsewhere_is_refused(acid_spark, ms, tname,
+                                                               tmp_path):
+    from spark import hive_acid as H
+    from spark._metastore import T
+    H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
+    H.insert(acid_spark, tname, acid_spark.createDataFrame([(1, "a")], "id INT, p STRING"))
+    db, name = tname.split(".")
+    table = ms.get_table(db, name)
+    loc = local_path(table.sd.location)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sd = table.sd
+    sd.location = "file:" + str(elsewhere)
+    ms.add_partition(T.Partition(dbName=db, tableName=name, values=["b"], sd=sd))
+    before = _tree(loc)
+    df = acid_spark.createDataFrame([(2, "b"), (3, "a")], "id INT, p STRING")
+    with pytest.raises(Exception, match=r"partition p=b of .* is at .*elsewhere, not at"):
+        df.write.format("hive_acid").mode("append").save(tname)
+    with pytest.raises(HiveAcidError, match=r"partition p=b of .* is at .*elsewhere"):
+        H.insert(acid_spark, tname, df)
+    assert _tree(loc) == before                        # the refused writes left nothing
+    assert os.listdir(elsewhere) == []
+    assert sorted((r.id, r.p) for r in acid_spark.read.format("hive_acid").load(tname)
+                  .collect()) == [(1, "a")]
