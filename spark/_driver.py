@@ -8,9 +8,10 @@ transactions live here, in the driver process: ``register()`` starts one ``Drive
 process and metastore, with an RPC endpoint, the coordinator (``multiprocessing.connection``
 with a random auth key), that the data source's workers call to open / commit / abort
 writes and to take read snapshots and locks, and executor tasks call around their writes
-and reads (it listens where ``hive_acid.coordinator_hosts`` says). A background thread heartbeats every open transaction
-and every read lock; read locks are released when every input partition of the scan has
-reported completion, or after a lease (the scan stopped early, e.g. ``limit``) expires.
+and reads (it listens where ``hive_acid.coordinator_hosts`` says). A background thread
+heartbeats every open transaction and every read lock; read locks are released when every
+input partition of the scan has reported completion, or after a lease (the scan stopped
+early, e.g. ``limit``) expires.
 """
 
 from __future__ import annotations
