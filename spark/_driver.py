@@ -21,8 +21,6 @@ import logging
 import os
 import secrets
 import shutil
-import socket
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,7 +32,7 @@ from orc_acid.layout import format_base, format_delta, format_delete_delta, pars
 
 from . import _metastore as M
 from ._attempts import ABORTED, ABORT_WAIT_S, Attempts, Outcome
-from ._rpc import nodelay
+from ._rpc import nodelay, set_timeout
 from ._metastore import T
 
 log = logging.getLogger("spark.hive_acid")
@@ -642,10 +640,10 @@ class Driver:
         """The key handshake of ``multiprocessing.connection`` (what ``Listener(authkey=)``
         runs in accept), both ways, bounded by ``HANDSHAKE_TIMEOUT_S``."""
         try:
-            _set_timeout(conn, HANDSHAKE_TIMEOUT_S)
+            set_timeout(conn, HANDSHAKE_TIMEOUT_S)
             deliver_challenge(conn, self.authkey)
             answer_challenge(conn, self.authkey)
-            _set_timeout(conn, 0)
+            set_timeout(conn, 0)
             return True
         except Exception as e:      # a wrong key, a silent or vanished peer
             log.warning("hive_acid coordinator: refused a connection: %s",
@@ -757,16 +755,3 @@ def _require_own_dirs(info: M.TableInfo, written: Sequence[str],
             raise M.HiveAcidError(
                 f"partition {p} of {info.full_name} is at {at}, not at {own}: hive_acid "
                 f"writes a partition only in its directory under the table's location")
-
-
-def _set_timeout(conn, seconds: float) -> None:
-    """Receive and send timeouts on a ``multiprocessing.connection`` socket (0: none). Its
-    reads then fail with an OSError instead of waiting for ever."""
-    s = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        whole = int(seconds)
-        tv = struct.pack("ll", whole, int((seconds - whole) * 1e6))
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
-    finally:
-        s.close()       # the duplicate descriptor only

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import socket
-from multiprocessing.connection import Client
+import struct
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
 from ._metastore import HiveAcidError, WriteConflictError
 
@@ -29,10 +30,47 @@ def nodelay(conn) -> None:
         s.close()         # the duplicate descriptor only
 
 
-def rpc(address, authkey: bytes, method: str, *args):
-    conn = Client(tuple(address), authkey=authkey)
+# Connecting to the coordinator and proving the key must be done within this time. A task
+# whose packets to the driver are dropped (a firewall) would otherwise wait for the kernel's
+# TCP connect timeout, about two minutes, before failing. The call itself is not bounded:
+# some wait for locks.
+CONNECT_TIMEOUT_S = 30.0
+
+
+def set_timeout(conn, seconds: float) -> None:
+    """Receive and send timeouts on a ``multiprocessing.connection`` socket (0: none). Its
+    reads then fail with an OSError instead of waiting for ever."""
+    s = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
     try:
-        nodelay(conn)
+        whole = int(seconds)
+        tv = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+    finally:
+        s.close()       # the duplicate descriptor only
+
+
+def connect(address, authkey: bytes) -> Connection:
+    """``multiprocessing.connection.Client(address, authkey)``, with connecting and the key
+    handshake bounded by ``CONNECT_TIMEOUT_S``."""
+    sock = socket.create_connection(tuple(address), timeout=CONNECT_TIMEOUT_S)
+    sock.settimeout(None)      # a Connection reads the descriptor itself: blocking again
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)     # see nodelay
+    conn = Connection(sock.detach())
+    try:
+        set_timeout(conn, CONNECT_TIMEOUT_S)
+        answer_challenge(conn, authkey)
+        deliver_challenge(conn, authkey)
+        set_timeout(conn, 0)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def rpc(address, authkey: bytes, method: str, *args):
+    conn = connect(address, authkey)
+    try:
         conn.send((method, args))
         status, value = conn.recv()
     finally:

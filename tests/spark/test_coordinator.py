@@ -118,6 +118,27 @@ def test_a_task_that_cannot_reach_the_coordinator_refuses_to_write(coordinator):
     assert wrote == []
 
 
+
+def test_a_coordinator_that_never_answers_fails_a_task_in_bounded_time(monkeypatch):
+    """A listener that accepts nothing stands for a driver whose packets are lost: the
+    connection and the key handshake are bounded (CONNECT_TIMEOUT_S), the call is not."""
+    import spark._rpc as R
+    from spark.hive_acid import _as_attempt
+    monkeypatch.setattr(R, "CONNECT_TIMEOUT_S", 0.5)
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(1)
+    wrote = []
+    try:
+        start = time.monotonic()
+        with pytest.raises(HiveAcidError, match="cannot reach the hive_acid coordinator"):
+            _as_attempt((mute.getsockname(), b"any key 12345678", "1/0"),
+                        lambda: wrote.append(1) or [])
+        assert time.monotonic() - start < 5.0
+    finally:
+        mute.close()
+    assert wrote == []
+
 SESSION = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {repo!r})
