@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import (Integer, bindparam, delete, func, insert, or_, select,
+                        type_coerce, update)
 from sqlalchemy.engine import Connection
 
 from . import notifications
@@ -136,8 +137,23 @@ _HEARTBEAT_OPEN_RETURNING = Hot(_heartbeat_open.returning(txns.c.txn_type))
 _TXN_COMPONENTS = Hot(select(txn_components)
                       .where(txn_components.c.txn_id == bindparam("p_txn"))
                       .order_by(txn_components.c.id))
-_HAS_WRITE_IDS = Hot(select(txn_to_write_id.c.write_id)
-                     .where(txn_to_write_id.c.txn_id == bindparam("p_txn")).limit(1))
+# commit_txn's first look on SQLite: the transaction's row and whether it has write
+# components and write ids, in one statement (three on a read-only query's commit before).
+# SQLite only: there the write transaction excludes every other writer, so the flags are
+# current. On PostgreSQL a SELECT ... FOR UPDATE that waited for another transaction
+# returns the row as that one left it but evaluates an EXISTS on its own older snapshot,
+# so there the row is locked first and the components read by a statement of their own.
+# (The flags are typed as integers: a Boolean column has a result processor on SQLite,
+# which would keep the statement off Hot's direct path.)
+_TXN_TO_COMMIT = Hot(
+    select(txns,
+           type_coerce(select(txn_components.c.id)
+                       .where(txn_components.c.txn_id == txns.c.txn_id).exists(),
+                       Integer).label("has_components"),
+           type_coerce(select(txn_to_write_id.c.write_id)
+                       .where(txn_to_write_id.c.txn_id == txns.c.txn_id).exists(),
+                       Integer).label("has_write_ids"))
+    .where(txns.c.txn_id == bindparam("p_txn")))
 _DELETE_TXN_COMPONENTS = Hot(delete(txn_components)
                              .where(txn_components.c.txn_id == bindparam("p_txn")))
 _INSERT_COMPLETED = Hot(insert(completed_txn_components))
@@ -176,13 +192,13 @@ def txn_row(conn: Connection, txn_id: int, *, for_update: bool = True):
     return (_TXN_ROW_LOCKED if for_update else _TXN_ROW).execute(conn, {"p_txn": txn_id}).first()
 
 
-def _wrote_nothing(conn: Connection, row, comps) -> bool:
-    """Whether committing this open transaction records no write (``comps``: its write
-    components). A READ_ONLY transaction can have no write id (allocation refuses it)."""
+def _wrote_nothing(row, comps) -> bool:
+    """Whether committing this open transaction (``row`` from ``_TXN_TO_COMMIT``, SQLite)
+    records no write (``comps``: its write components). A READ_ONLY transaction can have no write
+    id (allocation refuses it)."""
     if comps or row.txn_type not in (TxnType.DEFAULT, TxnType.READ_ONLY):
         return False
-    return (row.txn_type == TxnType.READ_ONLY
-            or _HAS_WRITE_IDS.execute(conn, {"p_txn": row.txn_id}).first() is None)
+    return row.txn_type == TxnType.READ_ONLY or not row.has_write_ids
 
 
 def raise_not_open(state: str | None, txn_id: int) -> None:
@@ -496,9 +512,11 @@ class TxnManager:
         # nothing finds out in the database (see "Lazy commit_txn" above), and only where
         # commits can be lazy at all (not on PostgreSQL): elsewhere the look costs a query.
         may_be_lazy = self.store.lazy_commits and not write_events and key_value is None
+        sqlite = self.store.is_sqlite
 
         def work(conn: Connection) -> CommitResult:
-            row = txn_row(conn, txn_id)
+            row = (_TXN_TO_COMMIT if sqlite else _TXN_ROW_LOCKED).execute(
+                conn, {"p_txn": txn_id}).first()
             if row is None:
                 raise_not_open(None, txn_id)
             if row.state == COMMITTED:
@@ -513,8 +531,9 @@ class TxnManager:
                 set_table_parameter_in(conn, key_value[0], key_value[1], key_value[2],
                                        must_exist=True)
             read_only = row.txn_type == TxnType.READ_ONLY
-            comps = [] if read_only else _TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
-            if may_be_lazy and not _wrote_nothing(conn, row, comps):
+            comps = (_TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
+                     if not read_only and (not sqlite or row.has_components) else [])
+            if may_be_lazy and not _wrote_nothing(row, comps):
                 self.store.insist_durable(conn)
             upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
             commit_id = None

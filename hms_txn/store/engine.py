@@ -25,7 +25,10 @@ live here:
   (not a process crash) is harmless and it has made sure of that itself: ``open_txns``
   does, see ``hms_txn.txn``. Such a transaction commits with ``synchronous=NORMAL``: its
   WAL frames reach the operating system (so it survives ``kill -9``) but are not fsynced;
-  the next durable commit fsyncs the WAL, and with it every lazy commit before it.
+  the next durable commit fsyncs the WAL, and with it every lazy commit before it. The
+  writer connection keeps the setting of its last commit and switches only when the next
+  commit wants the other one, so a run of lazy calls (open_txns and commit_txn of a
+  client's read-only queries, one after the other) pays for no switch at all.
   ``make_durable()`` forces that point for readers that must never see state a power cut
   could take back (the notification log as served to clients). A call that only learns
   from the database whether it may be lazy (``commit_txn``: did the transaction write
@@ -80,6 +83,8 @@ class Store:
         # Lazy commits only make sense when commits are otherwise fsynced.
         self.lazy_commits = self.is_sqlite and sqlite_synchronous.upper() == "FULL"
         self._unsynced = False     # a lazy commit happened since the last durable one
+        # The writer connection's synchronous setting is NORMAL (see _commit_mode).
+        self._writer_lazy = False
         self._batch: _Batch | None = None   # the open batch (under _write_mutex)
 
     @contextlib.contextmanager
@@ -89,7 +94,8 @@ class Store:
         with self._write_mutex:
             if self.is_sqlite:
                 conn = self._writer_connection()
-                with self._sync_mode(conn, lazy), conn.begin():
+                self._commit_mode(conn, lazy)
+                with conn.begin():
                     yield conn
                 return
             with self.engine.connect() as conn:
@@ -110,6 +116,7 @@ class Store:
     def _touch_durably(self, conn: Connection) -> None:
         """A durable commit on the writer connection (caller holds the writer mutex, no
         transaction open): fsyncs the WAL, and with it every lazy commit before it."""
+        self._commit_mode(conn, False)
         with conn.begin():
             _touch(conn)
         self._unsynced = False
@@ -122,6 +129,7 @@ class Store:
                 conn.close()
             conn = self._writer = self.engine.connect().execution_options(
                 hms_begin="BEGIN IMMEDIATE")
+            self._writer_lazy = False    # a new connection starts with the configured setting
         return conn
 
     @contextlib.contextmanager
@@ -164,14 +172,17 @@ class Store:
         raise AssertionError("unreachable")
 
     @contextlib.contextmanager
-    def batch(self, lazy: bool = False, wait: bool = True) -> Iterator[None]:
+    def batch(self, lazy: bool = False, wait: bool = True, alone: bool = False
+              ) -> Iterator[None]:
         """One SQLite transaction for every ``transaction()`` this thread makes inside the
         block (each in a SAVEPOINT: a failing one undoes only itself), joined by the calls
         other threads queue meanwhile. Commits on exit, durably unless ``lazy`` and every
         call inside allowed a lazy commit; raises if the COMMIT fails, and then none of it
         happened. Until the block has exited nothing in it is committed: callers hold
         their answers until then. ``wait=False``: raise ``WriterBusy`` on entry, before
-        the block runs, instead of waiting while another thread holds the writer."""
+        the block runs, instead of waiting while another thread holds the writer.
+        ``alone``: the block makes one call (the loop read one); its first transaction
+        needs no SAVEPOINT, as nothing precedes it in the database transaction."""
         if not self.is_sqlite:
             raise RuntimeError("Store.batch is for SQLite")
         lazy = lazy and self.lazy_commits
@@ -180,9 +191,10 @@ class Store:
             raise WriterBusy()
         try:
             conn = self._writer_connection()
-            batch = _Batch(threading.get_ident(), conn)
+            batch = _Batch(threading.get_ident(), conn, bare=alone)
             try:
-                with self._sync_mode(conn, lazy), conn.begin():
+                self._commit_mode(conn, lazy)
+                with conn.begin():
                     self._batch = batch
                     try:
                         yield
@@ -221,21 +233,19 @@ class Store:
             self._unsynced = True
             raise
 
-    @contextlib.contextmanager
-    def _sync_mode(self, conn: Connection, lazy: bool) -> Iterator[None]:
-        """Commit the transaction run inside lazily or durably (caller holds the writer
-        mutex; SQLite only allows the switch outside a transaction). Callers pass
-        ``lazy`` only where ``lazy_commits`` holds."""
-        if not lazy:
-            yield
+    def _commit_mode(self, conn: Connection, lazy: bool) -> None:
+        """Make the next COMMIT on the writer connection lazy or durable (caller holds the
+        writer mutex, no transaction open: SQLite only allows the switch outside one).
+        Callers pass ``lazy`` only where ``lazy_commits`` holds. The setting stays until a
+        commit wants the other: every durable commit comes through here (or through a
+        fresh connection, which starts at the configured FULL), so none runs at NORMAL."""
+        if lazy:
+            self._unsynced = True    # before the commit: make_durable must not miss it
+        if lazy == self._writer_lazy:
             return
-        driver = conn.connection.driver_connection
-        driver.execute("PRAGMA synchronous=NORMAL")
-        self._unsynced = True    # before the commit: make_durable must not miss it
-        try:
-            yield
-        finally:
-            driver.execute("PRAGMA synchronous=FULL")
+        conn.connection.driver_connection.execute(
+            "PRAGMA synchronous=NORMAL" if lazy else "PRAGMA synchronous=FULL")
+        self._writer_lazy = lazy
 
     def _grouped(self, fn: Callable[[Connection], T], lazy: bool = False) -> T:
         call = _PendingCall(fn, lazy)
@@ -274,7 +284,8 @@ class Store:
             # One durable call makes the whole batch durable (one fsync covers the WAL).
             lazy = all(call.lazy for call in batch)
             insisted = False
-            with self._sync_mode(conn, lazy), conn.begin() as txn:
+            self._commit_mode(conn, lazy)
+            with conn.begin() as txn:
                 if len(batch) == 1:
                     call = batch[0]
                     self._insisted(conn)
@@ -347,32 +358,55 @@ def _touch(conn: Connection) -> None:
 
 class _Batch:
     """An open ``Store.batch`` (or a group of queued calls): its thread, connection,
-    whether a call in it needs a durable commit, and whether it must not commit."""
-    __slots__ = ("owner", "conn", "driver", "durable", "broken")
+    whether a call in it needs a durable commit, whether it must not commit, and whether
+    its next call may run without a savepoint."""
+    __slots__ = ("owner", "conn", "driver", "durable", "broken", "bare")
 
-    def __init__(self, owner: int, conn: Connection):
+    def __init__(self, owner: int, conn: Connection, *, bare: bool = False):
         self.owner = owner
         self.conn = conn
         self.driver = conn.connection.driver_connection
         self.durable = False
         self.broken: BaseException | None = None
+        # Nothing has run in the database transaction yet, and the caller said no other
+        # call of its own follows: undoing this one is ROLLBACK and a new BEGIN, which
+        # costs nothing unless it fails, where a SAVEPOINT and its RELEASE cost two
+        # statements every time (a sixth of a lone open_txns' statements).
+        self.bare = bare
 
     def run(self, fn: Callable[[Connection], T], lazy: bool) -> T:
+        bare, self.bare = self.bare, False
         # SAVEPOINTs on the driver connection: SQLAlchemy's begin_nested() costs several
         # times more and tracks nothing we need.
-        self.driver.execute("SAVEPOINT hms_call")
+        if not bare:
+            self.driver.execute("SAVEPOINT hms_call")
         Store._insisted(self.conn)
         try:
             result = fn(self.conn)
         except BaseException:
             # Rolled back: whatever it insisted on no longer needs an fsync.
             Store._insisted(self.conn)
-            self._end("ROLLBACK TO hms_call", "RELEASE hms_call")
+            if bare:
+                self._restart()
+            else:
+                self._end("ROLLBACK TO hms_call", "RELEASE hms_call")
             raise
-        self._end("RELEASE hms_call")
+        if not bare:
+            self._end("RELEASE hms_call")
         if Store._insisted(self.conn) or not lazy:
             self.durable = True
         return result
+
+    def _restart(self) -> None:
+        """Undo everything in the database transaction and begin it again, behind
+        SQLAlchemy's back (its transaction goes on and commits the new one)."""
+        try:
+            if self.driver.in_transaction:
+                self.driver.execute("ROLLBACK")
+            self.driver.execute("BEGIN IMMEDIATE")
+        except BaseException as err:
+            self.broken = err
+            raise
 
     def _end(self, *statements: str) -> None:
         try:

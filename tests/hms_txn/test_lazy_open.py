@@ -60,27 +60,43 @@ def _url_of(image) -> str:
 
 
 class _Statements:
-    """The SQL the store's writer connection runs (sqlite3's trace hook)."""
+    """The SQL the store's writer connection runs (sqlite3's trace hook), and the
+    ``synchronous`` setting it runs under (kept from one commit to the next)."""
 
     def __init__(self, ms: Metastore):
         ms.txns.open_txns(1, "u", "h")          # the writer connection exists from here on
         self.seen: list[str] = []
+        self.mode = "NORMAL" if ms.store._writer_lazy else "FULL"
         ms.store._writer.connection.driver_connection.set_trace_callback(self.seen.append)
 
     def take(self) -> list[str]:
         out, self.seen[:] = list(self.seen), []
+        self.mode = _mode_after(out, self.mode)
         return out
 
+    def commit_modes(self) -> list[str]:
+        """The setting each COMMIT since the last look ran under (FULL: fsynced)."""
+        start = self.mode
+        return _commit_modes(self.take(), start)
 
-def _commit_modes(statements: list[str]) -> list[str]:
-    """The ``synchronous`` setting each COMMIT in ``statements`` ran under (FULL: fsynced)."""
-    mode, modes = "FULL", []
+
+def _commit_modes(statements: list[str], mode: str = "FULL") -> list[str]:
+    """The ``synchronous`` setting each COMMIT in ``statements`` ran under (FULL: fsynced),
+    starting from ``mode``."""
+    modes = []
     for sql in statements:
         if sql.startswith("PRAGMA synchronous="):
             mode = sql.split("=", 1)[1]
         elif sql == "COMMIT":
             modes.append(mode)
     return modes
+
+
+def _mode_after(statements: list[str], mode: str) -> str:
+    for sql in statements:
+        if sql.startswith("PRAGMA synchronous="):
+            mode = sql.split("=", 1)[1]
+    return mode
 
 
 def _read_lock(ms: Metastore, txn: int, op: DataOp = DataOp.SELECT,
@@ -99,17 +115,24 @@ def test_open_commits_without_fsync_and_everything_else_with(tmp_path):
         sql = _Statements(ms)
         sql.take()
         txn = ms.txns.open_txns(1, "u", "h")[0]
+        assert sql.commit_modes() == ["NORMAL"]
+        # A second open finds the connection lazy already: no switch to and fro.
+        second = ms.txns.open_txns(1, "u", "h")[0]
         opened = sql.take()
-        assert opened[0] == "PRAGMA synchronous=NORMAL" and opened[-1] == "PRAGMA synchronous=FULL"
-        assert _commit_modes(opened) == ["NORMAL"]
+        assert not any(s.startswith("PRAGMA") for s in opened)
+        assert _commit_modes(opened, "NORMAL") == ["NORMAL"]
         ms.writeids.allocate_table_write_ids("db", "t", [txn])
-        assert _commit_modes(sql.take()) == ["FULL"]
+        allocated = sql.take()
+        assert allocated[0] == "PRAGMA synchronous=FULL"
+        assert _commit_modes(allocated, "NORMAL") == ["FULL"]
         _read_lock(ms, txn)
-        assert _commit_modes(sql.take()) == ["FULL"]
+        assert sql.commit_modes() == ["FULL"]
         ms.txns.heartbeat(txn_id=txn)
-        assert _commit_modes(sql.take()) == ["FULL"]
+        assert sql.commit_modes() == ["FULL"]
         ms.txns.abort_txn(txn)
-        assert _commit_modes(sql.take()) == ["FULL"]
+        assert sql.commit_modes() == ["FULL"]
+        ms.txns.abort_txn(second)
+        assert sql.commit_modes() == ["FULL"]
     finally:
         ms.close()
 
@@ -136,7 +159,7 @@ def test_commit_of_a_transaction_that_wrote_nothing_is_lazy(tmp_path, begin):
         txn = begin(ms)
         sql.take()
         ms.txns.commit_txn(txn)
-        assert _commit_modes(sql.take()) == ["NORMAL"]
+        assert sql.commit_modes() == ["NORMAL"]
         assert ms.store._unsynced
         assert ms.locks.show_locks() == []
     finally:
@@ -192,7 +215,7 @@ def test_commit_that_records_a_write_is_fsynced_before_it_returns(tmp_path, begi
         txn, extra = begin(ms)
         sql.take()
         ms.txns.commit_txn(txn, **extra)
-        modes = _commit_modes(sql.take())
+        modes = sql.commit_modes()
         assert modes and modes[-1] == "FULL"
     finally:
         ms.close()
@@ -208,11 +231,12 @@ def test_a_batch_with_a_durable_commit_is_fsynced_before_the_batch_ends(tmp_path
         writer, _ = _with_write_id(ms)
         sql.take()
         for txn, modes in [(reader, ["NORMAL"]), (writer, ["NORMAL", "FULL"])]:
+            start = sql.mode
             with ms.store.batch(lazy=True):
                 ms.txns.commit_txn(txn)
                 inside = sql.take()
                 assert "COMMIT" not in inside
-            assert _commit_modes(inside + sql.take()) == modes
+            assert _commit_modes(inside + sql.take(), start) == modes
     finally:
         ms.close()
 
@@ -330,8 +354,7 @@ def test_notification_reads_wait_for_lazy_opens_to_be_durable(tmp_path):
         sql.take()
         events = ms.notifications.next_events(start)
         assert [e.event_type for e in events] == ["OPEN_TXN"] and str(txn) in events[0].message
-        durable = sql.take()
-        assert "COMMIT" in durable and not any(s.startswith("PRAGMA synchronous") for s in durable)
+        assert sql.commit_modes() == ["FULL"]
         assert not ms.store._unsynced
         ms.notifications.next_events(start)     # nothing lazy since: no extra commit
         assert "COMMIT" not in sql.take()

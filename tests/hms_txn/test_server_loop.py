@@ -19,7 +19,7 @@ from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes as t
 from tests.support.servers import InProcessServer, client_for
 
 from .test_catalog import make_table
-from .test_lazy_open import _commit_modes
+from .test_lazy_open import _commit_modes, _mode_after
 
 
 @pytest.fixture
@@ -152,12 +152,12 @@ def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_serve
     class DiskFull(Exception):
         pass
 
-    def failing_batch(lazy=False, wait=True):
+    def failing_batch(lazy=False, wait=True, alone=False):
         import contextlib
 
         @contextlib.contextmanager
         def run():
-            with real_batch(lazy, wait):
+            with real_batch(lazy, wait, alone):
                 yield
                 raise DiskFull("disk I/O error")
         return run()
@@ -324,10 +324,12 @@ def test_commits_over_the_loop_are_lazy_only_for_transactions_that_wrote_nothing
         store._writer.connection.driver_connection.set_trace_callback(seen.append)
         try:
             modes = []
+            mode = "FULL"     # allocate_table_write_ids committed durably
             for txn in (reader, writer):
                 seen.clear()
                 c.commit_txn(t.CommitTxnRequest(txnid=txn))
-                modes.append(_commit_modes(list(seen)))
+                modes.append(_commit_modes(list(seen), mode))
+                mode = _mode_after(list(seen), mode)
         finally:
             store._writer.connection.driver_connection.set_trace_callback(None)
     assert modes == [["NORMAL"], ["NORMAL", "FULL"]]

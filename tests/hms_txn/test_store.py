@@ -295,6 +295,46 @@ def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
         store.dispose()
 
 
+def test_batch_of_one_call_undoes_a_failing_first_transaction_without_a_savepoint(tmp_path):
+    """Store.batch(alone=True), the loop's batch of a single call: its first transaction
+    runs without a SAVEPOINT; when it fails, a ROLLBACK and a new BEGIN undo exactly what
+    it did, the error reaches the caller, and what runs next in the batch (the call's own
+    later transactions, in savepoints, and calls other threads queued) still commits."""
+    store = Store(f"sqlite:///{tmp_path}/alone.sqlite")
+    ensure_schema(store)
+    store.transaction(_set_version(600))
+    seen: list[str] = []
+
+    def failing(conn):
+        conn.execute(update(schema_version).values(version=-1))
+        raise ValueError("refused")
+
+    try:
+        store._writer.connection.driver_connection.set_trace_callback(seen.append)
+        with store.batch(alone=True):
+            with pytest.raises(ValueError):
+                store.transaction(failing)
+            assert seen[1:] == ["UPDATE hms_schema_version SET version=-1", "ROLLBACK",
+                                "BEGIN IMMEDIATE"]
+            assert store.transaction(_set_version(601)) == 601    # in a savepoint again
+        assert "SAVEPOINT hms_call" in seen and seen[-1] == "COMMIT"
+        assert _read_version(store) == 601
+
+        seen.clear()
+        with store.batch(alone=True):
+            assert store.transaction(_set_version(602)) == 602
+        assert not any("SAVEPOINT" in s or "RELEASE" in s for s in seen)
+        assert _read_version(store) == 602
+
+        seen.clear()
+        with store.batch(alone=True):
+            with pytest.raises(ValueError):
+                store.transaction(failing)
+        assert seen[-1] == "COMMIT" and _read_version(store) == 602   # nothing of it left
+    finally:
+        store.dispose()
+
+
 def test_batch_that_must_not_wait_raises_writer_busy_and_runs_nothing(tmp_path):
     """Store.batch(wait=False) while another thread holds the writer: WriterBusy on entry,
     before its block runs; once the writer is free, the same batch runs and commits."""
