@@ -402,7 +402,7 @@ class TxnLoop:
         answers: list[tuple[_Conn, bytes | None]] = []
         lazy = all(header[0] in _MAY_COMMIT_LAZILY for _, header, _ in ready)
         try:
-            with self.store.batch(lazy=lazy, wait=wait, alone=len(ready) == 1):
+            with self.store.batch(lazy=lazy, wait=wait):
                 for conn, header, size in ready:
                     answers.append((conn, self._process(conn, header, size, calls)))
         except WriterBusy:

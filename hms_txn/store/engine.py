@@ -10,8 +10,9 @@ live here:
 * Group commit (SQLite): the fsync at COMMIT dominates a small transaction, and SQLite
   allows one writer at a time anyway, so ``Store.transaction`` calls that arrive while
   another is committing are run together, by whichever thread takes the writer mutex next,
-  in one database transaction, each inside its own SAVEPOINT (a group of one needs none).
-  A call that fails rolls back only its savepoint; every call returns only after the
+  in one database transaction, each inside its own SAVEPOINT (but the first, which
+  nothing precedes: ROLLBACK and a new BEGIN undo it). A call that fails rolls back only
+  what it did; every call returns only after the
   shared COMMIT is durable, so the contract of a single transaction per call is unchanged
   while many clients share an fsync.
 * SQLite writes all go through one connection, kept open and used only under the writer
@@ -83,7 +84,7 @@ class Store:
         # Lazy commits only make sense when commits are otherwise fsynced.
         self.lazy_commits = self.is_sqlite and sqlite_synchronous.upper() == "FULL"
         self._unsynced = False     # a lazy commit happened since the last durable one
-        # The writer connection's synchronous setting is NORMAL (see _commit_mode).
+        # Whether the writer connection is at synchronous=NORMAL (see _commit_mode).
         self._writer_lazy = False
         self._batch: _Batch | None = None   # the open batch (under _write_mutex)
 
@@ -172,17 +173,14 @@ class Store:
         raise AssertionError("unreachable")
 
     @contextlib.contextmanager
-    def batch(self, lazy: bool = False, wait: bool = True, alone: bool = False
-              ) -> Iterator[None]:
+    def batch(self, lazy: bool = False, wait: bool = True) -> Iterator[None]:
         """One SQLite transaction for every ``transaction()`` this thread makes inside the
-        block (each in a SAVEPOINT: a failing one undoes only itself), joined by the calls
-        other threads queue meanwhile. Commits on exit, durably unless ``lazy`` and every
-        call inside allowed a lazy commit; raises if the COMMIT fails, and then none of it
-        happened. Until the block has exited nothing in it is committed: callers hold
-        their answers until then. ``wait=False``: raise ``WriterBusy`` on entry, before
-        the block runs, instead of waiting while another thread holds the writer.
-        ``alone``: the block makes one call (the loop read one); its first transaction
-        needs no SAVEPOINT, as nothing precedes it in the database transaction."""
+        block (each in a SAVEPOINT but the first: a failing one undoes only itself),
+        joined by the calls other threads queue meanwhile. Commits on exit, durably unless
+        ``lazy`` and every call inside allowed a lazy commit; raises if the COMMIT fails,
+        and then none of it happened. Until the block has exited nothing in it is
+        committed: callers hold their answers until then. ``wait=False``: raise ``WriterBusy`` on entry, before
+        the block runs, instead of waiting while another thread holds the writer."""
         if not self.is_sqlite:
             raise RuntimeError("Store.batch is for SQLite")
         lazy = lazy and self.lazy_commits
@@ -191,7 +189,7 @@ class Store:
             raise WriterBusy()
         try:
             conn = self._writer_connection()
-            batch = _Batch(threading.get_ident(), conn, bare=alone)
+            batch = _Batch(threading.get_ident(), conn)
             try:
                 self._commit_mode(conn, lazy)
                 with conn.begin():
@@ -283,24 +281,13 @@ class Store:
             conn = self._writer_connection()
             # One durable call makes the whole batch durable (one fsync covers the WAL).
             lazy = all(call.lazy for call in batch)
-            insisted = False
             self._commit_mode(conn, lazy)
-            with conn.begin() as txn:
-                if len(batch) == 1:
-                    call = batch[0]
-                    self._insisted(conn)
-                    try:
-                        call.result = call.fn(conn)
-                    except BaseException as err:
-                        call.error = err
-                        txn.rollback()
-                    insisted = self._insisted(conn) and call.error is None
-                else:
-                    group = _Batch(threading.get_ident(), conn)
-                    group.run_calls(batch)
-                    if group.broken is not None:
-                        raise group.broken
-                    insisted = group.durable
+            with conn.begin():
+                group = _Batch(threading.get_ident(), conn)
+                group.run_calls(batch)
+                if group.broken is not None:
+                    raise group.broken
+                insisted = group.durable
             if lazy and insisted:
                 self._touch_durably(conn)
         except BaseException as err:  # BEGIN or COMMIT failed: no call of the batch happened
@@ -359,20 +346,21 @@ def _touch(conn: Connection) -> None:
 class _Batch:
     """An open ``Store.batch`` (or a group of queued calls): its thread, connection,
     whether a call in it needs a durable commit, whether it must not commit, and whether
-    its next call may run without a savepoint."""
+    nothing has run in its database transaction yet."""
     __slots__ = ("owner", "conn", "driver", "durable", "broken", "bare")
 
-    def __init__(self, owner: int, conn: Connection, *, bare: bool = False):
+    def __init__(self, owner: int, conn: Connection):
         self.owner = owner
         self.conn = conn
         self.driver = conn.connection.driver_connection
         self.durable = False
         self.broken: BaseException | None = None
-        # Nothing has run in the database transaction yet, and the caller said no other
-        # call of its own follows: undoing this one is ROLLBACK and a new BEGIN, which
-        # costs nothing unless it fails, where a SAVEPOINT and its RELEASE cost two
-        # statements every time (a sixth of a lone open_txns' statements).
-        self.bare = bare
+        # The first call needs no savepoint: nothing precedes it in the database
+        # transaction, so ROLLBACK and a new BEGIN undo exactly what it did. That costs
+        # nothing unless it fails, where a SAVEPOINT and its RELEASE cost two statements
+        # every time, and most batches with one client hold one call (a sixth of a lone
+        # open_txns' statements).
+        self.bare = True
 
     def run(self, fn: Callable[[Connection], T], lazy: bool) -> T:
         bare, self.bare = self.bare, False

@@ -152,12 +152,12 @@ def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_serve
     class DiskFull(Exception):
         pass
 
-    def failing_batch(lazy=False, wait=True, alone=False):
+    def failing_batch(lazy=False, wait=True):
         import contextlib
 
         @contextlib.contextmanager
         def run():
-            with real_batch(lazy, wait, alone):
+            with real_batch(lazy, wait):
                 yield
                 raise DiskFull("disk I/O error")
         return run()

@@ -295,12 +295,12 @@ def test_batch_whose_savepoint_cannot_be_closed_does_not_commit(tmp_path):
         store.dispose()
 
 
-def test_batch_of_one_call_undoes_a_failing_first_transaction_without_a_savepoint(tmp_path):
-    """Store.batch(alone=True), the loop's batch of a single call: its first transaction
-    runs without a SAVEPOINT; when it fails, a ROLLBACK and a new BEGIN undo exactly what
-    it did, the error reaches the caller, and what runs next in the batch (the call's own
-    later transactions, in savepoints, and calls other threads queued) still commits."""
-    store = Store(f"sqlite:///{tmp_path}/alone.sqlite")
+def test_batch_runs_its_first_transaction_without_a_savepoint(tmp_path):
+    """Store.batch: the first transaction runs without a SAVEPOINT, as nothing precedes
+    it in the database transaction; when it fails, a ROLLBACK and a new BEGIN undo exactly
+    what it did, the error reaches the caller, and what runs next in the batch (in
+    savepoints) still commits. The same holds for a group of queued calls."""
+    store = Store(f"sqlite:///{tmp_path}/first.sqlite")
     ensure_schema(store)
     store.transaction(_set_version(600))
     seen: list[str] = []
@@ -311,7 +311,7 @@ def test_batch_of_one_call_undoes_a_failing_first_transaction_without_a_savepoin
 
     try:
         store._writer.connection.driver_connection.set_trace_callback(seen.append)
-        with store.batch(alone=True):
+        with store.batch():
             with pytest.raises(ValueError):
                 store.transaction(failing)
             assert seen[1:] == ["UPDATE hms_schema_version SET version=-1", "ROLLBACK",
@@ -321,16 +321,23 @@ def test_batch_of_one_call_undoes_a_failing_first_transaction_without_a_savepoin
         assert _read_version(store) == 601
 
         seen.clear()
-        with store.batch(alone=True):
+        with store.batch():
             assert store.transaction(_set_version(602)) == 602
         assert not any("SAVEPOINT" in s or "RELEASE" in s for s in seen)
         assert _read_version(store) == 602
 
         seen.clear()
-        with store.batch(alone=True):
+        with store.batch():
             with pytest.raises(ValueError):
                 store.transaction(failing)
         assert seen[-1] == "COMMIT" and _read_version(store) == 602   # nothing of it left
+
+        seen.clear()
+        with pytest.raises(ValueError):             # a queued call, alone in its group
+            store.transaction(failing)
+        assert "ROLLBACK" in seen and not any("SAVEPOINT" in s for s in seen)
+        assert store.transaction(_set_version(603)) == 603
+        assert _read_version(store) == 603
     finally:
         store.dispose()
 
