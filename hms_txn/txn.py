@@ -194,8 +194,8 @@ def txn_row(conn: Connection, txn_id: int, *, for_update: bool = True):
 
 def _wrote_nothing(row, comps) -> bool:
     """Whether committing this open transaction (``row`` from ``_TXN_TO_COMMIT``, SQLite)
-    records no write (``comps``: its write components). A READ_ONLY transaction can have no write
-    id (allocation refuses it)."""
+    records no write (``comps``: its write components). A READ_ONLY transaction can have
+    no write id (allocation refuses it)."""
     if comps or row.txn_type not in (TxnType.DEFAULT, TxnType.READ_ONLY):
         return False
     return row.txn_type == TxnType.READ_ONLY or not row.has_write_ids

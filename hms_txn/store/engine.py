@@ -12,9 +12,9 @@ live here:
   another is committing are run together, by whichever thread takes the writer mutex next,
   in one database transaction, each inside its own SAVEPOINT (but the first, which
   nothing precedes: ROLLBACK and a new BEGIN undo it). A call that fails rolls back only
-  what it did; every call returns only after the
-  shared COMMIT is durable, so the contract of a single transaction per call is unchanged
-  while many clients share an fsync.
+  what it did; every call returns only after the shared COMMIT is durable, so the
+  contract of a single transaction per call is unchanged while many clients share an
+  fsync.
 * SQLite writes all go through one connection, kept open and used only under the writer
   mutex, instead of a pool checkout (and reset) per transaction.
 * Batches (SQLite): the server's transaction loop (``hms_txn.server_loop``) runs every
@@ -179,8 +179,9 @@ class Store:
         joined by the calls other threads queue meanwhile. Commits on exit, durably unless
         ``lazy`` and every call inside allowed a lazy commit; raises if the COMMIT fails,
         and then none of it happened. Until the block has exited nothing in it is
-        committed: callers hold their answers until then. ``wait=False``: raise ``WriterBusy`` on entry, before
-        the block runs, instead of waiting while another thread holds the writer."""
+        committed: callers hold their answers until then. ``wait=False``: raise
+        ``WriterBusy`` on entry, before the block runs, instead of waiting while another
+        thread holds the writer."""
         if not self.is_sqlite:
             raise RuntimeError("Store.batch is for SQLite")
         lazy = lazy and self.lazy_commits
