@@ -35,7 +35,9 @@ live here:
   from the database whether it may be lazy (``commit_txn``: did the transaction write
   anything?) asks for ``durable=False`` and calls ``insist_durable(conn)`` when it may
   not: its answer then waits for a durable commit after the lazy one (SQLite cannot
-  change ``synchronous`` inside a transaction).
+  change ``synchronous`` inside a transaction). That commit, and ``make_durable``'s,
+  changes a counter (``_touch``): SQLite fsyncs at COMMIT only when there is a page to
+  write (tests/hms_txn/test_fsync_syscalls.py watches the fdatasync calls).
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
   deadlocks are retried by ``Store.transaction``.
@@ -339,9 +341,17 @@ _INSIST_DURABLE = "hms_txn.insist_durable"
 
 
 def _touch(conn: Connection) -> None:
-    """A write with no effect, for a durable commit that has nothing else to write."""
-    conn.connection.driver_connection.execute(
-        "UPDATE hms_schema_version SET version = version")
+    """The write of a durable commit that has nothing else to write: one more on the
+    durability marker's counter. It must change a value: SQLite writes no page for an
+    UPDATE that leaves its row as it was, and a COMMIT with no page to write fsyncs
+    nothing, which would leave the lazy commits before it unsynced."""
+    driver = conn.connection.driver_connection
+    if driver.execute(_BUMP_MARKER).rowcount == 0:
+        driver.execute(_FIRST_MARKER)   # a database that never had a durable touch
+
+
+_BUMP_MARKER = "UPDATE hms_durability_marker SET n = n + 1 WHERE id = 1"
+_FIRST_MARKER = "INSERT INTO hms_durability_marker (id, n) VALUES (1, 1)"
 
 
 class _Batch:

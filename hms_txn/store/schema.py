@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -27,6 +27,17 @@ schema_version = Table(
     Column("id", Integer, primary_key=True),
     Column("version", Integer, nullable=False),
     info={"since": 1},
+)
+
+# A single row whose counter a durable commit with nothing else to write increments
+# (hms_txn.store.engine: after lazy commits, the commit that fsyncs them). It must change a
+# value: SQLite writes no page for an UPDATE that leaves a row as it was, and a commit with
+# no page to write fsyncs nothing.
+durability_marker = Table(
+    "hms_durability_marker", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("n", BigInteger, nullable=False),
+    info={"since": 5},
 )
 
 # ------------------------------------------------------------------------------ catalog (v1)
