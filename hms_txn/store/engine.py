@@ -345,13 +345,12 @@ def _touch(conn: Connection) -> None:
     durability marker's counter. It must change a value: SQLite writes no page for an
     UPDATE that leaves its row as it was, and a COMMIT with no page to write fsyncs
     nothing, which would leave the lazy commits before it unsynced."""
-    driver = conn.connection.driver_connection
-    if driver.execute(_BUMP_MARKER).rowcount == 0:
-        driver.execute(_FIRST_MARKER)   # a database that never had a durable touch
+    conn.connection.driver_connection.execute(_BUMP_MARKER)
 
 
-_BUMP_MARKER = "UPDATE hms_durability_marker SET n = n + 1 WHERE id = 1"
-_FIRST_MARKER = "INSERT INTO hms_durability_marker (id, n) VALUES (1, 1)"
+# An upsert: the first touch a database ever has makes the row.
+_BUMP_MARKER = ("INSERT INTO hms_durability_marker (id, n) VALUES (1, 1) "
+                "ON CONFLICT (id) DO UPDATE SET n = n + 1")
 
 
 class _Batch:
