@@ -10,6 +10,7 @@ from functools import lru_cache
 from orc_acid.layout import escape_path_name, unescape_path_name
 
 from .errors import InvalidObject
+
 MAX_NAME_LENGTH = 128
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
