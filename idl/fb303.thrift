@@ -2,7 +2,7 @@
 // Only the ids and types matter on the wire; this file is ours.
 // Regenerate the Python code with scripts/regen_thrift.sh after any edit.
 
-namespace py hms_txn.thrift_gen.fb303
+namespace py hms_txn.wire.thrift_gen.fb303
 
 // Health of a service as reported by getStatus().
 enum fb_status {

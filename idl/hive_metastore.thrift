@@ -13,7 +13,7 @@
 
 include "fb303.thrift"
 
-namespace py hms_txn.thrift_gen.hive_metastore
+namespace py hms_txn.wire.thrift_gen.hive_metastore
 
 // ---------------------------------------------------------------- constants
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Regenerate the Python Thrift bindings in hms_txn/thrift_gen/ from idl/.
+# Regenerate the Python Thrift bindings in hms_txn/wire/thrift_gen/ from idl/.
 #
 #   scripts/regen_thrift.sh [OUTPUT_DIR]
 #
-# OUTPUT_DIR defaults to hms_txn/thrift_gen in this checkout. It is wiped and
+# OUTPUT_DIR defaults to hms_txn/wire/thrift_gen in this checkout. It is wiped and
 # rebuilt, so the result depends only on idl/ and the compiler version
 # (Debian's thrift-compiler; tests/hms_txn/test_thrift_gen_sync.py checks that
 # the committed copy is what this script produces).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${1:-"$root/hms_txn/thrift_gen"}
+out=${1:-"$root/hms_txn/wire/thrift_gen"}
 
 if ! command -v thrift >/dev/null 2>&1; then
     echo "regen_thrift.sh: the 'thrift' compiler is not installed" \
@@ -29,11 +29,11 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The py namespaces in the IDL (hms_txn.thrift_gen.*) give absolute imports
+# The py namespaces in the IDL (hms_txn.wire.thrift_gen.*) give absolute imports
 # that resolve inside our package; -r also generates the included fb303.
 thrift -r --gen py -out "$tmp" "$root/idl/hive_metastore.thrift"
 
-gen="$tmp/hms_txn/thrift_gen"
+gen="$tmp/hms_txn/wire/thrift_gen"
 # command-line *-remote scripts are not needed
 rm -f "$gen"/*/*-remote
 

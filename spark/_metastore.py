@@ -1,6 +1,6 @@
 """Talking to the metastore from Spark's driver and planner processes (no pyspark here).
 
-Thin helpers over the generated Thrift client (``hms_txn.thrift_gen``): connections,
+Thin helpers over the generated Thrift client (``hms_txn.wire.thrift_gen``): connections,
 snapshots (ValidTxnList built from ``get_open_txns`` the way Hive's client builds it,
 ValidWriteIdList strings from ``get_valid_write_ids``), table descriptions, locks that wait,
 and Hive type strings mapped to Spark DDL / Arrow types.
@@ -22,12 +22,12 @@ from thrift.transport import TSocket, TTransport
 
 
 class _LazyTtypes:
-    """``hms_txn.thrift_gen...ttypes``, imported on first use: the generated module takes
+    """``hms_txn.wire.thrift_gen...ttypes``, imported on first use: the generated module takes
     seconds to import and Spark's Python workers that never talk to the metastore (tasks,
     planners using the driver's coordinator) should not pay for it."""
 
     def __getattr__(self, name):
-        from hms_txn.thrift_gen.hive_metastore import ttypes
+        from hms_txn.wire.thrift_gen.hive_metastore import ttypes
         return getattr(ttypes, name)
 
 
@@ -90,7 +90,7 @@ class Metastore:
         protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
         transport.open()
         self._transport = transport
-        from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
+        from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
         self._client = ThriftHiveMetastore.Client(protocol)
 
     def call(self, name: str, *args):

@@ -34,7 +34,7 @@ DB, TABLE = "bench_fwd", "parts"
 
 
 def _connect(port: int):
-    from ..thrift_gen.hive_metastore import ThriftHiveMetastore
+    from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
     sock = TSocket.TSocket("127.0.0.1", port)
     sock.setTimeout(120_000)
     transport = TTransport.TBufferedTransport(sock)
@@ -69,7 +69,7 @@ def _start_ours(upstream: str, workdir: str) -> tuple[subprocess.Popen, int]:
 
 
 def _setup(client) -> None:
-    from ..thrift_gen.hive_metastore import ttypes as t
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
     if DB in client.get_all_databases():
         client.drop_database(DB, True, True)
     client.create_database(t.Database(name=DB))
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             import socket
 
-            from .javahms import start_java_metastore
+            from hms_txn.bench.javahms import start_java_metastore
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 free = s.getsockname()[1]

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with open(argv[0]) as f:
         results = json.load(f)
-    from .runner import evaluate_targets, ratios
+    from hms_txn.bench.runner import evaluate_targets, ratios
     ratios(results["cells"])
     rss = [c["server_rss_mb"] for c in results["cells"]
            if c["server"].startswith("hms-") and c.get("server_rss_mb")]

@@ -40,9 +40,9 @@ from typing import Any
 
 from thrift.transport.TTransport import TTransportException
 
-from ..config import ConfigError, parse_overrides
-from .servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
-from .workloads import ALL, SCALE, WORKLOADS, Target, describe_error
+from hms_txn.common.config import ConfigError, parse_overrides
+from hms_txn.bench.servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
+from hms_txn.bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
 
 # ------------------------------------------------------------------ schedules
 
@@ -66,7 +66,7 @@ QUICK = Schedule(warmup=0.3, rounds=2, round_s=0.6)
 def code_version() -> dict[str, Any]:
     """The hms-txn code that ran: its version, and the git commit when run from a checkout
     (``dirty`` when files differ from it), so a results file names what it measured."""
-    from .. import __version__
+    from hms_txn import __version__
     info: dict[str, Any] = {"version": __version__}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
@@ -302,8 +302,8 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
 
 def _fill_worker(port: int, count: int, java: bool, tables: list[str], db: str, batch: int,
                  out_q) -> None:
-    from ..thrift_gen.hive_metastore import ttypes as t
-    from .workloads import HOST, USER
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+    from hms_txn.bench.workloads import HOST, USER
     client = connect(port)
     done = 0
     try:
@@ -359,8 +359,8 @@ def _time_calls(fn, n: int) -> dict[str, float]:
 def scale_curve(server, target: Target, checkpoints: list[int], samples: int, nfill: int,
                 log) -> dict[str, Any]:
     """Latency of get_open_txns / get_valid_write_ids as committed history grows."""
-    from ..thrift_gen.hive_metastore import ttypes as t
-    from .workloads import (HOST, USER, ensure_database, ensure_table, make_table, valid_txn_list)
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+    from hms_txn.bench.workloads import (HOST, USER, ensure_database, ensure_table, make_table, valid_txn_list)
     db = "bench_scale"
     tables = [f"t{i}" for i in range(10)]
     full = [f"{db}.{x}" for x in tables]

@@ -32,7 +32,7 @@ def free_port() -> int:
 
 def connect(port: int, host: str = "127.0.0.1", timeout_ms: int = 600_000):
     """The generated client over TBufferedTransport + TBinaryProtocolAccelerated (for both servers)."""
-    from ..thrift_gen.hive_metastore import ThriftHiveMetastore
+    from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
     sock = TSocket.TSocket(host, port)
     sock.setTimeout(timeout_ms)
     transport = TTransport.TBufferedTransport(sock)
@@ -129,7 +129,7 @@ class JavaServer:
     kind = "java"
 
     def __init__(self, name: str, workdir: str, *, heap: str = "1g"):
-        from .javahms import start_java_metastore
+        from hms_txn.bench.javahms import start_java_metastore
         self.name = name
         self.workdir = workdir
         self.port = free_port()

@@ -37,7 +37,7 @@ TABLE = "default.stream_bench"
 
 def _snapshot(client, full_name: str):
     from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
-    from ..thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     r = client.get_open_txns()
     aborted = {t for i, t in enumerate(r.open_txns)
                if i // 8 < len(r.abortedBits) and r.abortedBits[i // 8] >> (i % 8) & 1}
@@ -56,7 +56,7 @@ def _snapshot(client, full_name: str):
 
 def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
     import orc_acid
-    from ..streaming import _open_client
+    from hms_txn.clients.streaming_ingest import _open_client
     client = _open_client(uri, 600)
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("name", pa.string()),
                         ("payload", pa.string())])
@@ -73,8 +73,8 @@ def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
 
 
 def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = True) -> dict:
-    from .. import streaming
-    from ..thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.clients import streaming_ingest as streaming
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     import orc_acid.streaming  # noqa: F401  (imports outside the timed window)
     import pyarrow.orc  # noqa: F401
     client = streaming._open_client(uri, 600)
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     server = None
     uri = args.uri
     if uri is None:
-        from .servers import OurServer
+        from hms_txn.bench.servers import OurServer
         tmp = tempfile.mkdtemp(prefix="hms-stream-bench-")
         server = OurServer("hms-txn", tmp, {
             "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp}/metastore.sqlite"})

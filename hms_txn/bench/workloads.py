@@ -22,7 +22,7 @@ from typing import Any
 
 from thrift.Thrift import TException
 
-from ..thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 USER = "bench"
 HOST = socket.gethostname()

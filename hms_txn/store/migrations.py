@@ -13,8 +13,8 @@ from typing import Callable
 from sqlalchemy import inspect, select, text, update
 from sqlalchemy.engine import Connection
 
-from .engine import Store
-from .schema import SCHEMA_VERSION, metadata, notification_log, schema_version
+from hms_txn.store.engine import Store
+from hms_txn.store.schema import SCHEMA_VERSION, metadata, notification_log, schema_version
 
 log = logging.getLogger(__name__)
 

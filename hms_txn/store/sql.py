@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from .hot import Hot
+from hms_txn.store.hot import Hot
 
 
 def insert_ignore(conn: Connection, table, values: dict) -> None:

@@ -17,7 +17,7 @@ from hmsclient import hmsclient as hmsclient_mod
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as HT
 from hmsclient.genthrift.hive_metastore import ttypes as ht
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 ORC_IN = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
 ORC_OUT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"

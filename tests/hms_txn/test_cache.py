@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from hms_txn.cache import AHEAD, BEHIND, HIT, WriteIdState, compare
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.domain.cache import AHEAD, BEHIND, HIT, WriteIdState, compare
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from orc_acid.valid_ids import ValidWriteIdList
 from tests.hms_txn.test_catalog import make_table
 from tests.support.servers import ServerProcess, client_for

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 ORC_IN = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
 ORC_OUT = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"

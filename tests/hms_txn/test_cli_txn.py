@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from hms_txn.cli import main
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 
 def run(capsys, *argv):

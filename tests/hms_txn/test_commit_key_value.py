@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 MINOR, MAJOR = 1, 2
 

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 import orc_acid
-from hms_txn.compactor.cleaner import Cleaner
-from hms_txn.compactor.initiator import Initiator
-from hms_txn.compactor.worker import Worker
+from hms_txn.service.compactor.cleaner import Cleaner
+from hms_txn.service.compactor.initiator import Initiator
+from hms_txn.service.compactor.worker import Worker
 from hms_txn.store.schema import completed_txn_components, txn_components, txns
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from orc_acid.layout import encode_bucket
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 from tests.hms_txn.test_catalog import local, make_table
@@ -554,7 +554,7 @@ def test_cli_compact_wait_and_show_compactions(hms_factory, capsys):
 
 
 def test_compactor_keys_have_hives_defaults():
-    from hms_txn.config import Config, ConfigError
+    from hms_txn.common.config import Config, ConfigError
     c = Config({})
     assert (c["hive.compactor.initiator.on"], c["hive.compactor.cleaner.on"],
             c["hive.compactor.worker.threads"]) == (False, False, 0)

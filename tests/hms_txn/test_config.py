@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hms_txn.config import ConfigError, Config, jdbc_to_sqlalchemy, load, parse_duration
+from hms_txn.common.config import ConfigError, Config, jdbc_to_sqlalchemy, load, parse_duration
 from tests.support.servers import write_site_xml
 
 

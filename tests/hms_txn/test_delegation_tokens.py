@@ -15,14 +15,10 @@ import threading
 import pytest
 from puresasl.client import SASLClient
 
-from hms_txn import auth
-from hms_txn.auth import (COMPLETE, OK, START, AuthenticationFailed, DigestMD5Server,
-                          PasswordBook, SaslServer, digest_response_value, parse_directives)
+from hms_txn.wire import sasl as auth
+from hms_txn.wire.sasl import (COMPLETE, OK, START, AuthenticationFailed, DigestMD5Server, PasswordBook, SaslServer, digest_response_value, parse_directives)
 from hms_txn.cli import main as cli_main
-from hms_txn.delegation_tokens import (KIND, DelegationTokenError, DelegationTokens,
-                                       InvalidToken, Token, TokenIdentifier, WritableReader,
-                                       credentials_bytes, digest_secret, read_credentials,
-                                       write_credentials_file, write_vlong)
+from hms_txn.domain.delegation_tokens import (KIND, DelegationTokenError, DelegationTokens, InvalidToken, Token, TokenIdentifier, WritableReader, credentials_bytes, digest_secret, read_credentials, write_credentials_file, write_vlong)
 from hms_txn.store import Store, ensure_schema
 from tests.support.requirements import require
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from thrift.protocol import fastbinary
 
-from hms_txn.handler.encoded import EncodedStructs, _encode, encode
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore as TH
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.encoded import EncodedStructs, _encode, encode
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore as TH
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_sd, make_table
 from tests.support.servers import client_for
 

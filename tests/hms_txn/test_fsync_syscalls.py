@@ -25,7 +25,7 @@ _CHILD = textwrap.dedent('''
     from hms_txn.config import Config
     from hms_txn.locks import DataOp, LockComponent, LockLevel, LockRequest, LockType
     from hms_txn.metastore import Metastore
-    from hms_txn.txn import RESERVE_AHEAD
+    from hms_txn.domain.txn import RESERVE_AHEAD
 
     data = sys.argv[1]
     # No start(): no housekeeping thread commits anything between the markers.
@@ -119,8 +119,8 @@ def test_the_durable_touch_changes_a_value(tmp_path, marker_rows):
     COMMIT would have no page to write."""
     from sqlalchemy import delete, select
 
-    from hms_txn.config import Config
-    from hms_txn.metastore import Metastore
+    from hms_txn.common.config import Config
+    from hms_txn.server.metastore import Metastore
     from hms_txn.store.engine import _touch
     from hms_txn.store.schema import durability_marker
 

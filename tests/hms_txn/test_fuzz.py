@@ -17,8 +17,8 @@ from sqlalchemy import text
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TTransport
 
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 
 RAW_MESSAGES = 9000

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from hms_txn import notifications
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.domain import notifications
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 SR, EX = 1, 3
 ACQUIRED, WAITING = 1, 2
@@ -60,7 +60,7 @@ def test_sweep_purges_old_events(hms_factory):
                        "hive.timedout.txn.reaper.start": "1h"})
     client = hms.client()
     client.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h"))
-    from hms_txn.housekeeping import Housekeeper
+    from hms_txn.service.housekeeping import Housekeeper
     keeper = Housekeeper(hms.ms)
     assert keeper.run_once()["purged_events"] == 0
     time.sleep(2.1)

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from hms_txn import logs
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.common import logs
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_security import SASL_CONF, sasl_client
 from tests.support.servers import ServerProcess

@@ -15,8 +15,8 @@ from collections import Counter
 
 from sqlalchemy import create_engine, text
 
-from hms_txn.config import load
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.common.config import load
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.support.servers import ServerProcess, client_for, connect
 

@@ -18,12 +18,12 @@ import time
 import pytest
 from sqlalchemy import select
 
-from hms_txn.config import Config
-from hms_txn.errors import NoSuchTxn
-from hms_txn.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
-from hms_txn.metastore import Metastore
+from hms_txn.common.config import Config
+from hms_txn.common.errors import NoSuchTxn
+from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
+from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import next_txn_id, tbls
-from hms_txn.txn import RESERVE_AHEAD, TxnState, TxnType, WriteEvent
+from hms_txn.domain.txn import RESERVE_AHEAD, TxnState, TxnType, WriteEvent
 
 
 def _metastore(data_dir, url: str | None = None, **conf: str) -> Metastore:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 SR, SW, EX, XW = 1, 2, 3, 4
 NAMES = {SR: "SHARED_READ", SW: "SHARED_WRITE", EX: "EXCLUSIVE", XW: "EXCL_WRITE"}

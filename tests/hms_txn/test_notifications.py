@@ -10,7 +10,7 @@ import time
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.support.servers import ServerProcess, client_for
 

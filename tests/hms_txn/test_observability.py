@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import client_for
 
 

@@ -20,7 +20,7 @@ from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, 
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

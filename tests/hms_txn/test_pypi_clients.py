@@ -13,7 +13,7 @@ from hmsclient import hmsclient as hmsclient_mod
 from hmsclient.genthrift.hive_metastore import ttypes as ht
 from pymetastore.metastore import HMS
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 ORC = dict(inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
            outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",

@@ -12,10 +12,10 @@ from thrift.transport import TSocket
 from thrift.transport.TTransport import TTransportException
 from thrift_sasl import TSaslClientTransport
 
-from hms_txn.config import Config, ConfigError
-from hms_txn.upstream import PlainSaslClient, PureSaslClient
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.common.config import Config, ConfigError
+from hms_txn.clients.upstream import PlainSaslClient, PureSaslClient
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import client_for
 
 SASL_CONF = {
@@ -79,7 +79,7 @@ def test_no_sasl_client_refused_before_any_call(sasl_hms):
 def test_unsupported_auth_modes_are_refused_at_startup():
     with pytest.raises(ConfigError, match="Kerberos/GSSAPI"):
         Config({"hive.metastore.authentication": "KERBEROS"}).sasl_required()
-    from hms_txn.auth import PasswordBook
+    from hms_txn.wire.sasl import PasswordBook
     with pytest.raises(ConfigError, match="no users"):
         PasswordBook.from_config(Config({"hive.metastore.sasl.enabled": "true"}))
 
@@ -139,7 +139,7 @@ def DigestSaslClient(host: str, token) -> PureSaslClient:
 
 
 def digest_client(port: int, token_str: str):
-    from hms_txn.delegation_tokens import Token
+    from hms_txn.domain.delegation_tokens import Token
     token = Token.decode_url_string(token_str)
     sock = TSocket.TSocket("127.0.0.1", port)
     sock.setTimeout(20000)

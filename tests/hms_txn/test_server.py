@@ -12,7 +12,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.support.servers import ServerProcess, checkout_env, client_for, write_site_xml
 
@@ -201,7 +201,7 @@ def test_cli_help_documents_commands():
 
 
 def test_example_hive_site_is_valid(tmp_path):
-    from hms_txn.config import load
+    from hms_txn.common.config import load
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     config = load(os.path.join(repo, "conf", "hive-site.xml"))
     assert config["hive.metastore.port"] == 9083

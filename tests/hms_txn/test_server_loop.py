@@ -15,7 +15,7 @@ from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.Thrift import TApplicationException
 from thrift.transport import TTransport
 
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes as t
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore, ttypes as t
 from tests.support.servers import InProcessServer, client_for
 
 from .test_catalog import make_table

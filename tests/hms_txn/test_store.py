@@ -85,7 +85,7 @@ def _version_3_notification_log(store: Store) -> None:
 def test_version_3_is_upgraded_to_4_keeping_every_event(store):
     """Version 4 drops the event_time index and, on SQLite, makes the event id the rowid;
     the events, their ids and the id counter come through unchanged."""
-    from hms_txn.notifications import append_many, next_events
+    from hms_txn.domain.notifications import append_many, next_events
     from hms_txn.store.schema import notification_sequence
     _create_version(store, 3)
     _version_3_notification_log(store)
@@ -379,7 +379,7 @@ def test_purge_walks_the_log_in_id_order_and_never_takes_a_recent_event(store):
     """Purging by time without an event_time index: events before the first recent one
     (in id order) go; a recent event is never deleted, also when an older time follows it
     (a clock stepped back); a log of old events only is emptied."""
-    from hms_txn.notifications import append_many, next_events, purge_older_than
+    from hms_txn.domain.notifications import append_many, next_events, purge_older_than
     from hms_txn.store.schema import notification_log, notification_sequence
     ensure_schema(store)
     now = int(time.time())

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 import orc_acid
-from hms_txn import streaming
+from hms_txn.clients import streaming_ingest as streaming
 from tests.hms_txn.test_catalog import local, make_table
 from tests.hms_txn.test_compactor import FAST, MINOR, Engine, listing, wait_until
 from tests.support.servers import checkout_env

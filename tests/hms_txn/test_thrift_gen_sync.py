@@ -1,6 +1,6 @@
 """The committed Thrift bindings match idl/, and idl/ matches the Hive wire format.
 
-* ``test_generated_code_is_in_sync`` regenerates hms_txn/thrift_gen/ into a temp dir
+* ``test_generated_code_is_in_sync`` regenerates hms_txn/wire/thrift_gen/ into a temp dir
   with scripts/regen_thrift.sh and compares it byte for byte with the committed copy.
 * The other tests pin ids, types, requiredness and defaults that Hive clients rely
   on (see shared/spec/hms-wire-facts.md), so a mis-edit of the IDL is caught even
@@ -23,12 +23,12 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TType
 from thrift.transport import TTransport
 
-from hms_txn.thrift_gen.fb303 import FacebookService
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore as svc
-from hms_txn.thrift_gen.hive_metastore import ttypes as tt
+from hms_txn.wire.thrift_gen.fb303 import FacebookService
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore as svc
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as tt
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN_DIR = ROOT / "hms_txn" / "thrift_gen"
+GEN_DIR = ROOT / "hms_txn" / "wire" / "thrift_gen"
 SCRIPT = ROOT / "scripts" / "regen_thrift.sh"
 
 
@@ -62,7 +62,7 @@ def test_generated_code_is_in_sync(tmp_path):
     ]
     version = subprocess.run(["thrift", "--version"], capture_output=True, text=True).stdout
     assert not stale, (
-        f"hms_txn/thrift_gen is out of date with idl/ for {stale}: run "
+        f"hms_txn/wire/thrift_gen is out of date with idl/ for {stale}: run "
         f"scripts/regen_thrift.sh (compiler here: {version.strip()}; the committed "
         f"files name the version they were made with in their header)"
     )

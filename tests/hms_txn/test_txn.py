@@ -12,8 +12,8 @@ import json
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn import notifications
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.domain import notifications
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 # LockType / LockLevel / DataOperationType / TxnState numbers
 SR, SW, EX, XW = 1, 2, 3, 4

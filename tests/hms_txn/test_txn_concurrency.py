@@ -24,10 +24,10 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import select
 
-from hms_txn.config import load
+from hms_txn.common.config import load
 from hms_txn.store import Store
 from hms_txn.store.schema import txns
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.support.servers import ServerProcess, connect
 
 pytestmark = pytest.mark.postgres

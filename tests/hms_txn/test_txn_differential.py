@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.requirements import require
 
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.support.postgres import free_port
 from tests.support.servers import connect
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hms_txn.store.schema import completed_txn_components, txn_components
-from hms_txn.thrift_gen.hive_metastore import ttypes as T
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 UPDATE, INSERT = 3, 2
@@ -152,7 +152,7 @@ def test_add_dynamic_partitions(hms, client):
 
 def test_high_watermark_is_the_highest_write_id_not_the_highest_txns(client):
     """Write ids follow allocation order: the later txn may hold the lower write id."""
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     from tests.hms_txn.test_catalog import make_table
     client.create_table(make_table("default", "order_t", params={"transactional": "true"}))
     t1, t2 = client.open_txns(T.OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids

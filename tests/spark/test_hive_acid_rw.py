@@ -204,7 +204,7 @@ def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, 
     try:
         assert planned.wait(120), result
         db, t = tname.split(".")
-        from hms_txn.thrift_gen.hive_metastore import ttypes as T
+        from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
         locks = ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks or []
         assert [(lk.type, lk.state) for lk in locks] == [(M.SHARED_READ, M.ACQUIRED)]
         # a writer commits between the scan's planning and its reading: an append, a delete

@@ -107,7 +107,7 @@ def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
     aborted and an open id inside its range, deletes and updates."""
     from pyspark.sql import functions as F
     from spark import hive_acid as H
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     H.create_table(acid_spark, tname, "id INT, v STRING, amount DECIMAL(10,2), d DATE")
     schema = "id INT, v STRING, amount DECIMAL(10,2), d DATE"
     for k in range(3):
@@ -166,8 +166,8 @@ def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
 
 def test_overwrite_base_and_compaction(acid_spark, acid_hms, tname, ms):
     from spark import hive_acid as H
-    from hms_txn.compactor.worker import Worker
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.service.compactor.worker import Worker
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     H.create_table(acid_spark, tname, "id BIGINT, s STRING")
     acid_spark.createDataFrame([(i, "old") for i in range(30)], "id BIGINT, s STRING") \
         .write.format("hive_acid").mode("append").save(tname)
@@ -265,7 +265,7 @@ def test_fallbacks_return_correct_rows(acid_spark, tname, ms):
         .write.format("hive_acid").mode("append").save(at)
     db, name = at.split(".")
     t = ms.get_table(db, name)
-    t.sd.cols.append(__import__("hms_txn.thrift_gen.hive_metastore.ttypes",
+    t.sd.cols.append(__import__("hms_txn.wire.thrift_gen.hive_metastore.ttypes",
                                 fromlist=["FieldSchema"]).FieldSchema("w", "string", ""))
     ms.alter_table(db, name, t)
     snap = H.snapshot(acid_spark, at)
@@ -282,7 +282,7 @@ def test_fallbacks_return_correct_rows(acid_spark, tname, ms):
 
 
 def _locks(ms, table):
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     db, name = table.split(".")
     return [(lk.type, lk.state, lk.txnid) for lk in
             ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=name)).locks or []]
@@ -293,9 +293,9 @@ def test_snapshot_is_stable_and_lock_held_for_the_block(acid_spark, acid_hms, tn
     (and heartbeated past hive.txn.timeout) until the block exits; the Cleaner waits for it."""
     import time
     from spark import hive_acid as H
-    from hms_txn.compactor.cleaner import Cleaner
-    from hms_txn.compactor.worker import Worker
-    from hms_txn.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.service.compactor.cleaner import Cleaner
+    from hms_txn.service.compactor.worker import Worker
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     from tests.spark.conftest import ACID_TXN_TIMEOUT_S
     H.create_table(acid_spark, tname, "id INT, v STRING")
     for k in range(2):

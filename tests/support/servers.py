@@ -13,9 +13,9 @@ from typing import Iterator
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_txn.config import load
+from hms_txn.common.config import load
 from hms_txn.server import MetastoreServer, create_server
-from hms_txn.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 
 
 def connect(port: int, host: str = "127.0.0.1", *, framed: bool = False, compact: bool = False,

@@ -1,0 +1,3 @@
+from hms_txn.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""``hms-txn compact`` and ``hms-txn show-compactions``.
+
+The equivalents of Hive's ``ALTER TABLE ... [PARTITION (...)] COMPACT 'major'|'minor'
+[AND WAIT]`` and ``SHOW COMPACTIONS``. Like the other client commands (``cli_txn``) they talk
+to a running metastore over Thrift (``compact2`` / ``show_compact``), so they work against any
+metastore and never bypass the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from hms_txn.cli.txn import (_EPILOG, _connect, _when, add_connection_args, render_table, split_object)
+
+TYPES = {1: "MINOR", 2: "MAJOR", 3: "REBALANCE"}
+FINAL = {"succeeded", "failed", "refused", "did not initiate", "attempted", "aborted"}
+OK = {"succeeded"}
+
+
+def register_compact_commands(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    def add_conn(p: argparse.ArgumentParser) -> None:
+        add_connection_args(p, json_help="print JSON instead of text")
+
+    p = sub.add_parser(
+        "compact", help="request a compaction of a table or partition",
+        description="Queue a compaction (ALTER TABLE ... COMPACT). A server with "
+                    "hive.compactor.worker.threads > 0 runs it, one with "
+                    "hive.compactor.cleaner.on removes the old files afterwards. With --wait, "
+                    "follow it through initiated -> working -> ready for cleaning -> succeeded "
+                    "(or failed) and exit 0 only on success.",
+        epilog=_EPILOG, formatter_class=fmt)
+    add_conn(p)
+    p.add_argument("table", metavar="db.table", help="table to compact (db defaults to 'default')")
+    p.add_argument("--partition", metavar="NAME", help="partition name, e.g. ds=2024-01-01/h=3")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--major", dest="ctype", action="store_const", const=2,
+                      help="rewrite base + deltas into a new base (default)")
+    kind.add_argument("--minor", dest="ctype", action="store_const", const=1,
+                      help="merge the deltas into one delta and one delete delta")
+    p.add_argument("--wait", action="store_true", help="wait until it succeeds or fails")
+    p.add_argument("--wait-timeout", type=float, default=0, metavar="SECONDS",
+                   help="give up waiting after this long (exit 3; default: no limit)")
+    p.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
+                   help="how often --wait asks for the state (default 0.5)")
+    p.set_defaults(func=cmd_compact, ctype=2)
+
+    p = sub.add_parser("show-compactions", help="list queued, running and past compactions",
+                       description="List compactions (SHOW COMPACTIONS): the queue and the "
+                                   "retained history (hive.compactor.history.retention.*).",
+                       epilog=_EPILOG, formatter_class=fmt)
+    add_conn(p)
+    p.add_argument("object", nargs="?", metavar="db[.table]",
+                   help="only compactions of this database or table")
+    p.add_argument("--partition", metavar="NAME", help="only this partition")
+    p.add_argument("--state", help="only this state (initiated, working, ready for cleaning, "
+                                   "succeeded, failed, refused, ...)")
+    p.add_argument("--limit", type=int, help="at most this many (newest first with --desc)")
+    p.add_argument("--desc", action="store_true", help="newest first")
+    p.set_defaults(func=cmd_show_compactions)
+
+
+def _split(name: str) -> tuple[str, str]:
+    db, dot, table = name.partition(".")
+    return (db, table) if dot else ("default", db)
+
+
+def _element(e) -> dict:
+    return {
+        "id": e.id, "dbname": e.dbname, "tablename": e.tablename,
+        "partitionname": e.partitionname, "type": TYPES.get(e.type, str(e.type)),
+        "state": e.state, "workerid": e.workerid, "enqueueTime": e.enqueueTime,
+        "start": e.start, "endTime": e.endTime, "commitTime": e.commitTime,
+        "cleanerStart": e.cleanerStart, "highestWriteId": e.hightestWriteId,
+        "txnId": e.txnId, "nextTxnId": e.nextTxnId, "runAs": e.runAs,
+        "initiatorId": e.initiatorId, "errorMessage": e.errorMessage,
+    }
+
+
+def _duration(e: dict) -> str:
+    if not e["start"]:
+        return ""
+    end = e["endTime"] or e["commitTime"]
+    if not end:
+        return ""
+    return f"{(end - e['start']) / 1000:.1f}s"
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    db, table = _split(args.table)
+    client, transport = _connect(args)
+    out = sys.stdout
+    try:
+        resp = client.compact2(ttypes.CompactionRequest(
+            dbname=db, tablename=table, partitionname=args.partition, type=args.ctype))
+        what = f"{db}.{table}" + (f"/{args.partition}" if args.partition else "")
+        if not resp.accepted:
+            msg = resp.errormessage or f"already queued as id {resp.id} ({resp.state})"
+            if args.json and not args.wait:
+                print(json.dumps({"id": resp.id, "state": resp.state, "accepted": False,
+                                  "message": msg}))
+                return 0
+            print(f"{what}: {msg}", file=out)
+        elif not args.json or args.wait:
+            print(f"{TYPES[args.ctype]} compaction {resp.id} of {what}: {resp.state}", file=out)
+        if not args.wait:
+            if args.json:
+                print(json.dumps({"id": resp.id, "state": resp.state,
+                                  "accepted": bool(resp.accepted)}))
+            return 0
+        return _follow(client, resp.id, args, out)
+    finally:
+        transport.close()
+
+
+def _follow(client, cid: int, args, out) -> int:
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    t0 = time.monotonic()
+    tty = hasattr(out, "isatty") and out.isatty()
+    spinner = "|/-\\"
+    last = None
+    tick = 0
+    while True:
+        got = client.show_compact(ttypes.ShowCompactRequest(id=cid)).compacts or []
+        e = _element(got[0]) if got else None
+        state = e["state"] if e else "gone"
+        elapsed = time.monotonic() - t0
+        if state != last:
+            if tty:
+                out.write("\r\033[K")
+            detail = ""
+            if e and state == "working":
+                detail = f" on {e['workerid']}"
+            elif e and state == "ready for cleaning":
+                detail = (f" (highest write id {e['highestWriteId']}, compaction "
+                          f"txnid:{e['txnId']} committed; old files go once no reader needs "
+                          f"them)")
+            elif e and state not in OK and state in FINAL and e["errorMessage"]:
+                detail = f": {e['errorMessage']}"
+            out.write(f"[{elapsed:6.1f}s] {state}{detail}\n")
+            out.flush()
+            last = state
+        elif tty:
+            out.write(f"\r{spinner[tick % 4]} {state} {elapsed:.1f}s")
+            out.flush()
+            tick += 1
+        if state in FINAL or state == "gone":
+            if tty:
+                out.write("\r\033[K")
+            if args.json and e:
+                print(json.dumps(e))
+            return 0 if state in OK else 1
+        if args.wait_timeout and elapsed > args.wait_timeout:
+            if tty:
+                out.write("\n")
+            print(f"gave up waiting after {elapsed:.0f}s; compaction {cid} is {state}",
+                  file=out)
+            return 3
+        time.sleep(max(0.05, args.poll))
+
+
+def cmd_show_compactions(args: argparse.Namespace) -> int:
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    db, table = split_object(args.object)
+    client, transport = _connect(args)
+    try:
+        resp = client.show_compact(ttypes.ShowCompactRequest(
+            dbName=db, tbName=table, partName=args.partition, state=args.state,
+            limit=args.limit, order="id desc" if args.desc else None))
+    finally:
+        transport.close()
+    items = [_element(e) for e in resp.compacts or []]
+    if args.json:
+        print(json.dumps({"compactions": items}, indent=2))
+        return 0
+    print(render_table(
+        ["ID", "DATABASE", "TABLE", "PARTITION", "TYPE", "STATE", "WORKER", "ENQUEUED",
+         "STARTED", "DURATION", "HIGHEST WRITE ID", "TXNID", "ERROR"],
+        [[e["id"], e["dbname"], e["tablename"], e["partitionname"] or "", e["type"],
+          e["state"], e["workerid"] or "", _when(e["enqueueTime"]), _when(e["start"]),
+          _duration(e), e["highestWriteId"] or "", e["txnId"] or "",
+          (e["errorMessage"] or "")[:60]] for e in items]))
+    print(f"\n{len(items)} compaction(s)")
+    return 0

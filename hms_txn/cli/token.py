@@ -1,0 +1,185 @@
+"""``hms-txn delegation-token``, ``renew-delegation-token``, ``cancel-delegation-token``.
+
+``delegation-token`` connects to a metastore with SASL PLAIN (a user and a password file),
+obtains a Hive delegation token and writes it to a Hadoop credentials file. A Spark (or
+any Hadoop/Hive) job started with ``HADOOP_TOKEN_FILE_LOCATION=<that file>`` and
+``hive.metastore.sasl.enabled=true`` then authenticates to the metastore with SASL
+DIGEST-MD5 and the token, without a password and without Kerberos (see docs/security.md).
+The other two renew (by the renewer) and cancel (by owner or renewer) the tokens of such
+a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+
+from hms_txn.cli.txn import _connect, add_connection_args
+from hms_txn.domain.delegation_tokens import (DEFAULT_ALIAS, KIND, Token, read_credentials, write_credentials_file)
+
+_EPILOG = """\
+Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's
+hive.metastore.port (9083 by default). The metastore must have SASL enabled
+(hive.metastore.sasl.enabled=true); the command authenticates with SASL PLAIN as --user
+with the first line of --password-file.
+
+Use the file from Spark:
+  HADOOP_TOKEN_FILE_LOCATION=/path/to/file spark-submit \\
+      --conf spark.hadoop.hive.metastore.uris=thrift://HOST:PORT \\
+      --conf spark.hadoop.hive.metastore.sasl.enabled=true ...
+(add --conf spark.hadoop.hive.metastore.token.signature=S when the token was written with
+--signature S)."""
+
+
+def register_token_commands(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    def add_auth(p: argparse.ArgumentParser) -> None:
+        add_connection_args(p, json_help="print the token's details as JSON")
+        p.add_argument("--user", required=True, help="user to authenticate as (SASL PLAIN)")
+        p.add_argument("--password-file", required=True, metavar="FILE",
+                       help="file whose first line is the user's password ('-': standard input)")
+
+    p = sub.add_parser(
+        "delegation-token", help="obtain a Hive delegation token into a Hadoop credentials file",
+        description="Obtain a Hive delegation token for --user (get_delegation_token over SASL "
+                    "PLAIN) and write it to a Hadoop credentials file for "
+                    "HADOOP_TOKEN_FILE_LOCATION.", epilog=_EPILOG, formatter_class=fmt)
+    add_auth(p)
+    p.add_argument("--renewer", help="user allowed to renew the token (default: --user)")
+    p.add_argument("--signature", default="", metavar="S",
+                   help="token service; clients select it with hive.metastore.token.signature=S "
+                        "(default: empty, what clients look for when that key is unset)")
+    p.add_argument("--output", required=True, metavar="PATH",
+                   help="credentials file to write (mode 0600; replaced if it exists)")
+    p.set_defaults(func=cmd_delegation_token)
+
+    for name, verb, func in (("renew-delegation-token", "renew", cmd_renew_delegation_token),
+                             ("cancel-delegation-token", "cancel", cmd_cancel_delegation_token)):
+        p = sub.add_parser(name, help=f"{verb} the Hive delegation tokens of a credentials file",
+                           description=f"{verb.capitalize()} every Hive delegation token in a "
+                                       f"Hadoop credentials file written by `hms-txn "
+                                       f"delegation-token`.", epilog=_EPILOG, formatter_class=fmt)
+        add_auth(p)
+        p.add_argument("--token-file", required=True, metavar="PATH",
+                       help="Hadoop credentials file holding the token(s)")
+        p.set_defaults(func=func)
+
+
+def _read_password(path: str) -> str:
+    try:
+        if path == "-":
+            text = sys.stdin.readline()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.readline()
+    except OSError as err:
+        sys.exit(f"hms-txn: cannot read the password file: {err}")
+    return text.rstrip("\r\n")
+
+
+def _connect_plain(args: argparse.Namespace):
+    return _connect(args, sasl_plain=(args.user, _read_password(args.password_file)))
+
+
+def _meta_error(err: Exception) -> str:
+    return getattr(err, "message", None) or str(err)
+
+
+def _iso(ms: int) -> str:
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _describe(token: Token) -> dict:
+    ident = token.decode_identifier()
+    return {"kind": token.kind, "service": token.service, "owner": ident.owner,
+            "renewer": ident.renewer, "sequence_number": ident.sequence_number,
+            "issue_date": _iso(ident.issue_date), "max_date": _iso(ident.max_date)}
+
+
+def cmd_delegation_token(args: argparse.Namespace) -> int:
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    client, transport = _connect_plain(args)
+    try:
+        token_str = client.get_delegation_token(args.user, args.renewer or args.user)
+    except ttypes.MetaException as err:
+        print(f"hms-txn: the metastore refused the delegation token: {_meta_error(err)}",
+              file=sys.stderr)
+        return 1
+    finally:
+        transport.close()
+    try:
+        token = Token.decode_url_string(token_str).with_service(args.signature)
+        info = _describe(token)
+    except ValueError as err:
+        print(f"hms-txn: the metastore returned something that is not a delegation token: {err}",
+              file=sys.stderr)
+        return 1
+    try:
+        write_credentials_file(args.output, [(args.signature or DEFAULT_ALIAS, token)])
+    except OSError as err:
+        print(f"hms-txn: cannot write {args.output}: {err}", file=sys.stderr)
+        return 1
+    info["file"] = args.output
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"wrote delegation token {info['sequence_number']} of {info['owner']} (renewer "
+              f"{info['renewer'] or '-'}, valid at most until {info['max_date']}) to "
+              f"{args.output}\nuse it with HADOOP_TOKEN_FILE_LOCATION={args.output} and "
+              f"hive.metastore.sasl.enabled=true")
+    return 0
+
+
+def _tokens_of(path: str) -> list[Token]:
+    try:
+        with open(path, "rb") as f:
+            entries = read_credentials(f.read())
+    except (OSError, ValueError) as err:
+        sys.exit(f"hms-txn: cannot read the credentials file {path}: {err}")
+    tokens = [t for _alias, t in entries if t.kind == KIND]
+    if not tokens:
+        sys.exit(f"hms-txn: {path} holds no {KIND}")
+    return tokens
+
+
+def _each_token(args: argparse.Namespace, call) -> int:
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    tokens = _tokens_of(args.token_file)
+    client, transport = _connect_plain(args)
+    results, failed = [], False
+    try:
+        for token in tokens:
+            info = _describe(token)
+            try:
+                info.update(call(client, token.encode_url_string()))
+            except ttypes.MetaException as err:
+                info["error"] = _meta_error(err)
+                failed = True
+            results.append(info)
+    finally:
+        transport.close()
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for info in results:
+            what = f"delegation token {info['sequence_number']} of {info['owner']}"
+            if "error" in info:
+                print(f"{what}: {info['error']}", file=sys.stderr)
+            elif "expires" in info:
+                print(f"{what}: renewed until {info['expires']}")
+            else:
+                print(f"{what}: cancelled")
+    return 1 if failed else 0
+
+
+def cmd_renew_delegation_token(args: argparse.Namespace) -> int:
+    return _each_token(args, lambda c, s: {"expires": _iso(c.renew_delegation_token(s))})
+
+
+def cmd_cancel_delegation_token(args: argparse.Namespace) -> int:
+    return _each_token(args, lambda c, s: (c.cancel_delegation_token(s), {})[1])

@@ -1,0 +1,384 @@
+"""Connections to the upstream metastore of extension mode (see docs/extension-mode.md).
+
+This is a client-side module: it holds the generated Thrift *client* and is used by the
+forwarding handler (``hms_txn.handler.forwarding_calls``) and, through ``UpstreamTables``
+(plain documents, domain errors), by the metadata cache and the notification log of
+``hms_txn.extension``.
+
+``UpstreamPool.call(method, *args)`` runs one call on a pooled connection:
+
+* Connections go to the URIs of ``hms_txn.upstream.uris`` in order, starting with the one
+  that answered last (failover: a URI that refuses is skipped).
+* A call on a re-used connection that fails at the transport level (the upstream
+  restarted, the socket went stale) is retried at once on a fresh connection, and every
+  idle connection is dropped (they are stale too). When no URI can be reached the attempt
+  is repeated ``hms_txn.upstream.retries`` times, ``retry.delay`` apart, then the call
+  fails with ``UpstreamUnavailable`` ("upstream metastore thrift://... unreachable: ...",
+  a MetaException on the wire). A fresh connection that fails in the middle of a call is
+  not retried: the upstream may have applied it.
+* The upstream's declared exceptions (MetaException, NoSuchObjectException, ...) and
+  ``TApplicationException`` are raised unchanged and the connection is kept.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TException
+from thrift.transport import TSocket, TTransport
+
+from hms_txn.common import errors
+from hms_txn.domain import names
+from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+
+log = logging.getLogger(__name__)
+
+
+class UpstreamUnavailable(errors.MetastoreError):
+    """No upstream metastore could be reached (mapped to MetaException)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+
+def parse_uris(text: str) -> list[Endpoint]:
+    out = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        parts = urlsplit(item if "://" in item else f"thrift://{item}")
+        if parts.scheme != "thrift" or not parts.hostname or not parts.port:
+            raise ValueError(f"not a thrift://host:port URI: {item!r}")
+        out.append(Endpoint(parts.hostname, parts.port))
+    if not out:
+        raise ValueError("no URI given")
+    return out
+
+
+_TRANSPORT_ERRORS = (TTransport.TTransportException, OSError, EOFError)
+
+
+class _Conn:
+    __slots__ = ("client", "transport", "endpoint", "generation", "used")
+
+    def __init__(self, client, transport, endpoint: Endpoint, generation: int):
+        self.client = client
+        self.transport = transport
+        self.endpoint = endpoint
+        self.generation = generation
+        self.used = False
+
+    def close(self) -> None:
+        try:
+            self.transport.close()
+        except Exception:  # pragma: no cover - closing a broken socket
+            pass
+
+
+class UpstreamPool:
+    def __init__(self, endpoints: list[Endpoint], *, sasl: bool = False, user: str | None = None,
+                 password: str | None = None, framed: bool = False, timeout: float = 60.0,
+                 retries: int = 2, retry_delay: float = 0.2, max_idle: int = 16):
+        self.endpoints = list(endpoints)
+        self.sasl = sasl
+        self.user = user
+        self.password = password
+        self.framed = framed or sasl
+        self.timeout = timeout
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.max_idle = max_idle
+        self._idle: list[_Conn] = []
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._preferred = 0
+        self._closed = False
+        self.last_error: str | None = None
+        self.calls = 0
+        # Per method: tests and operators can tell catalog calls from the event poller's.
+        self.calls_by_method: collections.Counter[str] = collections.Counter()
+        self.failures = 0
+        self.reconnects = 0
+        self.tables = UpstreamTables(self)
+
+    @classmethod
+    def from_config(cls, config) -> "UpstreamPool":
+        from hms_txn.common.config import ConfigError
+        try:
+            endpoints = parse_uris(config["hms_txn.upstream.uris"])
+        except ValueError as err:
+            raise ConfigError(f"{config.source}: hms_txn.upstream.uris: {err}") from None
+        sasl = config["hms_txn.upstream.sasl.enabled"]
+        if sasl and not config["hms_txn.upstream.sasl.user"]:
+            raise ConfigError(f"{config.source}: hms_txn.upstream.sasl.enabled needs "
+                              f"hms_txn.upstream.sasl.user (and .password)")
+        return cls(endpoints, sasl=sasl, user=config["hms_txn.upstream.sasl.user"],
+                   password=config["hms_txn.upstream.sasl.password"],
+                   framed=config["hms_txn.upstream.framed"],
+                   timeout=config["hms_txn.upstream.socket.timeout"],
+                   retries=config["hms_txn.upstream.retries"],
+                   retry_delay=config["hms_txn.upstream.retry.delay"],
+                   max_idle=config["hms_txn.upstream.pool.size"])
+
+    @property
+    def uris(self) -> str:
+        return ",".join(e.uri for e in self.endpoints)
+
+    # ------------------------------------------------------------------ connections
+
+    def _open(self, endpoint: Endpoint, generation: int) -> _Conn:
+        sock = TSocket.TSocket(endpoint.host, endpoint.port)
+        sock.setTimeout(int(self.timeout * 1000))
+        if self.sasl:
+            import thrift_sasl
+            host, user, password = endpoint.host, self.user, self.password or ""
+            transport = thrift_sasl.TSaslClientTransport(
+                lambda: PlainSaslClient(host, user, password), "PLAIN", sock)
+        elif self.framed:
+            transport = TTransport.TFramedTransport(sock)
+        else:
+            transport = TTransport.TBufferedTransport(sock)
+        transport.open()
+        try:
+            sock.handle.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except (OSError, AttributeError):  # pragma: no cover
+            pass
+        client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
+        return _Conn(client, transport, endpoint, generation)
+
+    def _connect(self) -> _Conn:
+        """A new connection to the first URI (from the preferred one) that accepts."""
+        failures = []
+        n = len(self.endpoints)
+        start = self._preferred
+        generation = self._generation
+        for i in range(n):
+            index = (start + i) % n
+            endpoint = self.endpoints[index]
+            try:
+                conn = self._open(endpoint, generation)
+            except Exception as err:  # refused, timed out, SASL refused
+                failures.append((endpoint, err))
+                continue
+            if index != self._preferred:
+                log.warning("upstream metastore: failing over to %s", endpoint.uri)
+                self._preferred = index
+            return conn
+        raise UpstreamUnavailable("; ".join(
+            f"upstream metastore {e.uri} unreachable: {_describe(err)}" for e, err in failures))
+
+    def _borrow(self) -> _Conn:
+        with self._lock:
+            if self._closed:
+                raise UpstreamUnavailable("upstream connection pool is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self._connect()
+
+    def _release(self, conn: _Conn) -> None:
+        conn.used = True
+        with self._lock:
+            if (not self._closed and conn.generation == self._generation
+                    and len(self._idle) < self.max_idle):
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _discard_idle(self) -> None:
+        with self._lock:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._discard_idle()
+
+    # ------------------------------------------------------------------ calls
+
+    def call(self, method: str, *args: Any) -> Any:
+        self.calls += 1
+        self.calls_by_method[method] += 1
+        attempts = 0
+        while True:
+            try:
+                conn = self._borrow()
+            except UpstreamUnavailable as err:
+                if attempts >= self.retries or self._closed:
+                    self._failed(str(err))
+                    raise
+                attempts += 1
+                time.sleep(self.retry_delay)
+                continue
+            try:
+                result = getattr(conn.client, method)(*args)
+            except _TRANSPORT_ERRORS as err:
+                conn.close()
+                self._discard_idle()
+                if conn.used:       # a stale pooled connection: retry on a fresh one
+                    self.reconnects += 1
+                    continue
+                message = f"upstream metastore {conn.endpoint.uri} unreachable: {_describe(err)}"
+                self._failed(message)
+                raise UpstreamUnavailable(message) from None
+            except (TApplicationException, TException):
+                # a declared exception or an unknown method: the connection is still in sync
+                self._release(conn)
+                self.last_error = None
+                raise
+            except BaseException:
+                conn.close()       # out of sync (a decoding failure): never re-use it
+                raise
+            self._release(conn)
+            if self.last_error is not None:
+                log.info("upstream metastore %s is reachable again", conn.endpoint.uri)
+                self.last_error = None
+            return result
+
+    def _failed(self, message: str) -> None:
+        self.failures += 1
+        if self.last_error is None:
+            log.warning("%s", message)
+        self.last_error = message
+
+    def health(self) -> dict:
+        return {"uris": self.uris, "status": "unavailable" if self.last_error else "ok",
+                **({"error": self.last_error} if self.last_error else {}),
+                "calls": self.calls, "failures": self.failures, "reconnects": self.reconnects}
+
+
+class PureSaslClient:
+    """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
+    client (PLAIN, DIGEST-MD5) to it."""
+
+    def __init__(self, host: str, mechanism: str, user: str, password: str):
+        from puresasl.client import SASLClient
+        self.mechanism = mechanism
+        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
+                                 password=password)
+
+    def start(self, mechanism):
+        # PLAIN sends its credentials at once; DIGEST-MD5 waits for the server's challenge.
+        return True, mechanism, self.client.process() or b""
+
+    def step(self, challenge):
+        return True, self.client.process(challenge)
+
+    def encode(self, data):
+        return True, data
+
+    def decode(self, data):
+        return True, data
+
+    def getError(self):
+        return f"SASL {self.mechanism} failed"
+
+
+def PlainSaslClient(host: str, user: str, password: str) -> PureSaslClient:
+    return PureSaslClient(host, "PLAIN", user, password)
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    inner = getattr(err, "inner", None)
+    if inner is not None and str(inner) not in text:
+        text = f"{text} ({inner})"
+    return text
+
+
+# ---------------------------------------------------------------------- documents
+
+class UpstreamTables:
+    """The upstream's tables and partitions as plain documents (the shape our catalog
+    stores) with domain errors, for the Thrift-free extension-mode domain objects.
+
+    A missing object is ``errors.NoSuchObject`` with the upstream's message; other
+    upstream exceptions are raised unchanged."""
+
+    def __init__(self, pool: UpstreamPool):
+        self.pool = pool
+
+    def _call(self, method: str, *args):
+        try:
+            return self.pool.call(method, *args)
+        except (t.NoSuchObjectException, t.UnknownTableException, t.UnknownDBException) as err:
+            raise errors.NoSuchObject(err.message or f"{method}: no such object") from None
+
+    def get_table(self, db: str, name: str) -> dict:
+        from hms_txn.wire.codec import to_doc
+        return to_doc(self._call("get_table", db, name))
+
+    def get_database(self, name: str) -> dict:
+        from hms_txn.wire.codec import to_doc
+        return to_doc(self._call("get_database", name))
+
+    def list_databases(self) -> list[str]:
+        return list(self._call("get_all_databases"))
+
+    def list_tables(self, db: str) -> list[str]:
+        return list(self._call("get_all_tables", db))
+
+    def get_partitions_by_names(self, db: str, name: str, part_names: list[str]) -> list[dict]:
+        from hms_txn.wire.codec import to_doc
+        if not part_names:
+            return []
+        return [to_doc(p) for p in self._call("get_partitions_by_names", db, name, list(part_names))]
+
+    def get_partition(self, db: str, name: str, values: list[str]) -> dict:
+        from hms_txn.wire.codec import to_doc
+        return to_doc(self._call("get_partition", db, name, list(values)))
+
+    def list_partitions(self, db: str, name: str, *, part_names: list[str]):
+        """``Catalog.list_partitions`` for named partitions: (table, [(name, doc)]) by name."""
+        table = self.get_table(db, name)
+        keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+        rows = []
+        for doc in self.get_partitions_by_names(db, name, part_names):
+            rows.append((names.make_partition_name(keys, doc.get("values") or []), doc))
+        return table, sorted(rows, key=lambda r: r[0])
+
+    def get_partitions(self, db: str, name: str, max_parts: int) -> list[dict]:
+        """``get_partitions(db, name, max_parts)``: the upstream's order (by name)."""
+        from hms_txn.wire.codec import to_doc
+        return [to_doc(p) for p in self._call("get_partitions", db, name, max_parts)]
+
+    def list_functions(self) -> list[dict] | None:
+        """Every database's functions (``get_all_functions``), in the upstream's order; None
+        when it answered without a list. ``errors.Unsupported`` when the upstream predates
+        the call (Hive < 2.1)."""
+        from hms_txn.wire.codec import to_doc
+        try:
+            rsp = self._call("get_all_functions")
+        except TApplicationException as err:
+            if err.type != TApplicationException.UNKNOWN_METHOD:
+                raise
+            raise errors.Unsupported("the upstream metastore has no get_all_functions") from None
+        return None if rsp.functions is None else [to_doc(f) for f in rsp.functions]
+
+    # the upstream's own notification log (when it has one)
+    def current_event_id(self) -> int:
+        return int(self.pool.call("get_current_notificationEventId").eventId)
+
+    def events_after(self, last: int, limit: int) -> list[tuple[int, str, str | None, str | None]]:
+        rsp = self.pool.call("get_next_notification",
+                             t.NotificationEventRequest(lastEvent=last, maxEvents=limit))
+        return [(e.eventId, e.eventType, e.dbName, e.tableName) for e in rsp.events or []]

@@ -1,0 +1,760 @@
+"""A ValidWriteIdList-aware metadata cache, kept current by tailing the notification log.
+
+Each server process keeps tables (and, for ``get_partitions_by_names``, partitions) in
+memory. Several processes on one database stay consistent without talking to each other:
+every change is in the notification log, written in the change's own database transaction
+with dense, commit-ordered ids, and a background *tailer* applies the log in order.
+
+What an entry holds
+-------------------
+An entry for table K is the table document read from the database at log position ``pos``
+(the last event id visible to the read's snapshot, read in the same repeatable-read
+transaction), together with K's write-id state at that position: the highest allocated
+write id, the write ids of open transactions and those of aborted ones. The tailer moves
+the state forward (ALLOC_WRITE_ID_EVENT adds open ids, COMMIT_TXN removes them, ABORT_TXN
+marks them aborted) and drops the entry when an event changes K's metadata (CREATE/ALTER/
+DROP_TABLE, ADD/ALTER/DROP_PARTITION) after ``pos``; it then reloads the entry from the
+database. Events at or below an entry's ``pos`` are already in it and are skipped, so the
+entry only moves forward: reads served from one process are monotonic.
+
+The validity rule
+-----------------
+A read of a transactional table that carries a ValidWriteIdList S is answered from the
+cache only when S is *equivalent* to the entry's write-id state W: both make the same write
+ids valid. Aborted ids (in either) never make metadata visible and are ignored; an id open
+in W and above S's high watermark is invalid in both, so "HWM 5, 6 open" equals "HWM 5".
+When S sees a commit W has not applied yet (the reader committed a write, or read a
+snapshot taken after one, before this process's tailer got there) S is *ahead* and the read
+goes to the database; when S is older than W it is *behind* and goes to the database too.
+So a snapshot that includes a committed write never gets metadata older than that write,
+a reader sees its own writes (inside its transaction its own write id is valid in S and
+open in W), and after the tailer catches up the new snapshot hits the cache again.
+
+Non-transactional and external tables have no write ids: reads (with or without a list)
+get the cached copy, which the tailer keeps eventually consistent (within the tail
+interval) across processes. Writes made through *this* process evict their tables at
+commit (a hook on the database connection), so a client always sees its own change on the
+process it made it through. A transactional table read without a list goes to the
+database; ``get_table_req`` can be made to reject it instead (``strict``). Databases are
+cached like non-transactional tables (CREATE/ALTER/DROP_DATABASE drop an entry): query
+planning asks for one nearly as often as for a table.
+
+Filling from the database
+-------------------------
+A miss reads the table, its write-id state and the log position in one repeatable-read
+transaction. The result is installed only if the table is not cached yet, the read's
+position is not behind the tailer (else the tailer may already have passed, and skipped, an
+event that the read does not reflect) and not behind a local write to that table. Existing
+entries advance only through the tailer.
+
+Metrics (``counters()``): hits, misses and misses by reason, events applied, fills,
+evictions, entries, estimated bytes, tailer position and lag in events and seconds.
+
+This module never imports Thrift: the handler may keep per-entry wire objects in
+``CacheEntry.wire`` (dropped with the entry), so a hit re-uses the converted struct.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from sqlalchemy import event as sa_event
+from sqlalchemy import func, select
+
+from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
+
+from hms_txn.domain import names, notifications
+from hms_txn.domain.catalog import Catalog, is_external, is_transactional
+from hms_txn.common.errors import InvalidInput
+from hms_txn.store import Store
+from hms_txn.store.schema import next_write_id, notification_log, tbls, txn_to_write_id, txns
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+Key = tuple[str, str]
+
+# Events that change a table's document or its partitions.
+TABLE_EVENTS = frozenset({"CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
+                          "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
+# After these the table still exists: the tailer reloads a dropped entry at once.
+RELOAD_EVENTS = frozenset({"ALTER_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
+
+# Events that change a database's document.
+DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})
+
+HIT, AHEAD, BEHIND = "hit", "snapshot_ahead", "snapshot_behind"
+MISS_REASONS = ("cold", AHEAD, BEHIND, "no_writeid_list", "other_table", "tailer_stale",
+                "not_running")
+
+_BATCH = 1000            # events per poll
+_RELOADS_PER_BATCH = 64  # entries the tailer reloads after a batch (others wait for a read)
+_VERDICT_MEMO = 64       # snapshot strings remembered per write-id state
+_BYTES_FACTOR = 4        # JSON text length -> estimated resident bytes (dicts + wire form)
+
+
+# ------------------------------------------------------------------------------ write ids
+
+@dataclass(frozen=True)
+class WriteIdState:
+    """A table's write ids at one log position."""
+    hwm: int = 0
+    open: frozenset = frozenset()
+    aborted: frozenset = frozenset()
+
+    def allocated(self, write_ids: Iterable[int]) -> "WriteIdState":
+        ids = frozenset(int(w) for w in write_ids)
+        if not ids:
+            return self
+        return WriteIdState(max(self.hwm, max(ids)), self.open | ids, self.aborted)
+
+    def committed(self, write_id: int) -> "WriteIdState":
+        return WriteIdState(max(self.hwm, write_id), self.open - {write_id}, self.aborted)
+
+    def aborted_id(self, write_id: int) -> "WriteIdState":
+        return WriteIdState(max(self.hwm, write_id), self.open - {write_id},
+                            self.aborted | {write_id})
+
+
+def _top_valid(hwm: int, invalid, ignore) -> int:
+    """Highest id <= hwm that is valid and not ignored (0 when none)."""
+    h = hwm
+    while h > 0 and (h in invalid or h in ignore):
+        h -= 1
+    return h
+
+
+def compare(state: WriteIdState, snapshot: ValidWriteIdList) -> str:
+    """HIT when ``snapshot`` makes the same write ids valid as ``state`` (aborted ids ignored);
+    otherwise AHEAD (the snapshot sees a commit the state does not) or BEHIND."""
+    ignore = state.aborted | frozenset(snapshot.aborted_ids)
+    s_invalid = frozenset(snapshot.exceptions)
+    w_invalid = state.open | state.aborted
+    h_s = _top_valid(snapshot.high_watermark, s_invalid, ignore)
+    h_w = _top_valid(state.hwm, w_invalid, ignore)
+    if h_s != h_w:
+        return AHEAD if h_s > h_w else BEHIND
+    s_open = {x for x in s_invalid if x < h_s and x not in ignore}
+    w_open = {x for x in state.open if x < h_w and x not in ignore}
+    if s_open == w_open:
+        return HIT
+    # Some id is open on one side and valid on the other.
+    return AHEAD if (w_open - s_open) else BEHIND
+
+
+# ------------------------------------------------------------------------------ entries
+
+class CacheEntry:
+    """One cached table. ``doc`` and ``state`` are never mutated in place (readers hold
+    them without a lock); ``parts`` and ``wire`` only grow."""
+
+    __slots__ = ("key", "doc", "pos", "transactional", "snap", "parts", "bytes", "tick", "wire",
+                 "listing", "memos")
+
+    def __init__(self, key: Key, doc: Doc, pos: int, state: WriteIdState, nbytes: int):
+        self.key = key
+        self.doc = doc
+        self.pos = pos
+        self.transactional = is_transactional(doc) and not is_external(doc)
+        self.snap: tuple[WriteIdState, dict[str, str]] = (state, {})
+        self.parts: dict[str, Doc | None] = {}
+        self.bytes = nbytes
+        self.tick = 0
+        self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
+        # Extension mode: all of the table's partitions, set once (extension.PartitionListing)
+        self.listing: Any = None
+        # Extension mode: the upstream's own answers to reads the listing cannot order
+        # (ExtensionCache.select), most recently used last; created on first use
+        self.memos: Any = None
+
+    @property
+    def state(self) -> WriteIdState:
+        return self.snap[0]
+
+    def set_state(self, state: WriteIdState) -> None:
+        self.snap = (state, {})
+
+
+@dataclass
+class TableRead:
+    """A table document and, when it came from the cache, its entry (for wire memos)."""
+    doc: Doc
+    entry: CacheEntry | None = None
+
+    @property
+    def cached(self) -> bool:
+        return self.entry is not None
+
+
+class DatabaseEntry:
+    """One cached database: its document as read at log position ``pos``."""
+
+    __slots__ = ("name", "doc", "pos", "wire")
+
+    def __init__(self, name: str, doc: Doc, pos: int):
+        self.name = name
+        self.doc = doc
+        self.pos = pos
+        self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
+
+
+@dataclass(frozen=True)
+class DatabaseRead:
+    """A database document and, when it came from the cache, its entry (for wire memos)."""
+    doc: Doc
+    entry: DatabaseEntry | None = None
+
+
+@dataclass
+class _Loaded:
+    key: Key
+    pos: int
+    doc: Doc
+    raw_len: int
+    state: WriteIdState
+    open_txns: dict[int, int]
+    tbl_id: int
+    parts: dict[str, Doc | None] | None = None
+    parts_len: int = 0
+
+
+# ------------------------------------------------------------------------------ the cache
+
+class MetadataCache:
+    def __init__(self, store: Store, catalog: Catalog, config):
+        self.store = store
+        self.catalog = catalog
+        self.enabled = bool(config["hms_txn.cache.enabled"])
+        self.interval = max(0.005, float(config["hms_txn.cache.tail.interval"]))
+        self.max_entries = int(config["hms_txn.cache.max.entries"])
+        self.max_bytes = int(config["hms_txn.cache.max.bytes"])
+        self.strict = bool(config["hms_txn.cache.strict.writeids"])
+        self.pausable = bool(config["hms_txn.cache.tailer.pausable"])
+        # Non-transactional reads stop using the cache when the tailer has not completed a
+        # poll for this long (a lost database, a wedged thread, a paused tailer).
+        self.stale_after = max(5.0, 50 * self.interval)
+
+        self._lock = threading.RLock()       # entries, txn map, position
+        self._entries: dict[Key, CacheEntry] = {}
+        self._txn_map: dict[int, set[tuple[Key, int]]] = {}
+        self._local: dict[Key, int] = {}     # key -> id of a local write's event
+        self._databases: dict[str, DatabaseEntry] = {}
+        self._local_dbs: dict[str, int] = {}  # database -> id of a local write's event
+        self._bytes = 0
+        self._ticks = itertools.count(1)
+        self.pos = 0
+        self._reported_pos = 0   # pos once the batch's reloads are done (the metric)
+        self._running = False
+        self._paused = False
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_poll = 0.0
+        self._lag_events = 0
+        self._lag_seconds = 0.0
+        self._stats_lock = threading.Lock()
+        self._stats: dict[str, int] = {"hits": 0, "misses": 0, "events_applied": 0,
+                                       "fills": 0, "evictions": 0, "reloads": 0, "resets": 0,
+                                       "local_evictions": 0}
+        for reason in MISS_REASONS:
+            self._stats["misses." + reason] = 0
+        # Always listen, so the per-connection list of written events is cleared even when
+        # the cache is off or not started.
+        sa_event.listen(self.store.engine, "commit", self._on_commit)
+        sa_event.listen(self.store.engine, "rollback", self._on_rollback)
+        self._listening = True
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "MetadataCache":
+        if not self.enabled or self._thread is not None:
+            return self
+        with self.store.read() as conn:
+            start_pos = notifications.current_event_id(conn)
+        with self._lock:
+            self.pos = self._reported_pos = start_pos
+            self._running = True
+            self._last_poll = time.monotonic()
+        self._thread = threading.Thread(target=self._loop, name="hms-cache-tailer", daemon=True)
+        self._thread.start()
+        log.info("metadata cache started at notification event %d", start_pos)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        if self._listening:
+            self._listening = False
+            for name, fn in (("commit", self._on_commit), ("rollback", self._on_rollback)):
+                try:
+                    sa_event.remove(self.store.engine, name, fn)
+                except Exception:  # pragma: no cover - already removed
+                    pass
+        with self._lock:
+            self._running = False
+            self._entries.clear()
+            self._databases.clear()
+            self._txn_map.clear()
+            self._bytes = 0
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def pause(self) -> None:
+        """Test hook: stop applying events (reads stay correct: they go to the database)."""
+        with self._lock:   # the tailer applies batches under this lock
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = False
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    # ------------------------------------------------------------------ counters
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self._stats[name] += n
+
+    def _miss(self, reason: str) -> None:
+        with self._stats_lock:
+            self._stats["misses"] += 1
+            self._stats["misses." + reason] += 1
+
+    def counters(self) -> dict[str, int]:
+        with self._stats_lock:
+            out = {f"hms_txn.cache.{k}": int(v) for k, v in self._stats.items()}
+        out.update({
+            "hms_txn.cache.enabled": int(self.enabled),
+            "hms_txn.cache.running": int(self._running),
+            "hms_txn.cache.paused": int(self._paused),
+            "hms_txn.cache.entries": len(self._entries),
+            "hms_txn.cache.databases": len(self._databases),
+            "hms_txn.cache.bytes": int(self._bytes),
+            "hms_txn.cache.position": int(self._reported_pos),
+            "hms_txn.cache.lag.events": int(self._lag_events),
+            "hms_txn.cache.lag.seconds": int(self._lag_seconds),
+            "hms_txn.cache.lag.ms": int(self._lag_seconds * 1000),
+        })
+        return out
+
+    # ------------------------------------------------------------------ reads
+
+    def get_table(self, db: str, name: str, valid_write_ids: str | None = None, *,
+                  require_write_ids: bool = False) -> TableRead:
+        """The table as of the reader's snapshot (see the module docstring for the rule).
+
+        ``require_write_ids``: the caller is ``get_table_req``; with the strict setting a
+        transactional table without a ValidWriteIdList is refused.
+        """
+        key = (names.lower(db), names.lower(name))
+        snapshot = self._parse(key, valid_write_ids)
+        if not self._running:
+            doc = self.catalog.get_table(db, name)
+            self._check_strict(doc, snapshot, require_write_ids)
+            return TableRead(doc)
+        entry = self._entries.get(key)
+        if entry is not None:
+            reason = self._verdict(entry, valid_write_ids, snapshot)
+            if reason == HIT:
+                entry.tick = next(self._ticks)
+                self._count("hits")
+                return TableRead(entry.doc, entry)
+            if reason == "no_writeid_list":
+                self._check_strict(entry.doc, snapshot, require_write_ids)
+        else:
+            reason = "cold"
+        self._miss(reason)
+        loaded = self._load(key)
+        self._check_strict(loaded.doc, snapshot, require_write_ids)
+        self._install(loaded)
+        return TableRead(loaded.doc)
+
+    def get_database(self, name: str) -> DatabaseRead:
+        """The database, from the cache while the tailer is current (like a plain table:
+        within the tail interval across processes, at once for writes through this one)."""
+        key = names.lower(name)
+        if not self._running:
+            return DatabaseRead(self.catalog.get_database(name))
+        entry = self._databases.get(key)
+        if entry is None:
+            reason = "cold"
+        elif time.monotonic() - self._last_poll > self.stale_after:
+            reason = "tailer_stale"
+        else:
+            self._count("hits")
+            return DatabaseRead(entry.doc, entry)
+        self._miss(reason)
+        with self.store.read() as conn:
+            pos = notifications.current_event_id(conn)
+            doc = self.catalog._require_db(conn, key)     # raises the right NoSuchObject
+        with self._lock:
+            # As _install: a read behind the tailer or behind a local write could be stale.
+            if (self._running and pos >= self.pos and pos >= self._local_dbs.get(key, 0)
+                    and key not in self._databases):
+                if len(self._databases) >= self.max_entries:
+                    self._databases.clear()
+                self._databases[key] = DatabaseEntry(key, doc, pos)
+                self._count("fills")
+        return DatabaseRead(doc)
+
+    def get_partitions_by_names(self, db: str, name: str, part_names: Iterable[str],
+                                valid_write_ids: str | None = None
+                                ) -> tuple[Doc, list[tuple[str, Doc]]]:
+        """The table and its named partitions (in name order) as of the reader's snapshot."""
+        key = (names.lower(db), names.lower(name))
+        snapshot = self._parse(key, valid_write_ids)
+        part_names = list(part_names or [])
+        if not self._running:
+            return self.catalog.list_partitions(db, name, part_names=part_names)
+        entry = self._entries.get(key)
+        reason = "cold" if entry is None else self._verdict(entry, valid_write_ids, snapshot)
+        if reason != HIT:
+            self._miss(reason)
+            wanted = self._normalize(None, part_names)
+            loaded = self._load(key, wanted)
+            self._install(loaded)
+            return loaded.doc, [(n, d) for n, d in sorted(loaded.parts.items()) if d is not None]
+        entry.tick = next(self._ticks)
+        wanted = self._normalize(entry.doc, part_names, entry.parts)
+        missing = [n for n in wanted if n not in entry.parts]
+        if missing:
+            self._miss("cold")
+            self._fill_partitions(entry, missing)
+            parts = {n: entry.parts.get(n) for n in wanted}
+            if any(n not in entry.parts for n in wanted):   # could not be installed
+                return self.catalog.list_partitions(db, name, part_names=part_names)
+        else:
+            self._count("hits")
+            parts = {n: entry.parts[n] for n in wanted}
+        return entry.doc, [(n, d) for n, d in sorted(parts.items()) if d is not None]
+
+    def _normalize(self, table: Doc | None, part_names: list[str],
+                   known: dict | None = None) -> list[str]:
+        """The canonical, sorted, distinct names of ``part_names``. A name already among
+        ``known`` (the entry's cached partitions, stored under canonical names) is canonical
+        as it stands, so only the others are parsed and rebuilt."""
+        if table is None:
+            return part_names
+        keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
+        known = known or {}
+        return sorted({n if n in known else
+                       names.make_partition_name(keys, names.partition_values_from_name(keys, n))
+                       for n in part_names})
+
+    @staticmethod
+    def _parse(key: Key, text: str | None) -> ValidWriteIdList | None:
+        if text is None:
+            return None
+        try:
+            return ValidWriteIdList.parse(text)
+        except ValidIdListError as err:
+            raise InvalidInput(f"invalid validWriteIdList for {key[0]}.{key[1]}: {err}") from None
+
+    def _check_strict(self, doc: Doc, snapshot, require: bool) -> None:
+        if (require and self.strict and snapshot is None and is_transactional(doc)
+                and not is_external(doc)):
+            raise InvalidInput(
+                f"get_table_req on transactional table {doc.get('dbName')}.{doc.get('tableName')} "
+                f"needs a validWriteIdList: hms_txn.cache.strict.writeids=true requires readers "
+                f"of transactional tables to say which snapshot they read, so the metadata "
+                f"cache can tell whether its copy is current for it")
+
+    def _verdict(self, entry: CacheEntry, text: str | None, snapshot) -> str:
+        if not entry.transactional:
+            if time.monotonic() - self._last_poll > self.stale_after:
+                return "tailer_stale"
+            return HIT
+        if snapshot is None:
+            return "no_writeid_list"
+        state, memo = entry.snap
+        verdict = memo.get(text)
+        if verdict is None:
+            table = snapshot.table_name
+            if table is not None and table.lower() != f"{entry.key[0]}.{entry.key[1]}":
+                verdict = "other_table"
+            else:
+                verdict = compare(state, snapshot)
+            if len(memo) >= _VERDICT_MEMO:
+                memo.clear()
+            memo[text] = verdict
+        return verdict
+
+    # ------------------------------------------------------------------ database reads
+
+    def _load(self, key: Key, part_names: list[str] | None = None) -> _Loaded:
+        """Table, write-id state, log position (and partitions) in one snapshot."""
+        db, name = key
+        with self.store.read() as conn:
+            pos = notifications.current_event_id(conn)
+            row = conn.execute(select(tbls.c.tbl_id, tbls.c.doc)
+                               .where(tbls.c.db_name == db, tbls.c.tbl_name == name)).first()
+            if row is None:
+                self.catalog._require_table(conn, db, name)   # raises the right NoSuchObject
+            doc = json.loads(row.doc)
+            state, open_txns = self._load_state(conn, db, name)
+            parts = None
+            parts_len = 0
+            if part_names is not None:
+                keys = [k["name"].lower() for k in doc.get("partitionKeys") or []]
+                wanted = sorted({names.make_partition_name(keys, names.partition_values_from_name(keys, n))
+                                 for n in part_names})
+                parts, parts_len = self._read_parts(conn, row.tbl_id, wanted)
+        return _Loaded(key, pos, doc, len(row.doc), state, open_txns, row.tbl_id, parts, parts_len)
+
+    @staticmethod
+    def _read_parts(conn, tbl_id: int, wanted: list[str]) -> tuple[dict[str, Doc | None], int]:
+        from hms_txn.store.schema import partitions
+        parts: dict[str, Doc | None] = {n: None for n in wanted}
+        size = 0
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            for pname, raw in conn.execute(select(partitions.c.part_name, partitions.c.doc)
+                                           .where(partitions.c.tbl_id == tbl_id,
+                                                  partitions.c.part_name.in_(chunk))):
+                parts[pname] = json.loads(raw)
+                size += len(raw)
+        return parts, size
+
+    @staticmethod
+    def _load_state(conn, db: str, name: str) -> tuple[WriteIdState, dict[int, int]]:
+        from hms_txn.domain.txn import ABORTED, COMMITTED, OPEN
+        nxt = conn.execute(select(next_write_id.c.next_id)
+                           .where(next_write_id.c.db_name == db, next_write_id.c.tbl_name == name)
+                           ).scalar()
+        hwm = 0 if nxt is None else max(0, int(nxt) - 1)
+        open_ids: set[int] = set()
+        aborted: set[int] = set()
+        open_txns: dict[int, int] = {}
+        if hwm > 0:
+            t2w = txn_to_write_id.c
+            rows = conn.execute(
+                select(t2w.txn_id, t2w.write_id, txns.c.state)
+                .select_from(txn_to_write_id.join(txns, txns.c.txn_id == t2w.txn_id))
+                .where(t2w.db_name == db, t2w.tbl_name == name, txns.c.state != COMMITTED))
+            for txn_id, wid, state in rows:
+                if state == OPEN:
+                    open_ids.add(int(wid))
+                    open_txns[int(txn_id)] = int(wid)
+                elif state == ABORTED:
+                    aborted.add(int(wid))
+        return WriteIdState(hwm, frozenset(open_ids), frozenset(aborted)), open_txns
+
+    def _install(self, loaded: _Loaded) -> bool:
+        """Put a database read into the cache if that cannot let a stale copy in."""
+        key = loaded.key
+        with self._lock:
+            if (not self._running or loaded.pos < self.pos
+                    or loaded.pos < self._local.get(key, 0) or key in self._entries):
+                return False
+            nbytes = _BYTES_FACTOR * (loaded.raw_len + loaded.parts_len)
+            entry = CacheEntry(key, loaded.doc, loaded.pos, loaded.state, nbytes)
+            if loaded.parts:
+                entry.parts.update(loaded.parts)
+            entry.tick = next(self._ticks)
+            self._entries[key] = entry
+            self._bytes += nbytes
+            for txn_id, wid in loaded.open_txns.items():
+                self._txn_map.setdefault(txn_id, set()).add((key, wid))
+            self._count("fills")
+            self._enforce_bounds()
+            return True
+
+    def _fill_partitions(self, entry: CacheEntry, wanted: list[str]) -> None:
+        """Read partitions for a cached table; keep them only if no event changed the table's
+        partitions between the entry's position and the read."""
+        db, name = entry.key
+        with self.store.read() as conn:
+            pos = notifications.current_event_id(conn)
+            changed = conn.execute(
+                select(func.count()).select_from(notification_log)
+                .where(notification_log.c.event_id > entry.pos,
+                       notification_log.c.event_id <= pos,
+                       notification_log.c.db_name == db, notification_log.c.tbl_name == name,
+                       notification_log.c.event_type.in_(sorted(TABLE_EVENTS)))).scalar_one()
+            if changed:
+                return
+            tbl_id = conn.execute(select(tbls.c.tbl_id).where(
+                tbls.c.db_name == db, tbls.c.tbl_name == name)).scalar()
+            if tbl_id is None:
+                return
+            parts, size = self._read_parts(conn, tbl_id, wanted)
+        with self._lock:
+            if self._entries.get(entry.key) is not entry:
+                return
+            entry.parts.update(parts)
+            added = _BYTES_FACTOR * size
+            entry.bytes += added
+            self._bytes += added
+            self._enforce_bounds()
+
+    def _enforce_bounds(self) -> None:
+        if len(self._entries) <= self.max_entries and self._bytes <= self.max_bytes:
+            return
+        ordered = sorted(self._entries.values(), key=lambda e: e.tick)
+        target_n = int(self.max_entries * 0.9)
+        target_b = int(self.max_bytes * 0.9)
+        for entry in ordered:
+            if len(self._entries) <= target_n and self._bytes <= target_b:
+                break
+            self._drop(entry.key)
+
+    def _drop(self, key: Key) -> CacheEntry | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry.bytes
+            self._count("evictions")
+        return entry
+
+    # ------------------------------------------------------------------ local writes
+
+    def _on_commit(self, conn) -> None:
+        """Engine hook, just before a transaction of this process commits: evict the tables
+        its events touch, and refuse fills read before it (read-your-own-writes here)."""
+        written = conn.info.pop(notifications.LOCAL_EVENTS_KEY, None)
+        if not written or not self._running:
+            return
+        with self._lock:
+            for event_type, db, tbl, event_id in written:
+                if event_type in DATABASE_EVENTS and db:
+                    name = db.lower()
+                    self._local_dbs[name] = max(event_id, self._local_dbs.get(name, 0))
+                    if self._databases.pop(name, None) is not None:
+                        self._count("local_evictions")
+                    continue
+                if event_type not in TABLE_EVENTS or not db or not tbl:
+                    continue
+                key = (db.lower(), tbl.lower())
+                if event_id > self._local.get(key, 0):
+                    self._local[key] = event_id
+                if self._drop(key) is not None:
+                    self._count("local_evictions")
+
+    def _on_rollback(self, conn) -> None:
+        conn.info.pop(notifications.LOCAL_EVENTS_KEY, None)
+
+    # ------------------------------------------------------------------ the tailer
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            more = False
+            try:
+                more = self.poll_once()
+            except Exception:  # keep tailing through a database hiccup
+                log.exception("metadata cache: reading the notification log failed")
+            if not more:
+                self._wake.wait(self.interval)
+                self._wake.clear()
+
+    def poll_once(self) -> bool:
+        """Apply the next batch of events; True when more are waiting."""
+        if self._paused:
+            self._measure_lag()
+            return False
+        with self.store.read() as conn:
+            events = notifications.next_events(conn, self.pos, _BATCH)
+        reload: list[Key] = []
+        with self._lock:
+            if self._paused or not self._running:
+                return False
+            if events and events[0].event_id != self.pos + 1:
+                # Ids are dense: a gap means events were purged before we read them.
+                log.warning("metadata cache: notification events %d..%d were purged before "
+                            "they were applied; dropping the cache", self.pos + 1,
+                            events[0].event_id - 1)
+                self._reset()
+            for ev in events:
+                self._apply(ev, reload)
+                self.pos = ev.event_id
+            if events:
+                self._count("events_applied", len(events))
+                self._local = {k: v for k, v in self._local.items() if v > self.pos}
+                self._local_dbs = {k: v for k, v in self._local_dbs.items() if v > self.pos}
+        for key in reload[:_RELOADS_PER_BATCH]:
+            if self._paused or self._stop.is_set():
+                break
+            try:
+                if self._install(self._load(key)):
+                    self._count("reloads")
+            except Exception:   # dropped meanwhile, or a hiccup: the next read fills it
+                log.debug("metadata cache: reloading %s.%s failed", *key, exc_info=True)
+        full = len(events) >= _BATCH
+        self._reported_pos = self.pos
+        self._last_poll = time.monotonic()
+        if full:
+            self._measure_lag()
+        else:
+            self._lag_events = 0
+            self._lag_seconds = 0.0
+        return full
+
+    def _measure_lag(self) -> None:
+        with self.store.read() as conn:
+            head = notifications.current_event_id(conn)
+            oldest = notifications.oldest_event(conn, self.pos) if head > self.pos else None
+        self._lag_events = max(0, head - self.pos)
+        self._lag_seconds = 0.0 if oldest is None else max(0.0, time.time() - oldest.event_time)
+
+    def _reset(self) -> None:
+        self._entries.clear()
+        self._databases.clear()
+        self._txn_map.clear()
+        self._bytes = 0
+        self._count("resets")
+
+    def _apply(self, ev: notifications.Event, reload: list[Key]) -> None:
+        etype = ev.event_type
+        if etype in TABLE_EVENTS:
+            if not ev.db_name or not ev.tbl_name:
+                return
+            key = (ev.db_name.lower(), ev.tbl_name.lower())
+            entry = self._entries.get(key)
+            if entry is not None and ev.event_id > entry.pos:
+                self._drop(key)
+                if etype in RELOAD_EVENTS:
+                    reload.append(key)
+        elif etype == "ALLOC_WRITE_ID_EVENT":
+            msg = json.loads(ev.message)
+            key = ((msg.get("dbName") or "").lower(), (msg.get("tableName") or "").lower())
+            entry = self._entries.get(key)
+            if entry is None or ev.event_id <= entry.pos:
+                return
+            pairs = list(zip(msg.get("txnIdList") or [], msg.get("writeIdList") or []))
+            entry.set_state(entry.state.allocated(w for _, w in pairs))
+            for txn_id, wid in pairs:
+                self._txn_map.setdefault(int(txn_id), set()).add((key, int(wid)))
+        elif etype in ("COMMIT_TXN", "ABORT_TXN"):
+            if not self._txn_map:
+                return
+            txn_id = json.loads(ev.message).get("txnid")
+            if txn_id is None:
+                return
+            for key, wid in self._txn_map.pop(int(txn_id), ()):
+                entry = self._entries.get(key)
+                if entry is None or ev.event_id <= entry.pos:
+                    continue
+                state = entry.state
+                entry.set_state(state.committed(wid) if etype == "COMMIT_TXN"
+                                else state.aborted_id(wid))
+        elif etype in DATABASE_EVENTS and ev.db_name:
+            db = ev.db_name.lower()
+            entry = self._databases.get(db)
+            if entry is not None and ev.event_id > entry.pos:
+                del self._databases[db]
+            if etype == "DROP_DATABASE":
+                for key in [k for k, e in self._entries.items()
+                            if k[0] == db and ev.event_id > e.pos]:
+                    self._drop(key)

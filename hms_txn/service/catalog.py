@@ -1,0 +1,400 @@
+"""Thrift catalog calls: databases, tables, partitions, functions, configuration.
+
+Each method unpacks its wire arguments, calls the domain (``self.ms``) and packs the
+answer; domain errors pass through to ``DeclaredErrors``, which maps them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.encoded import EncodedStructs, encode
+from hms_txn.wire.codec import from_doc, to_doc
+
+I16_ALL = -1
+
+
+def _table(doc: dict[str, Any]) -> t.Table:
+    return from_doc(t.Table, doc)
+
+
+def _partition(doc: dict[str, Any]) -> t.Partition:
+    return from_doc(t.Partition, doc)
+
+
+class _ConvertedMemo:
+    """Thrift structs already built from documents the metadata cache keeps in memory.
+
+    A cached partition document is the same dict object for as long as its cache entry
+    lives, so the struct built from it can be reused by identity: the memo holds the
+    document itself, which keeps its id from being reused, and is bounded. Documents read
+    from the database are new objects each time and simply churn through it.
+    """
+
+    def __init__(self, limit: int = 20000):
+        self.limit = limit
+        self._items: dict[int, tuple[dict, Any, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, doc: dict[str, Any]) -> tuple[dict, Any, bytes]:
+        hit = self._items.get(id(doc))
+        if hit is not None and hit[0] is doc:
+            return hit
+        obj = _partition(doc)
+        item = (doc, obj, encode(obj))
+        with self._lock:
+            if len(self._items) >= self.limit:
+                self._items.clear()
+            self._items[id(doc)] = item
+        return item
+
+    def partition(self, doc: dict[str, Any]) -> t.Partition:
+        return self._get(doc)[1]
+
+    def partitions(self, docs) -> EncodedStructs:
+        """The structs of ``docs`` with their encodings (see ``handler.encoded``)."""
+        items = [self._get(d) for d in docs]
+        return EncodedStructs([i[1] for i in items], [i[2] for i in items])
+
+
+_converted = _ConvertedMemo()
+
+
+def _cached_table(read) -> t.Table:
+    """The Table struct of a ``cache.TableRead``; a cache hit re-uses the struct converted
+    for its entry (entries are immutable, and the struct is only ever serialized)."""
+    entry = read.entry
+    if entry is None:
+        return _table(read.doc)
+    table = entry.wire.get("Table")
+    if table is None:
+        table = entry.wire["Table"] = _table(read.doc)
+    return table
+
+
+def _cached_database(read) -> t.Database:
+    """The Database struct of a ``cache.DatabaseRead``, memoized on its entry as tables are."""
+    entry = read.entry
+    if entry is None:
+        return from_doc(t.Database, read.doc)
+    database = entry.wire.get("Database")
+    if database is None:
+        database = entry.wire["Database"] = from_doc(t.Database, read.doc)
+    return database
+
+
+def _limit(max_parts: int | None) -> int:
+    return -1 if max_parts is None or max_parts < 0 else max_parts
+
+
+class CatalogCalls:
+    ms: Any
+
+    # ---------------------------------------------------------------- databases
+
+    def create_database(self, database):
+        self.ms.catalog.create_database(to_doc(database))
+
+    def get_database(self, name):
+        return _cached_database(self.ms.read_database(name))
+
+    def get_database_req(self, request):
+        return self.get_database(request.name)
+
+    def get_databases(self, pattern):
+        return self.ms.catalog.list_databases(pattern)
+
+    def get_all_databases(self):
+        return self.ms.catalog.list_databases()
+
+    def alter_database(self, dbname, db):
+        self.ms.catalog.alter_database(dbname, to_doc(db))
+
+    def drop_database(self, name, deleteData, cascade):
+        self.ms.catalog.drop_database(name, delete_data=bool(deleteData), cascade=bool(cascade))
+
+    def drop_database_req(self, req):
+        from hms_txn.common.errors import NoSuchObject
+        try:
+            self.ms.catalog.drop_database(req.name, delete_data=bool(req.deleteData),
+                                          cascade=bool(req.cascade))
+        except NoSuchObject:
+            if not req.ignoreUnknownDb:
+                raise
+
+    # ---------------------------------------------------------------- tables
+
+    def create_table(self, tbl):
+        self.ms.catalog.create_table(to_doc(tbl))
+
+    def create_table_with_environment_context(self, tbl, environment_context):
+        self.create_table(tbl)
+
+    def create_table_req(self, request):
+        self.create_table(request.table)
+
+    def get_table(self, dbname, tbl_name):
+        return _cached_table(self.ms.read_table(dbname, tbl_name))
+
+    def get_table_req(self, req):
+        read = self.ms.read_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList,
+                                  require_write_ids=True)
+        return t.GetTableResult(table=_cached_table(read), isStatsCompliant=False)
+
+    def get_table_objects_by_name(self, dbname, tbl_names):
+        return [_table(d) for d in self.ms.catalog.get_tables(dbname, tbl_names or [])]
+
+    def get_table_objects_by_name_req(self, req):
+        docs = self.ms.catalog.get_tables(req.dbName, req.tblNames)
+        if req.tablesPattern:
+            from hms_txn.domain.names import matches
+            docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
+        return t.GetTablesResult(tables=[_table(d) for d in docs])
+
+    def get_tables(self, db_name, pattern):
+        return self.ms.catalog.list_tables(db_name, pattern, empty_matches_all=False)
+
+    def get_all_tables(self, db_name):
+        return self.ms.catalog.list_tables(db_name)
+
+    def get_tables_by_type(self, db_name, pattern, tableType):
+        return self.ms.catalog.list_tables(db_name, pattern, tableType or None)
+
+    def get_table_meta(self, db_patterns, tbl_patterns, tbl_types):
+        return [t.TableMeta(**m) for m in self.ms.catalog.list_table_meta(db_patterns, tbl_patterns, tbl_types)]
+
+    def get_fields(self, db_name, table_name):
+        return self.get_schema_cols(db_name, table_name, with_keys=False)
+
+    def get_fields_with_environment_context(self, db_name, table_name, environment_context):
+        return self.get_fields(db_name, table_name)
+
+    def get_schema(self, db_name, table_name):
+        return self.get_schema_cols(db_name, table_name, with_keys=True)
+
+    def get_schema_with_environment_context(self, db_name, table_name, environment_context):
+        return self.get_schema(db_name, table_name)
+
+    def get_schema_cols(self, db_name, table_name, *, with_keys: bool):
+        doc = self.ms.catalog.get_table(db_name, table_name)
+        cols = list((doc.get("sd") or {}).get("cols") or [])
+        if with_keys:
+            cols += doc.get("partitionKeys") or []
+        return [from_doc(t.FieldSchema, c) for c in cols]
+
+    def alter_table(self, dbname, tbl_name, new_tbl):
+        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl))
+
+    def alter_table_with_environment_context(self, dbname, tbl_name, new_tbl, environment_context):
+        props = (environment_context.properties or {}) if environment_context else {}
+        cascade = str(props.get("CASCADE", "")).lower() == "true"
+        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl), cascade=cascade)
+
+    def alter_table_with_cascade(self, dbname, tbl_name, new_tbl, cascade):
+        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl), cascade=bool(cascade))
+
+    def alter_table_req(self, req):
+        props = (req.environmentContext.properties or {}) if req.environmentContext else {}
+        cascade = str(props.get("CASCADE", "")).lower() == "true"
+        self.ms.catalog.alter_table(req.dbName, req.tableName, to_doc(req.table), cascade=cascade)
+        return t.AlterTableResponse()
+
+    def drop_table(self, dbname, name, deleteData):
+        self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
+
+    def drop_table_with_environment_context(self, dbname, name, deleteData, environment_context):
+        self.drop_table(dbname, name, deleteData)
+
+    # ---------------------------------------------------------------- partitions
+
+    def add_partition(self, new_part):
+        docs = self.ms.catalog.add_partitions(new_part.dbName, new_part.tableName, [to_doc(new_part)])
+        return _partition(docs[0])
+
+    def add_partition_with_environment_context(self, new_part, environment_context):
+        return self.add_partition(new_part)
+
+    def add_partitions(self, new_parts):
+        if not new_parts:
+            return 0
+        first = new_parts[0]
+        return len(self.ms.catalog.add_partitions(first.dbName, first.tableName,
+                                                  [to_doc(p) for p in new_parts]))
+
+    def add_partitions_req(self, request):
+        docs = self.ms.catalog.add_partitions(request.dbName, request.tblName,
+                                              [to_doc(p) for p in request.parts or []],
+                                              if_not_exists=bool(request.ifNotExists))
+        if request.needResult is False:
+            return t.AddPartitionsResult()
+        return t.AddPartitionsResult(partitions=[_partition(d) for d in docs])
+
+    def append_partition(self, db_name, tbl_name, part_vals):
+        part = {"dbName": db_name, "tableName": tbl_name, "values": list(part_vals or [])}
+        return _partition(self.ms.catalog.add_partitions(db_name, tbl_name, [part])[0])
+
+    def append_partition_with_environment_context(self, db_name, tbl_name, part_vals, environment_context):
+        return self.append_partition(db_name, tbl_name, part_vals)
+
+    def _values_of_names(self, db_name, tbl_name, part_names) -> list[list[str]]:
+        """Values of ``k1=v1/k2=v2`` names, checked against the table's partition keys
+        (a name with other keys is refused, as by the Java metastore)."""
+        from hms_txn.domain.names import partition_values_from_name
+        keys = [k["name"].lower() for k in self.ms.catalog.get_table(db_name, tbl_name).get("partitionKeys") or []]
+        return [partition_values_from_name(keys, n) for n in part_names]
+
+    def append_partition_by_name(self, db_name, tbl_name, part_name):
+        return self.append_partition(db_name, tbl_name, self._values_of_names(db_name, tbl_name, [part_name])[0])
+
+    def append_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name,
+                                                          environment_context):
+        return self.append_partition_by_name(db_name, tbl_name, part_name)
+
+    def get_partition(self, db_name, tbl_name, part_vals):
+        return _partition(self.ms.catalog.get_partition(db_name, tbl_name, list(part_vals or [])))
+
+    def get_partition_req(self, req):
+        return t.GetPartitionResponse(partition=self.get_partition(req.dbName, req.tblName, req.partVals))
+
+    def get_partition_with_auth(self, db_name, tbl_name, part_vals, user_name, group_names):
+        return self.get_partition(db_name, tbl_name, part_vals)
+
+    def get_partition_by_name(self, db_name, tbl_name, part_name):
+        return _partition(self.ms.catalog.get_partition_by_name(db_name, tbl_name, part_name))
+
+    def _partitions(self, db_name, tbl_name, **kwargs) -> list[t.Partition]:
+        _, rows = self.ms.catalog.list_partitions(db_name, tbl_name, **kwargs)
+        return [_partition(d) for _, d in rows]
+
+    def _partition_names(self, db_name, tbl_name, **kwargs) -> list[str]:
+        _, rows = self.ms.catalog.list_partitions(db_name, tbl_name, **kwargs)
+        return [name for name, _ in rows]
+
+    def get_partitions(self, db_name, tbl_name, max_parts):
+        return self._partitions(db_name, tbl_name, limit=_limit(max_parts))
+
+    def get_partitions_req(self, req):
+        return t.PartitionsResponse(partitions=self.get_partitions(req.dbName, req.tblName, req.maxParts))
+
+    def get_partitions_with_auth(self, db_name, tbl_name, max_parts, user_name, group_names):
+        return self.get_partitions(db_name, tbl_name, max_parts)
+
+    def get_partition_names(self, db_name, tbl_name, max_parts):
+        return self._partition_names(db_name, tbl_name, limit=_limit(max_parts))
+
+    def get_partitions_ps(self, db_name, tbl_name, part_vals, max_parts):
+        return self._partitions(db_name, tbl_name, limit=_limit(max_parts),
+                                partial_values=list(part_vals or []))
+
+    def get_partitions_ps_with_auth(self, db_name, tbl_name, part_vals, max_parts, user_name, group_names):
+        return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
+
+    def get_partitions_ps_with_auth_req(self, req):
+        return t.GetPartitionsPsWithAuthResponse(
+            partitions=self.get_partitions_ps(req.dbName, req.tblName, req.partVals or [], req.maxParts))
+
+    def get_partition_names_ps(self, db_name, tbl_name, part_vals, max_parts):
+        return self._partition_names(db_name, tbl_name, limit=_limit(max_parts),
+                                     partial_values=list(part_vals or []))
+
+    def get_partition_names_ps_req(self, req):
+        return t.GetPartitionNamesPsResponse(
+            names=self.get_partition_names_ps(req.dbName, req.tblName, req.partValues or [], req.maxParts))
+
+    def get_partitions_by_filter(self, db_name, tbl_name, filter, max_parts):
+        return self._partitions(db_name, tbl_name, limit=_limit(max_parts), filter_text=filter or "")
+
+    def get_num_partitions_by_filter(self, db_name, tbl_name, filter):
+        return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
+
+    def get_partitions_by_names(self, db_name, tbl_name, names):
+        _, rows = self.ms.get_partitions_by_names(db_name, tbl_name, list(names or []))
+        return _converted.partitions(d for _, d in rows)
+
+    def get_partitions_by_names_req(self, req):
+        _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
+                                                  valid_write_ids=req.validWriteIdList)
+        return t.GetPartitionsByNamesResult(partitions=[_converted.partition(d) for _, d in rows])
+
+    def alter_partition(self, db_name, tbl_name, new_part):
+        self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(new_part)])
+
+    def alter_partition_with_environment_context(self, db_name, tbl_name, new_part, environment_context):
+        self.alter_partition(db_name, tbl_name, new_part)
+
+    def alter_partitions(self, db_name, tbl_name, new_parts):
+        self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(p) for p in new_parts or []])
+
+    def alter_partitions_with_environment_context(self, db_name, tbl_name, new_parts, environment_context):
+        self.alter_partitions(db_name, tbl_name, new_parts)
+
+    def alter_partitions_req(self, req):
+        self.alter_partitions(req.dbName, req.tableName, req.partitions)
+        return t.AlterPartitionsResponse()
+
+    def rename_partition(self, db_name, tbl_name, part_vals, new_part):
+        self.ms.catalog.rename_partition(db_name, tbl_name, list(part_vals or []), to_doc(new_part))
+
+    def drop_partition(self, db_name, tbl_name, part_vals, deleteData):
+        self.ms.catalog.drop_partitions(db_name, tbl_name, [list(part_vals or [])],
+                                        delete_data=bool(deleteData))
+        return True
+
+    def drop_partition_with_environment_context(self, db_name, tbl_name, part_vals, deleteData,
+                                                environment_context):
+        return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
+
+    def drop_partition_by_name(self, db_name, tbl_name, part_name, deleteData):
+        values = self._values_of_names(db_name, tbl_name, [part_name])[0]
+        return self.drop_partition(db_name, tbl_name, values, deleteData)
+
+    def drop_partition_by_name_with_environment_context(self, db_name, tbl_name, part_name, deleteData,
+                                                        environment_context):
+        return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
+
+    def drop_partitions_req(self, req):
+        from hms_txn.common.errors import Unsupported
+        if req.parts is None or req.parts.names is None:
+            raise Unsupported("drop_partitions_req supports partition names only, not expressions")
+        values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
+        dropped = self.ms.catalog.drop_partitions(
+            req.dbName, req.tblName, values,
+            delete_data=req.deleteData is not False, if_exists=bool(req.ifExists))
+        if req.needResult is False:
+            return t.DropPartitionsResult()
+        return t.DropPartitionsResult(partitions=[_partition(d) for d in dropped])
+
+    def partition_name_to_vals(self, part_name):
+        return self.ms.catalog.partition_names_to_values(part_name)
+
+    def partition_name_to_spec(self, part_name):
+        return self.ms.catalog.partition_name_to_spec(part_name)
+
+    def partition_name_has_valid_characters(self, part_vals, throw_exception):
+        return True
+
+    # ---------------------------------------------------------------- functions & statistics
+
+    def get_all_functions(self):
+        return t.GetAllFunctionsResponse(functions=[])
+
+    def get_functions(self, dbName, pattern):
+        return []
+
+    def get_table_column_statistics(self, db_name, tbl_name, col_name):
+        from hms_txn.common.errors import NoSuchObject
+        self.ms.catalog.get_table(db_name, tbl_name)
+        raise NoSuchObject(f"no statistics for column {col_name} of table {db_name}.{tbl_name}")
+
+    def get_table_statistics_req(self, request):
+        self.ms.catalog.get_table(request.dbName, request.tblName)
+        return t.TableStatsResult(tableStats=[], isStatsCompliant=False)
+
+    def get_partitions_statistics_req(self, request):
+        self.ms.catalog.get_table(request.dbName, request.tblName)
+        return t.PartitionsStatsResult(partStats={}, isStatsCompliant=False)
+
+    def get_aggr_stats_for(self, request):
+        return t.AggrStats(colStats=[], partsFound=0)

@@ -1,0 +1,63 @@
+"""Automatic compaction of ACID tables: Initiator, Workers and Cleaner (Hive's compactor).
+
+Which of them run in a server is configured with Hive's keys:
+``hive.compactor.initiator.on``, ``hive.compactor.worker.threads`` and
+``hive.compactor.cleaner.on`` (all off by default, as in Hive). Several servers may share one
+database: requests are claimed under a row lock, so each runs on one worker only. The file
+work is done by ``orc_acid.compact``; the state lives in the compaction queue
+(``hms_txn.compaction``) and is moved by ``bookkeeping``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hms_txn.service.compactor.cleaner import Cleaner
+from hms_txn.service.compactor.initiator import Initiator
+from hms_txn.service.compactor.worker import Worker
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Cleaner", "Initiator", "Worker", "Compactor", "start_compactor"]
+
+
+class Compactor:
+    """The compactor roles of one server; ``stop()`` stops them all."""
+
+    is_compactor = True
+
+    def __init__(self, ms):
+        cfg = ms.config
+        self.initiator = Initiator(ms) if cfg["hive.compactor.initiator.on"] else None
+        self.workers = [Worker(ms, i) for i in range(cfg["hive.compactor.worker.threads"])]
+        self.cleaner = Cleaner(ms) if cfg["hive.compactor.cleaner.on"] else None
+
+    @property
+    def loops(self):
+        roles = ([self.initiator] if self.initiator else []) + self.workers + \
+            ([self.cleaner] if self.cleaner else [])
+        return [r.loop for r in roles]
+
+    def start(self) -> "Compactor":
+        for loop in self.loops:
+            loop.start()
+        if self.loops:
+            log.info("compactor: initiator %s, %d worker(s), cleaner %s",
+                     "on" if self.initiator else "off", len(self.workers),
+                     "on" if self.cleaner else "off")
+        return self
+
+    def wake_workers(self) -> None:
+        for w in self.workers:
+            w.loop.wake()
+
+    def stop(self) -> None:
+        for loop in self.loops:
+            loop._stop.set()
+            loop._wake.set()
+        for loop in self.loops:
+            loop.stop()
+
+
+def start_compactor(ms) -> Compactor:
+    return Compactor(ms).start()

@@ -1,0 +1,90 @@
+"""The Cleaner (Hive's ``Cleaner``): after a compaction commits, delete what it made obsolete.
+
+Every ``hive.compactor.cleaner.run.interval``, for each request ready for cleaning, oldest
+first:
+
+* wait while anything may still read the old files: an open transaction (read-only ones
+  included) older than the compaction's commit -- readers take their snapshot inside their
+  transaction -- or a transaction-less lock on the table/partition acquired before the commit;
+* then list the directory and delete, under the current snapshot capped at the compaction's
+  highest write id, exactly the obsolete directories (and original files) and the aborted
+  directories -- deltas of aborted write ids and ``_vT`` output of aborted compactions -- plus
+  staging directories of compaction transactions that are no longer open;
+* then record the request as succeeded and purge the bookkeeping those files kept alive
+  (``bookkeeping.mark_cleaned``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from orc_acid.compact import cleanable
+
+from hms_txn.common.errors import NoSuchObject
+from hms_txn.domain.txn import TxnState
+from hms_txn.service.compactor import bookkeeping as bk
+from hms_txn.service.compactor.common import (Loop, current_txn_list, object_location, table_write_ids)
+
+log = logging.getLogger(__name__)
+
+
+class Cleaner:
+    def __init__(self, ms):
+        self.ms = ms
+        self.config = ms.config
+        self.removed: list[str] = []        # absolute paths removed (tests, logs)
+        self.loop = Loop("hms-compactor-cleaner", self.run_once,
+                         lambda: self.config["hive.compactor.cleaner.run.interval"])
+
+    def start(self) -> Loop:
+        return self.loop.start()
+
+    def run_once(self) -> dict:
+        done = {"cleaned": [], "waiting": {}}
+        for e in bk.ready_for_cleaning(self.ms.store):
+            blocker = bk.cleaning_blocker(self.ms.store, e)
+            if blocker:
+                log.debug("compaction %d of %s: cleaning waits for %s", e.id, e.name, blocker)
+                done["waiting"][e.id] = blocker
+                continue
+            try:
+                removed = self.clean(e)
+            except Exception:  # noqa: BLE001 - leave it ready; retry next run
+                log.exception("cleaning after compaction %d of %s failed", e.id, e.name)
+                continue
+            done["cleaned"].append((e.id, removed))
+        return done
+
+    def clean(self, e: bk.Entry) -> list[str]:
+        bk.mark_cleaner_start(self.ms.store, e.id)
+        removed: list[str] = []
+        try:
+            _, location = object_location(self.ms, e.db, e.table, e.partition)
+        except NoSuchObject:
+            location = None     # dropped meanwhile: nothing left to delete
+        if location is not None and os.path.isdir(location):
+            txn_list = current_txn_list(self.ms)
+            wids = table_write_ids(self.ms, e.db, e.table, txn_list)
+
+            def finished(txn_id: int) -> bool:
+                return self.ms.txns.txn_state(txn_id) != TxnState.OPEN
+
+            for name in cleanable(location, int(e.highest_write_id or 0), wids, txn_list,
+                                  txn_finished=finished):
+                path = os.path.join(location, name)
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path)
+                    else:
+                        os.unlink(path)
+                except FileNotFoundError:
+                    continue    # another cleaner got there first
+                removed.append(path)
+        info = bk.mark_cleaned(self.ms.store, e, bk.retention_of(self.config))
+        self.removed.extend(removed)
+        log.info("compaction %d of %s cleaned: removed %d entries %s; purged %s", e.id, e.name,
+                 len(removed), [os.path.basename(p) for p in removed][:20],
+                 {k: v for k, v in info.items() if k != "moved"})
+        return removed

@@ -1,0 +1,165 @@
+"""The Initiator: find tables/partitions due for compaction and queue requests (Hive's
+``Initiator``).
+
+Every ``hive.compactor.check.interval`` it
+
+1. re-queues requests whose worker has been silent for ``hive.compactor.worker.timeout``;
+2. collects the tables/partitions written since the previous check (completed transaction
+   components, which cleaning removes once a compaction absorbed them) plus those with more
+   than ``hive.compactor.abortedtxn.threshold`` aborted transactions, and those it had to skip
+   last time because a compaction was queued or running;
+3. for each: skips it when the table is gone, not a managed transactional table, has
+   ``NO_AUTO_COMPACTION=true``, is a partitioned table's table-level entry (dynamic
+   partitioning), already has an initiated or working request, or failed its last
+   ``hive.compactor.initiator.failed.compacts.threshold`` compactions in a row; otherwise
+   decides, on the compactor's snapshot (never crossing the lowest open write id):
+
+   * too many aborted transactions -> MAJOR;
+   * no base (and no original files) but deltas -> MAJOR once there are more than
+     ``delta.num.threshold`` deltas (Hive: "if there's no base file, do a major compaction");
+   * delta size / base size > ``delta.pct.threshold`` -> MAJOR;
+   * more than ``delta.num.threshold`` deltas (insert and delete) -> MINOR;
+
+   thresholds overridable per table with ``compactorthreshold.<key>`` properties;
+4. purges the compaction history beyond the retention counts and forgets aborted
+   transactions that wrote nothing.
+
+A check that fails records an "attempted" history entry (and counts nowhere else).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from orc_acid.compact import compactor_write_ids, dir_size
+from orc_acid.snapshot import get_acid_state
+
+from hms_txn import __version__
+from hms_txn.domain.compaction_queue import ATTEMPTED, CompactionType
+from hms_txn.common.errors import NoSuchObject
+from hms_txn.service.compactor import bookkeeping as bk
+from hms_txn.service.compactor.common import (HOSTNAME, Loop, current_txn_list, is_acid_table, is_insert_only, no_auto_compaction, object_location, table_write_ids, threshold)
+
+log = logging.getLogger(__name__)
+
+_SLACK_MS = 60_000      # re-scan writes this far before the previous check (clock skew)
+
+
+class Initiator:
+    def __init__(self, ms):
+        self.ms = ms
+        self.config = ms.config
+        self.initiator_id = f"{HOSTNAME}-{os.getpid()}-initiator"
+        self._prev_start_ms: int | None = None
+        self._recheck: set = set()
+        self._last_reap = 0.0
+        self.loop = Loop("hms-compactor-initiator", self.run_once,
+                         lambda: self.config["hive.compactor.check.interval"])
+
+    def start(self) -> Loop:
+        return self.loop.start()
+
+    # -- one check --------------------------------------------------------------------------
+
+    def run_once(self) -> dict:
+        cfg = self.config
+        done = {"requested": [], "skipped": {}, "revoked": []}
+        done["revoked"] = bk.revoke_timed_out(self.ms.store, cfg["hive.compactor.worker.timeout"])
+        started = int(time.time() * 1000)
+        since = 0 if self._prev_start_ms is None else self._prev_start_ms - _SLACK_MS
+        self._prev_start_ms = started
+        aborted = bk.aborted_counts(self.ms.store)
+        candidates = bk.written_since(self.ms.store, since) | self._recheck
+        self._recheck = set()
+        global_aborted = cfg["hive.compactor.abortedtxn.threshold"]
+        candidates |= {k for k, n in aborted.items() if n > global_aborted}
+        active = bk.active_objects(self.ms.store)
+        for obj in sorted(candidates, key=lambda o: (o[0], o[1], o[2] or "")):
+            try:
+                outcome = self._check(obj, active, aborted.get(obj, 0))
+            except Exception as err:  # noqa: BLE001 - record and go on with the others
+                log.exception("compaction check of %s failed", _name(obj))
+                bk.record_history(self.ms.store, *obj, int(CompactionType.MAJOR), ATTEMPTED,
+                                  f"initiator check failed: {err}",
+                                  initiator_id=self.initiator_id, initiator_version=__version__,
+                                  retention=bk.retention_of(cfg))
+                outcome = "check failed"
+            if isinstance(outcome, tuple):
+                done["requested"].append((obj, outcome[0], outcome[1]))
+            else:
+                done["skipped"][obj] = outcome
+        if time.monotonic() - self._last_reap >= cfg["hive.compactor.history.reaper.interval"]:
+            self._last_reap = time.monotonic()
+            bk.purge_history(self.ms.store, bk.retention_of(cfg))
+            bk.purge_empty_aborted_txns(self.ms.store)
+        return done
+
+    def _check(self, obj, active, n_aborted):
+        db, tbl, part = obj
+        cfg = self.config
+        try:
+            table, location = object_location(self.ms, db, tbl, part)
+        except NoSuchObject:
+            return "dropped"
+        if not is_acid_table(table):
+            return "not a managed transactional table"
+        if no_auto_compaction(table):
+            log.debug("%s has NO_AUTO_COMPACTION=true: not compacting it", _name(obj))
+            return "NO_AUTO_COMPACTION"
+        if table.get("partitionKeys") and part is None:
+            return "table-level entry of a partitioned table"
+        if obj in active:
+            self._recheck.add(obj)
+            return "already queued or running"
+        limit = cfg["hive.compactor.initiator.failed.compacts.threshold"]
+        if bk.consecutive_failures(self.ms.store, db, tbl, part) >= limit:
+            log.warning("not compacting %s automatically: its last %d compactions failed",
+                        _name(obj), limit)
+            return "too many failures"
+        if location is None:
+            return "not a local location"
+        if is_insert_only(table):
+            return "insert-only table (not supported by the compactor yet)"
+        ctype, why = self.determine_type(table, location, db, tbl, n_aborted)
+        if ctype is None:
+            return why
+        res = self.ms.compaction.compact(
+            db, tbl, part, int(ctype), run_as=table.get("owner"), initiator_id=self.initiator_id,
+            initiator_version=__version__)
+        if res.accepted:
+            log.info("requested %s compaction %d of %s: %s", ctype.name, res.id, _name(obj), why)
+        return (ctype, why)
+
+    def determine_type(self, table, location, db, tbl, n_aborted):
+        cfg = self.config
+        aborted_limit = threshold(table, cfg, "hive.compactor.abortedtxn.threshold", int)
+        if n_aborted > aborted_limit:
+            return CompactionType.MAJOR, f"{n_aborted} aborted transactions > {aborted_limit}"
+        if not os.path.isdir(location):
+            return None, "no directory"
+        txn_list = current_txn_list(self.ms)
+        wids = compactor_write_ids(table_write_ids(self.ms, db, tbl, txn_list))
+        snap = get_acid_state(location, wids, txn_list)
+        base_size = dir_size(os.path.join(location, snap.base.path)) if snap.base else 0
+        base_size += sum(os.path.getsize(os.path.join(location, f)) for f in snap.original_files)
+        deltas = snap.current
+        delta_size = sum(dir_size(os.path.join(location, d.path)) for d in deltas)
+        num_limit = threshold(table, cfg, "hive.compactor.delta.num.threshold", int)
+        no_base = base_size == 0 and delta_size > 0
+        if not no_base:
+            pct = threshold(table, cfg, "hive.compactor.delta.pct.threshold", float)
+            if base_size and delta_size / base_size > pct:
+                return CompactionType.MAJOR, (f"delta size {delta_size} / base size {base_size} "
+                                              f"> {pct}")
+        if len(deltas) <= num_limit:
+            return None, f"{len(deltas)} deltas <= {num_limit}"
+        if no_base:
+            return CompactionType.MAJOR, f"{len(deltas)} deltas > {num_limit} and no base"
+        return CompactionType.MINOR, f"{len(deltas)} deltas > {num_limit}"
+
+
+def _name(obj) -> str:
+    db, tbl, part = obj
+    return f"{db}.{tbl}" + (f"/{part}" if part else "")

@@ -1,0 +1,63 @@
+"""Thrift notification-log calls: reading the log, counting, and client-fired events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hms_txn.common.errors import InvalidInput
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+
+
+def _event(ev) -> t.NotificationEvent:
+    return t.NotificationEvent(eventId=ev.event_id, eventTime=ev.event_time, eventType=ev.event_type,
+                               dbName=ev.db_name, tableName=ev.tbl_name, message=ev.message,
+                               messageFormat=ev.message_format, catName=ev.cat_name)
+
+
+class NotificationCalls:
+    ms: Any
+
+    def get_next_notification(self, rqst):
+        max_events = rqst.maxEvents if rqst.maxEvents is not None and rqst.maxEvents > 0 else None
+        events = self.ms.notifications.next_events(rqst.lastEvent or 0, max_events,
+                                                   rqst.eventTypeSkipList or ())
+        return t.NotificationEventResponse(events=[_event(e) for e in events])
+
+    def get_current_notificationEventId(self):
+        return t.CurrentNotificationEventId(eventId=self.ms.notifications.current_event_id())
+
+    def get_notification_events_count(self, rqst):
+        count = self.ms.notifications.count(
+            rqst.fromEventId or 0, rqst.dbName or "",
+            to_event_id=rqst.toEventId if rqst.toEventId is not None and rqst.toEventId > 0 else None,
+            limit=rqst.limit)
+        return t.NotificationEventsCountResponse(eventsCount=count)
+
+    def fire_listener_event(self, rqst):
+        """INSERT events (``insertData``, or 4.x ``insertDatas`` with per-entry partition
+        values). Nothing is written for an unsuccessful operation."""
+        data = rqst.data
+        if data is None or (data.insertData is None and not data.insertDatas):
+            raise InvalidInput("fire_listener_event supports INSERT events only (insertData)")
+        if not rqst.dbName or not rqst.tableName:
+            raise InvalidInput("fire_listener_event needs dbName and tableName")
+        if not rqst.successful:
+            return t.FireEventResponse(eventIds=[])
+        items = [data.insertData] if data.insertData is not None else list(data.insertDatas)
+        inserts = []
+        for item in items:
+            part_vals = item.partitionVal if item.partitionVal else rqst.partitionVals
+            # Hive: replace defaults to true when the caller does not say.
+            replace = True if item.replace is None else bool(item.replace)
+            inserts.append((list(part_vals) if part_vals else None, replace,
+                            list(item.filesAdded or []), item.subDirectoryList))
+        ids = self.ms.notifications.fire_insert(rqst.dbName, rqst.tableName, inserts)
+        return t.FireEventResponse(eventIds=ids)
+
+    def add_write_notification_log(self, rqst):
+        info = rqst.fileInfo
+        self.ms.notifications.add_write_notification(
+            rqst.txnId, rqst.writeId, rqst.db, rqst.table,
+            list(info.filesAdded or []) if info else [], info.subDirectoryList if info else None,
+            list(rqst.partitionVals) if rqst.partitionVals else None)
+        return t.WriteNotificationLogResponse()
