@@ -64,7 +64,7 @@ def hms(hms_factory) -> InProcessServer:
 def client(hms):
     c = hms.client()
     yield c
-    c._transport.close()
+    c.close()
 
 
 def pytest_report_header(config):

@@ -27,21 +27,13 @@ import sys
 import tempfile
 import time
 
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
 
 DB, TABLE = "bench_fwd", "parts"
 
 
 def _connect(port: int):
-    from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
-    sock = TSocket.TSocket("127.0.0.1", port)
-    sock.setTimeout(120_000)
-    transport = TTransport.TBufferedTransport(sock)
-    transport.open()
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
-    client._transport = transport
-    return client
+    from hms_txn.wire.client import Endpoint, connect
+    return connect(Endpoint("127.0.0.1", port), timeout=120)
 
 
 def _start_ours(upstream: str, workdir: str) -> tuple[subprocess.Popen, int]:

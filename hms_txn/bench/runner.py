@@ -174,7 +174,7 @@ def _worker(port: int, wl_name: str, target: Target, worker: int, start_at, read
                 first_error = describe_error(err)
             if isinstance(err, (TTransportException, OSError)):
                 try:
-                    client._transport.close()
+                    client.close()
                 except Exception:  # noqa: BLE001
                     pass
                 try:
@@ -194,7 +194,7 @@ def _worker(port: int, wl_name: str, target: Target, worker: int, start_at, read
         i += 1
         now = t1
     try:
-        client._transport.close()
+        client.close()
     except Exception:  # noqa: BLE001
         pass
     result_q.put({"worker": worker, "lat": [a.tobytes() for a in lat], "busy": busy,
@@ -323,7 +323,7 @@ def _fill_worker(port: int, count: int, java: bool, tables: list[str], db: str, 
     except Exception as err:  # noqa: BLE001
         out_q.put((done, describe_error(err)))
     finally:
-        client._transport.close()
+        client.close()
 
 
 def _grow_history(port: int, count: int, java: bool, db: str, tables: list[str],
@@ -409,7 +409,7 @@ def scale_curve(server, target: Target, checkpoints: list[int], samples: int, nf
                     f"({point['get_valid_write_ids_1000_open']['p50_ms']:.3f})")
         fill = point["fill_txn_per_s"]
         log(msg + f"; rss {point['rss_mb']:.0f} MB" + (f"; filled at {fill:.0f} txn/s" if fill else ""))
-    client._transport.close()
+    client.close()
     return {"server": target.name, "points": points,
             "seconds": time.perf_counter() - started}
 
@@ -718,7 +718,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     c = connect(srv.port)
                     wl.setup(c, target)
-                    c._transport.close()
+                    c.close()
                 except Exception as err:  # noqa: BLE001
                     msg = describe_error(err)
                     log(f"  {wl_name:<20} {target.name:<22} setup failed: {msg}")

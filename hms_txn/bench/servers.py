@@ -20,8 +20,6 @@ import tempfile
 import time
 from xml.sax.saxutils import escape
 
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
 
 
 def free_port() -> int:
@@ -31,16 +29,10 @@ def free_port() -> int:
 
 
 def connect(port: int, host: str = "127.0.0.1", timeout_ms: int = 600_000):
-    """The generated client over TBufferedTransport + TBinaryProtocolAccelerated (for both servers)."""
-    from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
-    sock = TSocket.TSocket(host, port)
-    sock.setTimeout(timeout_ms)
-    transport = TTransport.TBufferedTransport(sock)
-    protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
-    transport.open()
-    client = ThriftHiveMetastore.Client(protocol)
-    client._transport = transport
-    return client
+    """The generated client over TBufferedTransport + TBinaryProtocolAccelerated (for both
+    servers), from the project's one client factory."""
+    from hms_txn.wire.client import Endpoint, connect as open_client
+    return open_client(Endpoint(host, port), timeout=timeout_ms / 1000)
 
 
 def rss_bytes(pid: int) -> int | None:

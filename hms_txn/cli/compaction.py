@@ -13,7 +13,8 @@ import json
 import sys
 import time
 
-from hms_txn.cli.txn import (_EPILOG, _connect, _when, add_connection_args, render_table, split_object)
+from hms_txn.cli.connection import EPILOG, add_connection_args, client_for, render_table, when
+from hms_txn.cli.txn import split_object
 
 TYPES = {1: "MINOR", 2: "MAJOR", 3: "REBALANCE"}
 FINAL = {"succeeded", "failed", "refused", "did not initiate", "attempted", "aborted"}
@@ -33,7 +34,7 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
                     "hive.compactor.cleaner.on removes the old files afterwards. With --wait, "
                     "follow it through initiated -> working -> ready for cleaning -> succeeded "
                     "(or failed) and exit 0 only on success.",
-        epilog=_EPILOG, formatter_class=fmt)
+        epilog=EPILOG, formatter_class=fmt)
     add_conn(p)
     p.add_argument("table", metavar="db.table", help="table to compact (db defaults to 'default')")
     p.add_argument("--partition", metavar="NAME", help="partition name, e.g. ds=2024-01-01/h=3")
@@ -52,7 +53,7 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("show-compactions", help="list queued, running and past compactions",
                        description="List compactions (SHOW COMPACTIONS): the queue and the "
                                    "retained history (hive.compactor.history.retention.*).",
-                       epilog=_EPILOG, formatter_class=fmt)
+                       epilog=EPILOG, formatter_class=fmt)
     add_conn(p)
     p.add_argument("object", nargs="?", metavar="db[.table]",
                    help="only compactions of this database or table")
@@ -94,7 +95,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     db, table = _split(args.table)
-    client, transport = _connect(args)
+    client = client_for(args)
     out = sys.stdout
     try:
         resp = client.compact2(ttypes.CompactionRequest(
@@ -116,7 +117,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
             return 0
         return _follow(client, resp.id, args, out)
     finally:
-        transport.close()
+        client.close()
 
 
 def _follow(client, cid: int, args, out) -> int:
@@ -170,13 +171,13 @@ def cmd_show_compactions(args: argparse.Namespace) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     db, table = split_object(args.object)
-    client, transport = _connect(args)
+    client = client_for(args)
     try:
         resp = client.show_compact(ttypes.ShowCompactRequest(
             dbName=db, tbName=table, partName=args.partition, state=args.state,
             limit=args.limit, order="id desc" if args.desc else None))
     finally:
-        transport.close()
+        client.close()
     items = [_element(e) for e in resp.compacts or []]
     if args.json:
         print(json.dumps({"compactions": items}, indent=2))
@@ -185,7 +186,7 @@ def cmd_show_compactions(args: argparse.Namespace) -> int:
         ["ID", "DATABASE", "TABLE", "PARTITION", "TYPE", "STATE", "WORKER", "ENQUEUED",
          "STARTED", "DURATION", "HIGHEST WRITE ID", "TXNID", "ERROR"],
         [[e["id"], e["dbname"], e["tablename"], e["partitionname"] or "", e["type"],
-          e["state"], e["workerid"] or "", _when(e["enqueueTime"]), _when(e["start"]),
+          e["state"], e["workerid"] or "", when(e["enqueueTime"]), when(e["start"]),
           _duration(e), e["highestWriteId"] or "", e["txnId"] or "",
           (e["errorMessage"] or "")[:60]] for e in items]))
     print(f"\n{len(items)} compaction(s)")

@@ -16,10 +16,11 @@ import datetime as _dt
 import json
 import sys
 
-from hms_txn.cli.txn import _connect, add_connection_args
+from hms_txn.cli.connection import add_connection_args, client_for
+from hms_txn.wire.client import SaslPlain
 from hms_txn.domain.delegation_tokens import (DEFAULT_ALIAS, KIND, Token, read_credentials, write_credentials_file)
 
-_EPILOG = """\
+EPILOG = """\
 Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's
 hive.metastore.port (9083 by default). The metastore must have SASL enabled
 (hive.metastore.sasl.enabled=true); the command authenticates with SASL PLAIN as --user
@@ -46,7 +47,7 @@ def register_token_commands(sub: argparse._SubParsersAction) -> None:
         "delegation-token", help="obtain a Hive delegation token into a Hadoop credentials file",
         description="Obtain a Hive delegation token for --user (get_delegation_token over SASL "
                     "PLAIN) and write it to a Hadoop credentials file for "
-                    "HADOOP_TOKEN_FILE_LOCATION.", epilog=_EPILOG, formatter_class=fmt)
+                    "HADOOP_TOKEN_FILE_LOCATION.", epilog=EPILOG, formatter_class=fmt)
     add_auth(p)
     p.add_argument("--renewer", help="user allowed to renew the token (default: --user)")
     p.add_argument("--signature", default="", metavar="S",
@@ -61,7 +62,7 @@ def register_token_commands(sub: argparse._SubParsersAction) -> None:
         p = sub.add_parser(name, help=f"{verb} the Hive delegation tokens of a credentials file",
                            description=f"{verb.capitalize()} every Hive delegation token in a "
                                        f"Hadoop credentials file written by `hms-txn "
-                                       f"delegation-token`.", epilog=_EPILOG, formatter_class=fmt)
+                                       f"delegation-token`.", epilog=EPILOG, formatter_class=fmt)
         add_auth(p)
         p.add_argument("--token-file", required=True, metavar="PATH",
                        help="Hadoop credentials file holding the token(s)")
@@ -81,7 +82,7 @@ def _read_password(path: str) -> str:
 
 
 def _connect_plain(args: argparse.Namespace):
-    return _connect(args, sasl_plain=(args.user, _read_password(args.password_file)))
+    return client_for(args, sasl=SaslPlain(args.user, _read_password(args.password_file)))
 
 
 def _meta_error(err: Exception) -> str:
@@ -102,7 +103,7 @@ def _describe(token: Token) -> dict:
 def cmd_delegation_token(args: argparse.Namespace) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
-    client, transport = _connect_plain(args)
+    client = _connect_plain(args)
     try:
         token_str = client.get_delegation_token(args.user, args.renewer or args.user)
     except ttypes.MetaException as err:
@@ -110,7 +111,7 @@ def cmd_delegation_token(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     finally:
-        transport.close()
+        client.close()
     try:
         token = Token.decode_url_string(token_str).with_service(args.signature)
         info = _describe(token)
@@ -150,7 +151,7 @@ def _each_token(args: argparse.Namespace, call) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     tokens = _tokens_of(args.token_file)
-    client, transport = _connect_plain(args)
+    client = _connect_plain(args)
     results, failed = [], False
     try:
         for token in tokens:
@@ -162,7 +163,7 @@ def _each_token(args: argparse.Namespace, call) -> int:
                 failed = True
             results.append(info)
     finally:
-        transport.close()
+        client.close()
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -45,12 +45,11 @@ import os
 import socket
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
 
-from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire import client as wire_client
+from hms_txn.wire.client import MetastoreClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 __all__ = ["connect", "StreamingConnection", "TransactionBatch", "StreamingError",
@@ -74,45 +73,11 @@ class TxnAbortedError(StreamingError):
 
 # -- Thrift connection -----------------------------------------------------------------------
 
-def _parse_uris(uri: str) -> List[Tuple[str, int]]:
-    out = []
-    for part in uri.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "://" in part:
-            scheme, part = part.split("://", 1)
-            if scheme != "thrift":
-                raise ValueError(f"metastore URI must be thrift://host:port, got {uri!r}")
-        host, _, port = part.rstrip("/").rpartition(":")
-        out.append((host or "localhost", int(port)))
-    if not out:
-        raise ValueError(f"no metastore address in {uri!r}")
-    return out
-
-
-def _open_client(uri: str, timeout_s: float) -> ThriftHiveMetastore.Client:
-    last: Optional[Exception] = None
-    for host, port in _parse_uris(uri):
-        sock = TSocket.TSocket(host, port)
-        sock.setTimeout(int(timeout_s * 1000))
-        transport = TTransport.TBufferedTransport(sock)
-        try:
-            transport.open()
-        except TTransport.TTransportException as e:
-            last = e
-            continue
-        client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
-        client._transport = transport
-        return client
-    raise StreamingError(f"cannot connect to the metastore at {uri}: {last}")
-
-
-def _close_client(client) -> None:
+def _open_client(uri: str, timeout_s: float) -> MetastoreClient:
     try:
-        client._transport.close()
-    except Exception:  # pragma: no cover - best effort
-        pass
+        return wire_client.connect(uri, timeout=timeout_s)
+    except (ValueError, ConnectionError) as err:
+        raise StreamingError(str(err)) from None
 
 
 # -- Hive types -> Arrow -----------------------------------------------------------------------
@@ -234,7 +199,7 @@ class StreamingConnection:
                 heartbeat_interval = max(0.5, self._server_txn_timeout() / 3.0)
             self.heartbeat_interval = float(heartbeat_interval)
         except BaseException:
-            _close_client(self._client)
+            self._client.close()
             raise
 
     # -- setup ----------------------------------------------------------------------------
@@ -366,7 +331,7 @@ class StreamingConnection:
                 self.batch.close()
         finally:
             self._closed = True
-            _close_client(self._client)
+            self._client.close()
 
     def _check_open(self):
         if self._closed:
@@ -602,12 +567,12 @@ class TransactionBatch:
             except Exception as e:
                 log.warning("heartbeat of txns %s..%s failed: %s", min(live), max(live), e)
                 if client is not None:
-                    _close_client(client)
+                    client.close()
                 client = None
             if self._stop.wait(interval):
                 break
         if client is not None:
-            _close_client(client)
+            client.close()
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -24,20 +24,16 @@ from __future__ import annotations
 
 import collections
 import logging
-import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TException
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 
 from hms_txn.common import errors
 from hms_txn.domain import names
-from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.client import ClientOptions, Endpoint, SaslPlain, describe, open_endpoint, parse_uris
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 log = logging.getLogger(__name__)
@@ -47,29 +43,6 @@ class UpstreamUnavailable(errors.MetastoreError):
     """No upstream metastore could be reached (mapped to MetaException)."""
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    host: str
-    port: int
-
-    @property
-    def uri(self) -> str:
-        return f"thrift://{self.host}:{self.port}"
-
-
-def parse_uris(text: str) -> list[Endpoint]:
-    out = []
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        parts = urlsplit(item if "://" in item else f"thrift://{item}")
-        if parts.scheme != "thrift" or not parts.hostname or not parts.port:
-            raise ValueError(f"not a thrift://host:port URI: {item!r}")
-        out.append(Endpoint(parts.hostname, parts.port))
-    if not out:
-        raise ValueError("no URI given")
-    return out
 
 
 _TRANSPORT_ERRORS = (TTransport.TTransportException, OSError, EOFError)
@@ -144,24 +117,10 @@ class UpstreamPool:
     # ------------------------------------------------------------------ connections
 
     def _open(self, endpoint: Endpoint, generation: int) -> _Conn:
-        sock = TSocket.TSocket(endpoint.host, endpoint.port)
-        sock.setTimeout(int(self.timeout * 1000))
-        if self.sasl:
-            import thrift_sasl
-            host, user, password = endpoint.host, self.user, self.password or ""
-            transport = thrift_sasl.TSaslClientTransport(
-                lambda: PlainSaslClient(host, user, password), "PLAIN", sock)
-        elif self.framed:
-            transport = TTransport.TFramedTransport(sock)
-        else:
-            transport = TTransport.TBufferedTransport(sock)
-        transport.open()
-        try:
-            sock.handle.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except (OSError, AttributeError):  # pragma: no cover
-            pass
-        client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
-        return _Conn(client, transport, endpoint, generation)
+        sasl = SaslPlain(self.user, self.password or "") if self.sasl else None
+        client = open_endpoint(endpoint, ClientOptions(sasl=sasl, framed=self.framed,
+                                                        timeout=self.timeout))
+        return _Conn(client, client.transport, endpoint, generation)
 
     def _connect(self) -> _Conn:
         """A new connection to the first URI (from the preferred one) that accepts."""
@@ -182,7 +141,7 @@ class UpstreamPool:
                 self._preferred = index
             return conn
         raise UpstreamUnavailable("; ".join(
-            f"upstream metastore {e.uri} unreachable: {_describe(err)}" for e, err in failures))
+            f"upstream metastore {e.uri} unreachable: {describe(err)}" for e, err in failures))
 
     def _borrow(self) -> _Conn:
         with self._lock:
@@ -237,7 +196,7 @@ class UpstreamPool:
                 if conn.used:       # a stale pooled connection: retry on a fresh one
                     self.reconnects += 1
                     continue
-                message = f"upstream metastore {conn.endpoint.uri} unreachable: {_describe(err)}"
+                message = f"upstream metastore {conn.endpoint.uri} unreachable: {describe(err)}"
                 self._failed(message)
                 raise UpstreamUnavailable(message) from None
             except (TApplicationException, TException):
@@ -266,43 +225,8 @@ class UpstreamPool:
                 "calls": self.calls, "failures": self.failures, "reconnects": self.reconnects}
 
 
-class PureSaslClient:
-    """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
-    client (PLAIN, DIGEST-MD5) to it."""
-
-    def __init__(self, host: str, mechanism: str, user: str, password: str):
-        from puresasl.client import SASLClient
-        self.mechanism = mechanism
-        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
-                                 password=password)
-
-    def start(self, mechanism):
-        # PLAIN sends its credentials at once; DIGEST-MD5 waits for the server's challenge.
-        return True, mechanism, self.client.process() or b""
-
-    def step(self, challenge):
-        return True, self.client.process(challenge)
-
-    def encode(self, data):
-        return True, data
-
-    def decode(self, data):
-        return True, data
-
-    def getError(self):
-        return f"SASL {self.mechanism} failed"
 
 
-def PlainSaslClient(host: str, user: str, password: str) -> PureSaslClient:
-    return PureSaslClient(host, "PLAIN", user, password)
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err) or type(err).__name__
-    inner = getattr(err, "inner", None)
-    if inner is not None and str(inner) not in text:
-        text = f"{text} ({inner})"
-    return text
 
 
 # ---------------------------------------------------------------------- documents

@@ -6,7 +6,7 @@ import functools
 import json
 from typing import Callable, Iterable
 
-from sqlalchemy import BigInteger, and_, any_, bindparam, func, insert, literal_column, select, update
+from sqlalchemy import and_, any_, bindparam, func, insert, literal_column, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError

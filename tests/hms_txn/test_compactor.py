@@ -309,7 +309,7 @@ def test_reads_are_stable_and_the_cleaner_waits_for_readers(hms_factory):
             got = r.read()
             r.close()
             (reads if got == expected else bad).append(1)
-        c2._transport.close()
+        c2.close()
     churner = threading.Thread(target=churn)
     churner.start()
 
@@ -408,7 +408,7 @@ def test_killed_worker_request_is_retried_after_the_worker_timeout(tmp_path, db_
         wait_until(lambda: any(COMPACTED.match(n) for n in listing(loc)), what="dead output")
         (first,) = e.compactions("t")
         assert first.state == "working" and first.txnId
-        e.c._transport.close()
+        e.c.close()
     finally:
         doomed.kill9()
     dead_output = [n for n in listing(loc) if COMPACTED.match(n)]

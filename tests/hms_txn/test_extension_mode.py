@@ -600,7 +600,7 @@ def test_acid_writes_and_reads_on_a_table_in_the_java_metastore(java_upstream):
     assert "CREATE_TABLE" in types and "ALLOC_WRITE_ID_EVENT" in types
     c.drop_database("acid_ext", True, True)      # forwarded, cascades upstream
     assert "acid_ext" not in direct.get_all_databases()
-    direct._transport.close()
+    direct.close()
 
 
 def _answer(call):
@@ -647,7 +647,7 @@ def test_name_patterns_match_the_java_metastore(java_upstream):
         assert c.get_databases("pat.ext") == ["pat_ext"]
     finally:
         c.drop_database("pat_ext", True, True)
-        direct._transport.close()
+        direct.close()
 
 
 def _function(db, name, cls="com.example.Udf"):
@@ -721,7 +721,7 @@ def test_functions_come_from_the_cache_and_match_the_java_metastore(java_upstrea
             except TException:
                 pass
         c.drop_database("fn_ext", True, True)
-        direct._transport.close()
+        direct.close()
 
 
 @pytest.mark.javahms
@@ -824,7 +824,7 @@ def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_u
         compare()
     finally:
         c.drop_database(db, True, True)
-        direct._transport.close()
+        direct.close()
 
 
 @pytest.mark.javahms
@@ -932,7 +932,7 @@ def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_up
         assert fills() == filled
     finally:
         c.drop_database(db, True, True)
-        direct._transport.close()
+        direct.close()
 
 
 @pytest.mark.javahms
@@ -986,7 +986,7 @@ def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstr
             seen["names"] = with_direct.get_partition_names("spark_it", "events", -1)
             seen["dbs"] = with_direct.get_all_databases()
         finally:
-            with_direct._transport.close()
+            with_direct.close()
 
     results = run_scenario(env.server.uri, workdir, on_pause=check_upstream)
     _check_expected(results)
@@ -995,7 +995,7 @@ def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstr
     assert "spark_it" in seen["dbs"]
     direct = connect(env.java.port)
     assert "spark_it" not in direct.get_all_databases()     # phase 2 dropped it, upstream too
-    direct._transport.close()
+    direct.close()
     c = env.server.client()
     types = {e[0] for e in _events(c, before) if e[1] == "spark_it"}
     assert {"CREATE_DATABASE", "CREATE_TABLE", "ADD_PARTITION", "ALTER_TABLE", "DROP_TABLE",

@@ -142,6 +142,6 @@ def hms_sqlite_shared(tmp_path_factory):
         "hive.metastore.warehouse.dir": str(root / "wh")})
     client = server.client()
     yield server, client
-    client._transport.close()
+    client.close()
     check_integrity(server)
     server.stop()

@@ -52,7 +52,7 @@ def test_timed_out_txns_and_locks_are_reaped(hms_factory):
         aborts = [json.loads(e.message)["txnid"] for e in notifications.next_events(conn, 0)
                   if e.event_type == "ABORT_TXN"]
     assert aborts == [silent]
-    client._transport.close()
+    client.close()
 
 
 def test_sweep_purges_old_events(hms_factory):
@@ -65,4 +65,4 @@ def test_sweep_purges_old_events(hms_factory):
     assert keeper.run_once()["purged_events"] == 0
     time.sleep(2.1)
     assert keeper.run_once()["purged_events"] == 1
-    client._transport.close()
+    client.close()

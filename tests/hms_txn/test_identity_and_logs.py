@@ -46,7 +46,7 @@ def test_authenticated_user_is_recorded_not_the_claimed_one(hms_factory):
         client.unlock(t.UnlockRequest(lockid=txnless.lockid))
         client.commit_txn(t.CommitTxnRequest(txnid=txn))
     finally:
-        client._transport.close()
+        client.close()
 
 
 def test_without_sasl_the_client_claimed_user_is_recorded(client):
@@ -92,7 +92,7 @@ def test_every_txn_call_logs_a_record_with_its_ids(hms_factory, json_log):
             client.commit_txn(t.CommitTxnRequest(txnid=other + 1000))
         client.abort_txns(t.AbortTxnsRequest(txn_ids=[other]))
     finally:
-        client._transport.close()
+        client.close()
 
     records = [r for r in json_log() if r.get("method")]
     calls = [(r["method"], r.get("txnid"), r.get("lockid"), r["user"], r["msg"].split(" ")[1])
@@ -138,7 +138,7 @@ def test_serve_writes_json_logs_when_configured(tmp_path):
         client = server.client()
         txn = _open(client, "dave")
         client.commit_txn(t.CommitTxnRequest(txnid=txn))
-        client._transport.close()
+        client.close()
     finally:
         server.stop()
     deadline = time.monotonic() + 10

@@ -71,7 +71,7 @@ def writer(port: int, ledger: Ledger, stop: threading.Event, seed: int) -> None:
         pass  # the server died under us: whatever was not acknowledged is not in the ledger
     finally:
         try:
-            client._transport.close()
+            client.close()
         except Exception:
             pass
 

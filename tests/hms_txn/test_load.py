@@ -60,7 +60,7 @@ def test_256_connections_for_60_seconds(tmp_path, capsys):
                         continue
                     mine.append(time.perf_counter() - began)
             finally:
-                client._transport.close()
+                client.close()
                 with lock:
                     latencies.extend(mine)
 

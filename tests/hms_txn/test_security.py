@@ -6,15 +6,11 @@ import socket
 import time
 
 import pytest
-from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException
-from thrift.transport import TSocket
 from thrift.transport.TTransport import TTransportException
-from thrift_sasl import TSaslClientTransport
 
 from hms_txn.common.config import Config, ConfigError
-from hms_txn.clients.upstream import PlainSaslClient, PureSaslClient
-from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.client import ClientOptions, Endpoint, SaslDigest, SaslPlain, open_endpoint
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import client_for
 
@@ -27,14 +23,8 @@ SASL_CONF = {
 
 
 def sasl_client(port: int, user: str, password: str):
-    sock = TSocket.TSocket("127.0.0.1", port)
-    sock.setTimeout(20000)
-
-    transport = TSaslClientTransport(lambda: PlainSaslClient("127.0.0.1", user, password), "PLAIN", sock)
-    transport.open()
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-    client._transport = transport
-    return client
+    return open_endpoint(Endpoint("127.0.0.1", port),
+                         ClientOptions(sasl=SaslPlain(user, password), timeout=20))
 
 
 @pytest.fixture
@@ -51,12 +41,12 @@ def test_sasl_right_password_works(sasl_hms):
         client.create_database(t.Database(name="authed"))
         assert client.get_all_databases() == ["authed", "default"]
     finally:
-        client._transport.close()
+        client.close()
     other = sasl_client(sasl_hms.port, "bob", "hunter2")  # from the users file, hashed
     try:
         assert "authed" in other.get_all_databases()
     finally:
-        other._transport.close()
+        other.close()
 
 
 @pytest.mark.parametrize("user, password", [("alice", "wrong"), ("mallory", "s3cret"), ("bob", "s3cret")])
@@ -73,7 +63,7 @@ def test_no_sasl_client_refused_before_any_call(sasl_hms):
     try:
         assert client.get_all_databases() == ["default"]  # the unauthenticated call never ran
     finally:
-        client._transport.close()
+        client.close()
 
 
 def test_unsupported_auth_modes_are_refused_at_startup():
@@ -96,7 +86,7 @@ def test_connection_limit_gives_clean_error(hms_factory):
         assert held[0].get_all_databases() == ["default"]  # others unaffected
     finally:
         for c in held:
-            c._transport.close()
+            c.close()
     deadline = time.monotonic() + 10
     while True:  # slots free up once the server sees the hang-ups
         try:
@@ -117,7 +107,7 @@ def test_oversized_message_closes_only_that_connection(hms_factory):
                 c.create_database(t.Database(name="big", description="x" * 50000))
         assert bystander.get_all_databases() == ["default"]
     finally:
-        bystander._transport.close()
+        bystander.close()
 
 
 def test_idle_connections_are_closed(hms_factory):
@@ -132,22 +122,14 @@ def test_idle_connections_are_closed(hms_factory):
 
 # ------------------------------------------------- delegation tokens and DIGEST-MD5 (issue 9)
 
-def DigestSaslClient(host: str, token) -> PureSaslClient:
+def digest_client(port: int, token_str: str):
     """DIGEST-MD5 answered as Hive's client does: user base64(token identifier), password
     base64(token password)."""
-    return PureSaslClient(host, "DIGEST-MD5", token.sasl_username, token.sasl_password)
-
-
-def digest_client(port: int, token_str: str):
     from hms_txn.domain.delegation_tokens import Token
     token = Token.decode_url_string(token_str)
-    sock = TSocket.TSocket("127.0.0.1", port)
-    sock.setTimeout(20000)
-    transport = TSaslClientTransport(lambda: DigestSaslClient("127.0.0.1", token), "DIGEST-MD5", sock)
-    transport.open()
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-    client._transport = transport
-    return client
+    return open_endpoint(Endpoint("127.0.0.1", port),
+                         ClientOptions(sasl=SaslDigest(token.sasl_username, token.sasl_password),
+                                       timeout=20))
 
 
 def test_delegation_tokens_need_sasl(hms):
@@ -165,7 +147,7 @@ def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
             plain.get_delegation_token("bob", "bob")
         token = plain.get_delegation_token("alice", "alice")
     finally:
-        plain._transport.close()
+        plain.close()
 
     caplog.set_level("INFO", logger="hms_txn.server")
     client = digest_client(sasl_hms.port, token)
@@ -176,7 +158,7 @@ def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
             client.get_delegation_token("alice", "alice")
         assert client.renew_delegation_token(token) > time.time() * 1000  # owner = renewer
     finally:
-        client._transport.close()
+        client.close()
     assert any(r.getMessage().endswith("authenticated as alice with SASL DIGEST-MD5 "
                                        "(delegation token 1)") for r in caplog.records)
 
@@ -184,7 +166,7 @@ def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
     try:
         other.cancel_delegation_token(token)  # the owner may cancel over its own token
     finally:
-        other._transport.close()
+        other.close()
     with pytest.raises(TTransportException, match="Bad status: 3.*delegation token 1 of alice "
                                                   "is not known"):
         digest_client(sasl_hms.port, token)
@@ -196,8 +178,8 @@ def test_expired_token_fails_the_handshake(hms_factory):
     try:
         token = plain.get_delegation_token("alice", "")
     finally:
-        plain._transport.close()
-    digest_client(server.port, token)._transport.close()
+        plain.close()
+    digest_client(server.port, token).close()
     time.sleep(1.3)
     with pytest.raises(TTransportException, match="Bad status: 3.*has expired"):
         digest_client(server.port, token)

@@ -113,7 +113,7 @@ def test_sigterm_stops_cleanly_with_connected_client(tmp_path):
     c = server.client()
     assert c.get_all_databases() == ["default"]
     assert server.stop(signal.SIGTERM) == 0
-    c._transport.close()
+    c.close()
 
 
 def test_embedded_default_without_conf(tmp_path):
@@ -147,7 +147,7 @@ def test_cpu_affinity_pins_every_server_thread(tmp_path):
         assert len(tids) >= 4                        # main, accept, 3 connections
         assert {tid: os.sched_getaffinity(tid) for tid in tids} == {tid: {cpu} for tid in tids}
         for c in clients:
-            c._transport.close()
+            c.close()
     finally:
         assert server.stop() == 0
     # the default leaves the process as started

@@ -114,7 +114,7 @@ def test_open_batch_cap_and_max_open_hysteresis(hms_factory):
     assert open_txns(client) == [12]                        # 10 open
     with pytest.raises(TApplicationException):
         open_txns(client)
-    client._transport.close()
+    client.close()
 
 
 def test_get_open_txns_snapshot(client):

@@ -154,7 +154,7 @@ def test_two_servers_32_clients(two_servers):
             with guard:
                 errors.append(f"worker {n}: {type(err).__name__}: {err}")
         finally:
-            client._transport.close()
+            client.close()
 
     def monitor() -> None:
         clients = [connect(s.port) for s in servers]
@@ -174,7 +174,7 @@ def test_two_servers_32_clients(two_servers):
                 time.sleep(0.05)
         finally:
             for c in clients:
-                c._transport.close()
+                c.close()
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
     threads.append(threading.Thread(target=monitor))

@@ -159,8 +159,8 @@ def test_same_outcomes_as_java_metastore(java_hms, hms):
         got = run_sequence(ours)
         want = run_sequence(theirs)
     finally:
-        ours._transport.close()
-        theirs._transport.close()
+        ours.close()
+        theirs.close()
     mismatches = []
     for (name, mine), (_, java) in zip(got, want):
         if mine != java:
@@ -203,7 +203,7 @@ def test_hive2_java_client_reads_open_txns(hive2_client_jvm, hms_factory, java_h
     default, hive2 = hms_factory(), hms_factory({"hms_txn.hive2.open.txns.as.set": "true"})
     c = connect(default.port)
     prepare(c)
-    c._transport.close()
+    c.close()
 
     with pytest.raises(py4j.protocol.Py4JJavaError, match="Required field 'open_txns' is unset"):
         _java_client(hive2_client_jvm, default.uri).getValidTxns()
@@ -219,7 +219,7 @@ def test_hive2_java_client_reads_open_txns(hive2_client_jvm, hms_factory, java_h
     java = connect(java_hms.port)
     prepare(java)
     info = java.get_open_txns_info()
-    java._transport.close()
+    java.close()
     exceptions = [t.id for t in info.open_txns]
     opened = [t.id for t in info.open_txns if t.state == 3]
     theirs = _java_client(hive2_client_jvm, java_hms.uri)

@@ -123,7 +123,7 @@ def _databases(server: InProcessServer) -> list[str]:
     try:
         return client.get_all_databases()
     finally:
-        client._transport.close()
+        client.close()
 
 
 def test_spark_sql_through_sasl_with_a_delegation_token(sasl_server, server_log, tmp_path):
@@ -157,7 +157,7 @@ def test_spark_sql_through_sasl_with_a_delegation_token(sasl_server, server_log,
         assert table.sd.location.startswith("file:")
         assert os.listdir(table.sd.location.removeprefix("file:"))  # INSERT wrote data files
     finally:
-        client._transport.close()
+        client.close()
 
 
 def test_spark_without_a_valid_token_is_refused(sasl_server, server_log, tmp_path):

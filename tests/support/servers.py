@@ -10,35 +10,28 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from thrift.protocol import TBinaryProtocol, TCompactProtocol
-from thrift.transport import TSocket, TTransport
 
 from hms_txn.common.config import load
 from hms_txn.server import MetastoreServer, create_server
-from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire import client as wire_client
+from hms_txn.wire.client import MetastoreClient
 
 
 def connect(port: int, host: str = "127.0.0.1", *, framed: bool = False, compact: bool = False,
-            timeout_ms: int = 60000):
-    """A client from our generated code, connected; caller closes ``client._transport``."""
-    sock = TSocket.TSocket(host, port)
-    sock.setTimeout(timeout_ms)
-    transport = TTransport.TFramedTransport(sock) if framed else TTransport.TBufferedTransport(sock)
-    protocol = (TCompactProtocol.TCompactProtocolAccelerated(transport) if compact
-                else TBinaryProtocol.TBinaryProtocolAccelerated(transport))
-    transport.open()
-    client = ThriftHiveMetastore.Client(protocol)
-    client._transport = transport
-    return client
+            timeout_ms: int = 60000) -> MetastoreClient:
+    """A client from our generated code (``hms_txn.wire.client``), connected; the caller
+    closes it."""
+    return wire_client.connect(wire_client.Endpoint(host, port), framed=framed, compact=compact,
+                               timeout=timeout_ms / 1000)
 
 
 @contextmanager
-def client_for(port: int, **kwargs) -> Iterator[ThriftHiveMetastore.Client]:
+def client_for(port: int, **kwargs) -> Iterator[MetastoreClient]:
     client = connect(port, **kwargs)
     try:
         yield client
     finally:
-        client._transport.close()
+        client.close()
 
 
 class InProcessServer:
