@@ -64,7 +64,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from sqlalchemy import event as sa_event
 from sqlalchemy import func, select
 
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
@@ -264,11 +263,6 @@ class MetadataCache:
                                        "local_evictions": 0}
         for reason in MISS_REASONS:
             self._stats["misses." + reason] = 0
-        # Always listen, so the per-connection list of written events is cleared even when
-        # the cache is off or not started.
-        sa_event.listen(self.store.engine, "commit", self._on_commit)
-        sa_event.listen(self.store.engine, "rollback", self._on_rollback)
-        self._listening = True
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -291,13 +285,6 @@ class MetadataCache:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        if self._listening:
-            self._listening = False
-            for name, fn in (("commit", self._on_commit), ("rollback", self._on_rollback)):
-                try:
-                    sa_event.remove(self.store.engine, name, fn)
-                except Exception:  # pragma: no cover - already removed
-                    pass
         with self._lock:
             self._running = False
             self._entries.clear()
@@ -531,7 +518,7 @@ class MetadataCache:
 
     @staticmethod
     def _load_state(conn, db: str, name: str) -> tuple[WriteIdState, dict[int, int]]:
-        from hms_txn.domain.txn import ABORTED, COMMITTED, OPEN
+        from hms_txn.domain.txn_records import ABORTED, COMMITTED, OPEN
         nxt = conn.execute(select(next_write_id.c.next_id)
                            .where(next_write_id.c.db_name == db, next_write_id.c.tbl_name == name)
                            ).scalar()
@@ -621,11 +608,11 @@ class MetadataCache:
 
     # ------------------------------------------------------------------ local writes
 
-    def _on_commit(self, conn) -> None:
-        """Engine hook, just before a transaction of this process commits: evict the tables
-        its events touch, and refuse fills read before it (read-your-own-writes here)."""
-        written = conn.info.pop(notifications.LOCAL_EVENTS_KEY, None)
-        if not written or not self._running:
+    def record_local_writes(self, written: Iterable[notifications.Written]) -> None:
+        """Events this process wrote (the unit of work hands them over as the writing
+        transaction commits): evict the tables they touch, and refuse fills read before
+        them (read-your-own-writes here)."""
+        if not self._running:
             return
         with self._lock:
             for event_type, db, tbl, event_id in written:
@@ -642,9 +629,6 @@ class MetadataCache:
                     self._local[key] = event_id
                 if self._drop(key) is not None:
                     self._count("local_evictions")
-
-    def _on_rollback(self, conn) -> None:
-        conn.info.pop(notifications.LOCAL_EVENTS_KEY, None)
 
     # ------------------------------------------------------------------ the tailer
 

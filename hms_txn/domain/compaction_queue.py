@@ -16,9 +16,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.store import Store
+from hms_txn.domain.txn_records import now_ms
 from hms_txn.store.schema import compaction_queue, completed_compactions, next_compaction_id
-from hms_txn.domain.txn import lock_mutex, now_ms, reserve_ids
+from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)
 
@@ -76,86 +76,80 @@ class CompactionInfo:
     properties: dict | None
 
 
-class CompactionQueue:
-    def __init__(self, store: Store):
-        self.store = store
+def compact(conn: Connection, dbname: str, tablename: str, partitionname: str | None,
+            ctype: int, *, run_as: str | None = None,
+            properties: Mapping[str, str] | None = None, initiator_id: str | None = None,
+            initiator_version: str | None = None, pool_name: str | None = None,
+            number_of_buckets: int | None = None,
+            order_by: str | None = None) -> CompactionResult:
+    if not dbname or not tablename:
+        raise InvalidInput("a compaction request needs dbname and tablename")
+    if ctype not in CompactionType._value2member_map_:
+        raise InvalidInput(f"unknown compaction type {ctype}")
+    db, table = dbname.lower(), tablename.lower()
+    part = partitionname or None
 
-    def compact(self, dbname: str, tablename: str, partitionname: str | None,
-                ctype: int, *, run_as: str | None = None,
-                properties: Mapping[str, str] | None = None, initiator_id: str | None = None,
-                initiator_version: str | None = None, pool_name: str | None = None,
-                number_of_buckets: int | None = None,
-                order_by: str | None = None) -> CompactionResult:
-        if not dbname or not tablename:
-            raise InvalidInput("a compaction request needs dbname and tablename")
-        if ctype not in CompactionType._value2member_map_:
-            raise InvalidInput(f"unknown compaction type {ctype}")
-        db, table = dbname.lower(), tablename.lower()
-        part = partitionname or None
+    lock_mutex(conn, "compaction")
+    q = compaction_queue.c
+    cond = (q.db_name == db) & (q.tbl_name == table)
+    cond &= q.part_name == part if part is not None else q.part_name.is_(None)
+    existing = conn.execute(
+        select(q.id, q.state).where(cond).where(q.state.in_((INITIATED, WORKING)))
+        .order_by(q.id).limit(1)
+    ).first()
+    if existing is not None:
+        return CompactionResult(existing.id, STATE_NAMES[existing.state], False,
+                                f"Compaction is already scheduled with state="
+                                f"'{STATE_NAMES[existing.state]}' and id={existing.id}")
+    new_id = reserve_ids(conn, next_compaction_id, 1)
+    conn.execute(insert(compaction_queue).values(
+        id=new_id, db_name=db, tbl_name=table, part_name=part, state=INITIATED,
+        ctype=int(ctype), properties=json.dumps(dict(properties)) if properties else None,
+        run_as=run_as, enqueue_ms=now_ms(), initiator_id=initiator_id,
+        initiator_version=initiator_version, pool_name=pool_name,
+        number_of_buckets=number_of_buckets, order_by=order_by,
+    ))
+    result = CompactionResult(new_id, STATE_NAMES[INITIATED], True)
 
-        def work(conn: Connection) -> CompactionResult:
-            lock_mutex(conn, "compaction")
-            q = compaction_queue.c
-            cond = (q.db_name == db) & (q.tbl_name == table)
-            cond &= q.part_name == part if part is not None else q.part_name.is_(None)
-            existing = conn.execute(
-                select(q.id, q.state).where(cond).where(q.state.in_((INITIATED, WORKING)))
-                .order_by(q.id).limit(1)
-            ).first()
-            if existing is not None:
-                return CompactionResult(existing.id, STATE_NAMES[existing.state], False,
-                                        f"Compaction is already scheduled with state="
-                                        f"'{STATE_NAMES[existing.state]}' and id={existing.id}")
-            new_id = reserve_ids(conn, next_compaction_id, 1)
-            conn.execute(insert(compaction_queue).values(
-                id=new_id, db_name=db, tbl_name=table, part_name=part, state=INITIATED,
-                ctype=int(ctype), properties=json.dumps(dict(properties)) if properties else None,
-                run_as=run_as, enqueue_ms=now_ms(), initiator_id=initiator_id,
-                initiator_version=initiator_version, pool_name=pool_name,
-                number_of_buckets=number_of_buckets, order_by=order_by,
-            ))
-            return CompactionResult(new_id, STATE_NAMES[INITIATED], True)
+    if result.accepted:
+        log.info("enqueued %s compaction %d of %s.%s%s", CompactionType(ctype).name,
+                 result.id, db, table, f"/{part}" if part else "")
+    return result
 
-        result = self.store.transaction(work)
-        if result.accepted:
-            log.info("enqueued %s compaction %d of %s.%s%s", CompactionType(ctype).name,
-                     result.id, db, table, f"/{part}" if part else "")
-        return result
 
-    def show_compact(self, *, id: int | None = None, pool_name: str | None = None,
-                     dbname: str | None = None, tablename: str | None = None,
-                     partitionname: str | None = None, ctype: int | None = None,
-                     state: str | None = None, limit: int | None = None,
-                     order: str | None = None) -> list[CompactionInfo]:
-        state_code = None
-        if state:
-            state_code = STATE_CODES.get(state.lower(), state.lower()[:1])
-        out: list[CompactionInfo] = []
-        with self.store.read() as conn:
-            for table, has_end in ((compaction_queue, False), (completed_compactions, True)):
-                c = table.c
-                query = select(table)
-                if id is not None:
-                    query = query.where(c.id == id)
-                if pool_name:
-                    query = query.where(c.pool_name == pool_name)
-                if dbname:
-                    query = query.where(c.db_name == dbname.lower())
-                if tablename:
-                    query = query.where(c.tbl_name == tablename.lower())
-                if partitionname:
-                    query = query.where(c.part_name == partitionname)
-                if ctype is not None:
-                    query = query.where(c.ctype == int(ctype))
-                if state_code:
-                    query = query.where(c.state == state_code)
-                for r in conn.execute(query):
-                    out.append(_info(r, r.end_ms if has_end else None))
-        descending = bool(order) and "desc" in order.lower()
-        out.sort(key=lambda i: i.id, reverse=descending)
-        if limit is not None and limit > 0:
-            out = out[:limit]
-        return out
+def show_compact(conn: Connection, *, id: int | None = None, pool_name: str | None = None,
+                 dbname: str | None = None, tablename: str | None = None,
+                 partitionname: str | None = None, ctype: int | None = None,
+                 state: str | None = None, limit: int | None = None,
+                 order: str | None = None) -> list[CompactionInfo]:
+    state_code = None
+    if state:
+        state_code = STATE_CODES.get(state.lower(), state.lower()[:1])
+    out: list[CompactionInfo] = []
+    for table, has_end in ((compaction_queue, False), (completed_compactions, True)):
+        c = table.c
+        query = select(table)
+        if id is not None:
+            query = query.where(c.id == id)
+        if pool_name:
+            query = query.where(c.pool_name == pool_name)
+        if dbname:
+            query = query.where(c.db_name == dbname.lower())
+        if tablename:
+            query = query.where(c.tbl_name == tablename.lower())
+        if partitionname:
+            query = query.where(c.part_name == partitionname)
+        if ctype is not None:
+            query = query.where(c.ctype == int(ctype))
+        if state_code:
+            query = query.where(c.state == state_code)
+        for r in conn.execute(query):
+            out.append(_info(r, r.end_ms if has_end else None))
+    descending = bool(order) and "desc" in order.lower()
+    out.sort(key=lambda i: i.id, reverse=descending)
+    if limit is not None and limit > 0:
+        out = out[:limit]
+    return out
 
 
 def _info(r, end_ms) -> CompactionInfo:

@@ -24,10 +24,11 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, NoSuchLock, TxnOpen
-from hms_txn.store import Store
 from hms_txn.store.hot import Hot
 from hms_txn.store.schema import hive_locks, next_lock_id, txn_components, txn_to_write_id
-from hms_txn.domain.txn import (DataOp, TxnType, heartbeat_txn_in, lock_id_str, lock_mutex, now_ms, require_open_heartbeat, reserve_ids, txn_id_str)
+from hms_txn.domain.txn_records import (DataOp, TxnType, heartbeat_txn_in, lock_id_str, now_ms,
+                                        require_open_heartbeat, txn_id_str)
+from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)
 
@@ -200,217 +201,202 @@ def heartbeat_lock_in(conn: Connection, lock_id: int, now: int | None = None) ->
         raise NoSuchLock(f"No such lock: {lock_id_str(lock_id)}")
 
 
-class LockManager:
-    def __init__(self, store: Store, config):
-        self.store = store
-        self.config = config
+# -- lock / check_lock ---------------------------------------------------------------------
 
-    # -- lock / check_lock -----------------------------------------------------------------
 
-    def lock(self, request: LockRequest) -> LockResult:
-        if not request.components:
-            raise InvalidInput("a lock request needs at least one component")
-        for c in request.components:
-            if not c.dbname:
-                raise InvalidInput("every lock component needs a dbname")
-            if c.type not in LockType._value2member_map_:
-                raise InvalidInput(f"unknown lock type {c.type}")
-        txn_id = int(request.txn_id or 0)
+def lock(conn: Connection, request: LockRequest) -> LockResult:
+    if not request.components:
+        raise InvalidInput("a lock request needs at least one component")
+    for c in request.components:
+        if not c.dbname:
+            raise InvalidInput("every lock component needs a dbname")
+        if c.type not in LockType._value2member_map_:
+            raise InvalidInput(f"unknown lock type {c.type}")
+    txn_id = int(request.txn_id or 0)
+    lock_mutex(conn, "locks")
+    now = now_ms()
+    txn_type = None
+    if txn_id:
+        # Also what lets commit_txn skip releasing locks of a transaction that never
+        # heartbeated: this must stay in the transaction that inserts the locks.
+        txn_type = require_open_heartbeat(conn, txn_id, now)
+    ext_id = reserve_ids(conn, next_lock_id, 1)
+    rows = [
+        {"ext_id": ext_id, "int_id": i, "txn_id": txn_id,
+         "db_name": c.dbname.lower(),
+         "tbl_name": c.tablename.lower() if c.tablename else None,
+         "part_name": c.partitionname or None,
+         "state": int(LockState.WAITING), "lock_type": int(c.type),
+         "operation_type": None if c.operation_type is None else int(c.operation_type),
+         # a transaction's locks live as long as the transaction: only txn-less
+         # locks are heartbeated on their own (Hive stores 0 for the others)
+         "last_heartbeat_ms": 0 if txn_id else now, "heartbeat_count": 0,
+         "user_name": request.user or "", "host": request.hostname or "",
+         "agent_info": request.agent_info if request.agent_info is not None
+         else "Unknown"}
+        for i, c in enumerate(request.components, start=1)
+    ]
+    _INSERT_LOCKS.execute(conn, rows[0] if len(rows) == 1 else rows)
+    if txn_id and txn_type != TxnType.READ_ONLY:
+        _record_components(conn, txn_id, request.components)
+    mine = [_Row(ext_id, r["int_id"], txn_id, r["db_name"], r["tbl_name"],
+                 r["part_name"], r["state"], r["lock_type"]) for r in rows]
+    return _check(conn, ext_id, txn_id, request.zero_wait_read,
+           request.exclusive_ctas, now, mine=mine)
 
-        def work(conn: Connection) -> LockResult:
-            lock_mutex(conn, "locks")
-            now = now_ms()
-            txn_type = None
-            if txn_id:
-                # Also what lets commit_txn skip releasing locks of a transaction that never
-                # heartbeated: this must stay in the transaction that inserts the locks.
-                txn_type = require_open_heartbeat(conn, txn_id, now)
-            ext_id = reserve_ids(conn, next_lock_id, 1)
-            rows = [
-                {"ext_id": ext_id, "int_id": i, "txn_id": txn_id,
-                 "db_name": c.dbname.lower(),
-                 "tbl_name": c.tablename.lower() if c.tablename else None,
-                 "part_name": c.partitionname or None,
-                 "state": int(LockState.WAITING), "lock_type": int(c.type),
-                 "operation_type": None if c.operation_type is None else int(c.operation_type),
-                 # a transaction's locks live as long as the transaction: only txn-less
-                 # locks are heartbeated on their own (Hive stores 0 for the others)
-                 "last_heartbeat_ms": 0 if txn_id else now, "heartbeat_count": 0,
-                 "user_name": request.user or "", "host": request.hostname or "",
-                 "agent_info": request.agent_info if request.agent_info is not None
-                 else "Unknown"}
-                for i, c in enumerate(request.components, start=1)
-            ]
-            _INSERT_LOCKS.execute(conn, rows[0] if len(rows) == 1 else rows)
-            if txn_id and txn_type != TxnType.READ_ONLY:
-                self._record_components(conn, txn_id, request.components)
-            mine = [_Row(ext_id, r["int_id"], txn_id, r["db_name"], r["tbl_name"],
-                         r["part_name"], r["state"], r["lock_type"]) for r in rows]
-            return self._check(conn, ext_id, txn_id, request.zero_wait_read,
-                               request.exclusive_ctas, now, mine=mine)
 
-        return self.store.transaction(work)
+def _record_components(conn: Connection, txn_id: int,
+                       components: Sequence[LockComponent]) -> None:
+    """Remember what the transaction writes (Hive's TXN_COMPONENTS rules)."""
+    rows = []
+    seen = set()
+    for c in components:
+        if c.is_transactional is False:
+            continue  # a non-ACID object: locked but not tracked
+        op = c.operation_type
+        if op is None:
+            record = True  # an old client: be conservative, as Hive is
+        elif op in (DataOp.INSERT, DataOp.UPDATE, DataOp.DELETE):
+            record = c.is_dynamic_partition_write is not True
+        elif op == DataOp.UNSET:
+            record = True
+        else:  # SELECT, NO_TXN
+            record = False
+        if not record:
+            continue
+        db = c.dbname.lower()
+        table = c.tablename.lower() if c.tablename else None
+        part = c.partitionname or None
+        op_value = int(op) if op is not None else int(DataOp.UNSET)
+        key = (db, table, part, op_value)
+        if key in seen:
+            continue
+        seen.add(key)
+        write_id = None
+        if table is not None:
+            write_id = _TXN_WRITE_ID.execute(
+                conn, {"p_txn": txn_id, "p_db": db, "p_tbl": table}).scalar()
+        rows.append({"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": part,
+                     "operation_type": op_value, "write_id": write_id})
+    if rows:
+        _INSERT_COMPONENTS.execute(conn, rows[0] if len(rows) == 1 else rows)
 
-    @staticmethod
-    def _record_components(conn: Connection, txn_id: int,
-                           components: Sequence[LockComponent]) -> None:
-        """Remember what the transaction writes (Hive's TXN_COMPONENTS rules)."""
-        rows = []
-        seen = set()
-        for c in components:
-            if c.is_transactional is False:
-                continue  # a non-ACID object: locked but not tracked
-            op = c.operation_type
-            if op is None:
-                record = True  # an old client: be conservative, as Hive is
-            elif op in (DataOp.INSERT, DataOp.UPDATE, DataOp.DELETE):
-                record = c.is_dynamic_partition_write is not True
-            elif op == DataOp.UNSET:
-                record = True
-            else:  # SELECT, NO_TXN
-                record = False
-            if not record:
+
+def check_lock(conn: Connection, lock_id: int, *, txn_id: int | None = None,
+               elapsed_ms: int | None = None) -> LockResult:
+    lock_mutex(conn, "locks")
+    now = now_ms()
+    rows = _rows(conn, _LOCK_ROWS, {"p_ext": lock_id})
+    if not rows:
+        raise NoSuchLock(f"No such lock {lock_id_str(lock_id)}")
+    owner = rows[0].txn_id
+    if owner:
+        heartbeat_txn_in(conn, owner, now)
+    else:
+        heartbeat_lock_in(conn, lock_id, now)
+    if all(r.state == LockState.ACQUIRED for r in rows):
+        return LockResult(lock_id, LockState.ACQUIRED)
+    return _check(conn, lock_id, owner, False, False, now, mine=rows)
+
+
+def _check(conn: Connection, ext_id: int, txn_id: int, zero_wait_read: bool,
+           exclusive_ctas: bool, now: int, mine: list[_Row] | None = None) -> LockResult:
+    """Grant all components of ``ext_id`` or none; caller holds the ``locks`` mutex."""
+    if mine is None:
+        mine = _rows(conn, _LOCK_ROWS, {"p_ext": ext_id})
+    dbs = sorted({r.db for r in mine})
+    if len(dbs) == 1:
+        earlier = _rows(conn, _EARLIER_LOCKS_DB, {"p_db": dbs[0], "p_ext": ext_id})
+    else:
+        earlier = _rows(conn, _EARLIER_LOCKS_DBS, {"p_dbs": dbs, "p_ext": ext_id})
+    for req in mine:
+        for ex in earlier:
+            if not conflicts(req, ex):
                 continue
-            db = c.dbname.lower()
-            table = c.tablename.lower() if c.tablename else None
-            part = c.partitionname or None
-            op_value = int(op) if op is not None else int(DataOp.UNSET)
-            key = (db, table, part, op_value)
-            if key in seen:
-                continue
-            seen.add(key)
-            write_id = None
-            if table is not None:
-                write_id = _TXN_WRITE_ID.execute(
-                    conn, {"p_txn": txn_id, "p_db": db, "p_tbl": table}).scalar()
-            rows.append({"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": part,
-                         "operation_type": op_value, "write_id": write_id})
-        if rows:
-            _INSERT_COMPONENTS.execute(conn, rows[0] if len(rows) == 1 else rows)
+            if (zero_wait_read and req.type == LockType.SHARED_READ or exclusive_ctas) \
+                    and txn_id:
+                _DELETE_LOCK.execute(conn, {"p_ext": ext_id})
+                what = (f"lockid:{ex.ext_id} intLockId:{ex.int_id} {txn_id_str(ex.txn_id)} "
+                        f"db:{ex.db} table:{ex.tbl} partition:{ex.part} "
+                        f"type:{LockType(ex.type).name}")
+                msg = (f"Failed to initiate a concurrent CTAS operation with the same table "
+                       f"name, lockInfo : {what}" if exclusive_ctas else
+                       f"Unable to acquire read lock due to an existing exclusive lock "
+                       f"{{{what}}}")
+                return LockResult(ext_id, LockState.NOT_ACQUIRED, msg)
+            _BLOCKED_BY.execute(conn, {"p_ext": ext_id, "p_int": req.int_id,
+                                       "p_by_ext": ex.ext_id, "p_by_int": ex.int_id})
+            return LockResult(ext_id, LockState.WAITING)
+    _GRANT.execute(conn, {"p_ext": ext_id, "p_now": now})
+    return LockResult(ext_id, LockState.ACQUIRED)
 
-    def check_lock(self, lock_id: int, *, txn_id: int | None = None,
-                   elapsed_ms: int | None = None) -> LockResult:
-        def work(conn: Connection) -> LockResult:
-            lock_mutex(conn, "locks")
-            now = now_ms()
-            rows = _rows(conn, _LOCK_ROWS, {"p_ext": lock_id})
-            if not rows:
-                raise NoSuchLock(f"No such lock {lock_id_str(lock_id)}")
-            owner = rows[0].txn_id
-            if owner:
-                heartbeat_txn_in(conn, owner, now)
-            else:
-                heartbeat_lock_in(conn, lock_id, now)
-            if all(r.state == LockState.ACQUIRED for r in rows):
-                return LockResult(lock_id, LockState.ACQUIRED)
-            return self._check(conn, lock_id, owner, False, False, now, mine=rows)
 
-        return self.store.transaction(work)
+# -- unlock / show ---------------------------------------------------------------------
 
-    def _check(self, conn: Connection, ext_id: int, txn_id: int, zero_wait_read: bool,
-               exclusive_ctas: bool, now: int, mine: list[_Row] | None = None) -> LockResult:
-        """Grant all components of ``ext_id`` or none; caller holds the ``locks`` mutex."""
-        if mine is None:
-            mine = _rows(conn, _LOCK_ROWS, {"p_ext": ext_id})
-        dbs = sorted({r.db for r in mine})
-        if len(dbs) == 1:
-            earlier = _rows(conn, _EARLIER_LOCKS_DB, {"p_db": dbs[0], "p_ext": ext_id})
-        else:
-            earlier = _rows(conn, _EARLIER_LOCKS_DBS, {"p_dbs": dbs, "p_ext": ext_id})
-        for req in mine:
-            for ex in earlier:
-                if not conflicts(req, ex):
-                    continue
-                if (zero_wait_read and req.type == LockType.SHARED_READ or exclusive_ctas) \
-                        and txn_id:
-                    _DELETE_LOCK.execute(conn, {"p_ext": ext_id})
-                    what = (f"lockid:{ex.ext_id} intLockId:{ex.int_id} {txn_id_str(ex.txn_id)} "
-                            f"db:{ex.db} table:{ex.tbl} partition:{ex.part} "
-                            f"type:{LockType(ex.type).name}")
-                    msg = (f"Failed to initiate a concurrent CTAS operation with the same table "
-                           f"name, lockInfo : {what}" if exclusive_ctas else
-                           f"Unable to acquire read lock due to an existing exclusive lock "
-                           f"{{{what}}}")
-                    return LockResult(ext_id, LockState.NOT_ACQUIRED, msg)
-                _BLOCKED_BY.execute(conn, {"p_ext": ext_id, "p_int": req.int_id,
-                                           "p_by_ext": ex.ext_id, "p_by_int": ex.int_id})
-                return LockResult(ext_id, LockState.WAITING)
-        _GRANT.execute(conn, {"p_ext": ext_id, "p_now": now})
-        return LockResult(ext_id, LockState.ACQUIRED)
+def unlock(conn: Connection, lock_id: int) -> bool:
+    """Release a txn-less lock, or a transaction's lock that is still waiting.
 
-    # -- unlock / show ---------------------------------------------------------------------
+    A missing lock is not an error (it may have timed out). Returns whether anything was
+    removed.
+    """
+    rows = _rows(conn, _LOCK_ROWS_LOCKED, {"p_ext": lock_id})
+    if not rows:
+        log.info("unlock(%s): no such lock; nothing to do", lock_id_str(lock_id))
+        return False
+    owner = rows[0].txn_id
+    if owner and any(r.state == LockState.ACQUIRED for r in rows):
+        r = rows[0]
+        raise TxnOpen(
+            f"Unlocking locks associated with transaction not permitted.  "
+            f"{lock_id_str(lock_id)} intLockId:{r.int_id} {txn_id_str(owner)} "
+            f"db:{r.db} table:{r.tbl} partition:{r.part} "
+            f"state:{LockState(r.state).name} type:{LockType(r.type).name}"
+            .replace(":None", ":null"))
+    _DELETE_LOCK.execute(conn, {"p_ext": lock_id})
+    return True
 
-    def unlock(self, lock_id: int) -> bool:
-        """Release a txn-less lock, or a transaction's lock that is still waiting.
 
-        A missing lock is not an error (it may have timed out). Returns whether anything was
-        removed.
-        """
-        def work(conn: Connection) -> bool:
-            rows = _rows(conn, _LOCK_ROWS_LOCKED, {"p_ext": lock_id})
-            if not rows:
-                log.info("unlock(%s): no such lock; nothing to do", lock_id_str(lock_id))
-                return False
-            owner = rows[0].txn_id
-            if owner and any(r.state == LockState.ACQUIRED for r in rows):
-                r = rows[0]
-                raise TxnOpen(
-                    f"Unlocking locks associated with transaction not permitted.  "
-                    f"{lock_id_str(lock_id)} intLockId:{r.int_id} {txn_id_str(owner)} "
-                    f"db:{r.db} table:{r.tbl} partition:{r.part} "
-                    f"state:{LockState(r.state).name} type:{LockType(r.type).name}"
-                    .replace(":None", ":null"))
-            _DELETE_LOCK.execute(conn, {"p_ext": lock_id})
-            return True
+def show_locks(conn: Connection, *, dbname: str | None = None, tablename: str | None = None,
+               partname: str | None = None, txn_id: int | None = None) -> list[LockInfo]:
+    c = hive_locks.c
+    query = select(hive_locks)
+    if dbname:
+        query = query.where(c.db_name == dbname.lower())
+    if tablename:
+        query = query.where(c.tbl_name == tablename.lower())
+    if partname:
+        query = query.where(c.part_name == partname)
+    if txn_id:
+        query = query.where(c.txn_id == txn_id)
+    rows = conn.execute(query).all()
+    out = [LockInfo(
+        lock_id=r.ext_id, lock_id_internal=r.int_id, txn_id=r.txn_id, dbname=r.db_name,
+        tablename=r.tbl_name, partname=r.part_name, state=LockState(r.state),
+        type=LockType(r.lock_type), last_heartbeat_ms=r.last_heartbeat_ms,
+        acquired_ms=r.acquired_ms, user=r.user_name, hostname=r.host,
+        heartbeat_count=r.heartbeat_count, agent_info=r.agent_info,
+        blocked_by_ext_id=r.blocked_by_ext_id, blocked_by_int_id=r.blocked_by_int_id,
+    ) for r in rows]
+    out.sort(key=lambda i: (i.state != LockState.ACQUIRED, _TYPE_RANK.get(i.type, 9),
+                            i.lock_id, i.lock_id_internal))
+    return out
 
-        return self.store.transaction(work)
 
-    def show_locks(self, *, dbname: str | None = None, tablename: str | None = None,
-                   partname: str | None = None, txn_id: int | None = None) -> list[LockInfo]:
-        c = hive_locks.c
-        query = select(hive_locks)
-        if dbname:
-            query = query.where(c.db_name == dbname.lower())
-        if tablename:
-            query = query.where(c.tbl_name == tablename.lower())
-        if partname:
-            query = query.where(c.part_name == partname)
-        if txn_id:
-            query = query.where(c.txn_id == txn_id)
-        with self.store.read() as conn:
-            rows = conn.execute(query).all()
-        out = [LockInfo(
-            lock_id=r.ext_id, lock_id_internal=r.int_id, txn_id=r.txn_id, dbname=r.db_name,
-            tablename=r.tbl_name, partname=r.part_name, state=LockState(r.state),
-            type=LockType(r.lock_type), last_heartbeat_ms=r.last_heartbeat_ms,
-            acquired_ms=r.acquired_ms, user=r.user_name, hostname=r.host,
-            heartbeat_count=r.heartbeat_count, agent_info=r.agent_info,
-            blocked_by_ext_id=r.blocked_by_ext_id, blocked_by_int_id=r.blocked_by_int_id,
-        ) for r in rows]
-        out.sort(key=lambda i: (i.state != LockState.ACQUIRED, _TYPE_RANK.get(i.type, 9),
-                                i.lock_id, i.lock_id_internal))
-        return out
+# -- timeouts --------------------------------------------------------------------------
 
-    # -- timeouts --------------------------------------------------------------------------
-
-    def remove_timed_out(self, timeout_s: float | None = None) -> list[int]:
-        """Remove txn-less locks whose last heartbeat is older than the timeout."""
-        timeout_s = self.config["hive.txn.timeout"] if timeout_s is None else timeout_s
-        cutoff = now_ms() - int(timeout_s * 1000)
-
-        def work(conn: Connection) -> list[int]:
-            ids = sorted({r.ext_id for r in conn.execute(
-                select(hive_locks.c.ext_id).where(hive_locks.c.txn_id == 0)
-                .where(hive_locks.c.last_heartbeat_ms < cutoff)
-            )})
-            if ids:
-                conn.execute(delete(hive_locks).where(hive_locks.c.ext_id.in_(ids))
-                             .where(hive_locks.c.txn_id == 0)
-                             .where(hive_locks.c.last_heartbeat_ms < cutoff))
-            return ids
-
-        removed = self.store.transaction(work)
-        if removed:
-            log.info("removed %d timed-out txn-less lock(s): %s", len(removed),
-                     ", ".join(lock_id_str(i) for i in removed[:20]))
-        return removed
+def remove_timed_out(conn: Connection, timeout_s: float) -> list[int]:
+    """Remove txn-less locks whose last heartbeat is older than the timeout."""
+    cutoff = now_ms() - int(timeout_s * 1000)
+    ids = sorted({r.ext_id for r in conn.execute(
+        select(hive_locks.c.ext_id).where(hive_locks.c.txn_id == 0)
+        .where(hive_locks.c.last_heartbeat_ms < cutoff)
+    )})
+    if ids:
+        conn.execute(delete(hive_locks).where(hive_locks.c.ext_id.in_(ids))
+                     .where(hive_locks.c.txn_id == 0)
+                     .where(hive_locks.c.last_heartbeat_ms < cutoff))
+    removed = ids
+    if removed:
+        log.info("removed %d timed-out txn-less lock(s): %s", len(removed),
+                 ", ".join(lock_id_str(i) for i in removed[:20]))
+    return removed

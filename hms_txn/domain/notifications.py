@@ -21,7 +21,16 @@ from hms_txn.store.sql import reserve_ids
 from hms_txn.store.schema import notification_log, notification_sequence
 
 MESSAGE_FORMAT = "json-0.2"
-LOCAL_EVENTS_KEY = "hms_txn.local_events"
+# Connection.info key: the events appended in the connection's open transaction (take_written).
+_WRITTEN_KEY = "hms_txn.notifications.written"
+
+
+class Written(NamedTuple):
+    """An event appended by this process: what the metadata cache needs to evict."""
+    event_type: str
+    db_name: str | None
+    tbl_name: str | None
+    event_id: int
 
 
 class Event(NamedTuple):
@@ -66,11 +75,17 @@ def append_many(conn: Connection,
             "message": _dumps(message), "message_format": MESSAGE_FORMAT,
         })
     _INSERT_EVENT.execute(conn, rows[0] if len(rows) == 1 else rows)
-    # Remembered on the connection until commit/rollback: the metadata cache evicts the
-    # tables this process changed when the change commits (see hms_txn.cache).
-    conn.info.setdefault(LOCAL_EVENTS_KEY, []).extend(
-        (r["event_type"], r["db_name"], r["tbl_name"], r["event_id"]) for r in rows)
+    # Remembered on the connection until the unit of work takes them (take_written).
+    conn.info.setdefault(_WRITTEN_KEY, []).extend(
+        Written(r["event_type"], r["db_name"], r["tbl_name"], r["event_id"]) for r in rows)
     return [r["event_id"] for r in rows]
+
+
+def take_written(conn: Connection) -> list[Written]:
+    """The events ``append`` wrote on ``conn`` since the last call, forgetting them. The
+    unit of work takes them after each call's work (hms_txn.service.units): committed, they
+    tell the metadata cache what this process changed; rolled back, they are dropped."""
+    return conn.info.pop(_WRITTEN_KEY, None) or []
 
 
 _INSERT_EVENT = Hot(insert(notification_log))
@@ -258,7 +273,7 @@ class NotificationLog:
                                partition_values: list[str] | None) -> int:
         """An ACID_WRITE_EVENT for a write inside an open transaction (Hive's
         ``add_write_notification_log``), fields as Hive's ``JSONAcidWriteMessage``."""
-        from hms_txn.domain.txn import require_open
+        from hms_txn.domain.txn_records import require_open
 
         def work(conn: Connection) -> int:
             require_open(conn, txn_id)

@@ -3,7 +3,7 @@
 A write id numbers a transaction's write to one table: ids are contiguous per table from 1
 (a ``next_write_id`` row per table, locked ``FOR UPDATE`` while allocating), and a
 transaction keeps one write id per table however often it asks. Readers turn their
-ValidTxnList into a ValidWriteIdList per table with :meth:`WriteIds.get_valid_write_ids`;
+ValidTxnList into a ValidWriteIdList per table with ``get_valid_write_ids``;
 the string forms are those of ``orc_acid.valid_ids``.
 """
 
@@ -20,11 +20,12 @@ from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
 
 from hms_txn.domain import notifications
 from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
-from hms_txn.store import Store
 from hms_txn.store.hot import Hot
-from hms_txn.store.sql import ListQuery
+from hms_txn.store.sql import ListQuery, reserve_ids
 from hms_txn.store.schema import next_write_id, txn_components, txn_to_write_id, txns, write_set
-from hms_txn.domain.txn import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnManager, TxnType, now_ms, require_open, reserve_ids, txn_id_str)
+from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn_records import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnType,
+                                        now_ms, require_open, txn_id_str)
 
 log = logging.getLogger(__name__)
 
@@ -91,185 +92,180 @@ def split_table_name(full_name: str) -> tuple[str, str]:
     return db.lower(), table.lower()
 
 
-class WriteIds:
-    def __init__(self, store: Store, txns_manager: TxnManager):
-        self.store = store
-        self.txns = txns_manager
+# -- allocation -------------------------------------------------------------------------
 
-    # -- allocation -------------------------------------------------------------------------
 
-    def allocate_table_write_ids(self, db_name: str, table_name: str, txn_ids: Sequence[int], *,
-                                 repl_policy: str | None = None,
-                                 src_txn_to_write_ids: Sequence[tuple[int, int]] | None = None,
-                                 reallocate: bool = False) -> list[tuple[int, int]]:
-        """Give each transaction a write id on the table; returns (txn id, write id) pairs.
+def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
+                             txn_ids: Sequence[int], *,
+                             repl_policy: str | None = None,
+                             src_txn_to_write_ids: Sequence[tuple[int, int]] | None = None,
+                             reallocate: bool = False) -> list[tuple[int, int]]:
+    """Give each transaction a write id on the table; returns (txn id, write id) pairs.
 
-        All-or-nothing: every transaction must be open (and not READ_ONLY), else nothing is
-        allocated. A transaction that already has a write id on the table keeps it, and only
-        fresh allocations are announced with an ALLOC_WRITE_ID_EVENT.
-        """
-        if repl_policy or src_txn_to_write_ids:
-            log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
-                     "and ignored", repl_policy)
-        if reallocate:
-            log.info("allocate_table_write_ids: reallocate=true is accepted and ignored")
-        db, table = (db_name or "").lower(), (table_name or "").lower()
-        if not db or not table:
-            raise InvalidInput("allocate_table_write_ids needs dbName and tableName")
-        ids = sorted(set(int(t) for t in (txn_ids or ())))
-        if not ids:
-            raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
+    All-or-nothing: every transaction must be open (and not READ_ONLY), else nothing is
+    allocated. A transaction that already has a write id on the table keeps it, and only
+    fresh allocations are announced with an ALLOC_WRITE_ID_EVENT.
+    """
+    if repl_policy or src_txn_to_write_ids:
+        log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
+                 "and ignored", repl_policy)
+    if reallocate:
+        log.info("allocate_table_write_ids: reallocate=true is accepted and ignored")
+    db, table = (db_name or "").lower(), (table_name or "").lower()
+    if not db or not table:
+        raise InvalidInput("allocate_table_write_ids needs dbName and tableName")
+    ids = sorted(set(int(t) for t in (txn_ids or ())))
+    if not ids:
+        raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
+    if len(ids) == 1:
+        found = _TXN_STATE_LOCKED.execute(conn, {"p_txn": ids[0]})
+    else:
+        found = _TXN_STATES_LOCKED.execute(conn, {"p_txns": ids})
+    rows = {r.txn_id: r for r in found}
+    where = f"Write ID allocation on {db}.{table} failed"
+    missing = [t for t in ids if t not in rows]
+    aborted = [t for t in ids if t in rows and rows[t].state == ABORTED]
+    committed = [t for t in ids if t in rows and rows[t].state == COMMITTED]
+    read_only = [t for t in ids if t in rows and rows[t].state == OPEN
+                 and rows[t].txn_type == TxnType.READ_ONLY]
+    if aborted:
+        raise TxnAborted(f"{where}: {_txns(aborted)} already aborted")
+    if missing or committed:
+        parts = []
+        if missing:
+            parts.append(f"no such transaction {_txns(missing)}")
+        if committed:
+            parts.append(f"{_txns(committed)} already committed")
+        raise NoSuchTxn(f"{where}: " + "; ".join(parts))
+    if read_only:
+        raise Internal(f"{where}: {_txns(read_only)} are read-only transactions")
+    if len(ids) == 1:
+        pairs = _EXISTING_WRITE_ID.execute(conn, {"p_db": db, "p_tbl": table,
+                                                  "p_txn": ids[0]})
+    else:
+        pairs = _EXISTING_WRITE_IDS.execute(conn, {"p_db": db, "p_tbl": table,
+                                                   "p_txns": ids})
+    existing = dict(pairs.all())
+    fresh = [t for t in ids if t not in existing]
+    if fresh:
+        first = reserve_ids(conn, next_write_id, len(fresh),
+                            key={"db_name": db, "tbl_name": table})
+        new_pairs = [(t, first + i) for i, t in enumerate(fresh)]
+        t2w_rows = [{"txn_id": t, "db_name": db, "tbl_name": table, "write_id": w}
+                    for t, w in new_pairs]
+        _INSERT_WRITE_IDS.execute(conn, t2w_rows[0] if len(t2w_rows) == 1 else t2w_rows)
+        existing.update(new_pairs)
+        notifications.append(conn, "ALLOC_WRITE_ID_EVENT", {
+            "server": "", "servicePrincipal": "", "timestamp": now_ms() // 1000,
+            "dbName": db, "tableName": table,
+            "txnIdList": [t for t, _ in new_pairs],
+            "writeIdList": [w for _, w in new_pairs],
+        }, db_name=db, tbl_name=table)
+    return [(t, existing[t]) for t in ids]
 
-        def work(conn: Connection) -> list[tuple[int, int]]:
-            if len(ids) == 1:
-                found = _TXN_STATE_LOCKED.execute(conn, {"p_txn": ids[0]})
-            else:
-                found = _TXN_STATES_LOCKED.execute(conn, {"p_txns": ids})
-            rows = {r.txn_id: r for r in found}
-            where = f"Write ID allocation on {db}.{table} failed"
-            missing = [t for t in ids if t not in rows]
-            aborted = [t for t in ids if t in rows and rows[t].state == ABORTED]
-            committed = [t for t in ids if t in rows and rows[t].state == COMMITTED]
-            read_only = [t for t in ids if t in rows and rows[t].state == OPEN
-                         and rows[t].txn_type == TxnType.READ_ONLY]
-            if aborted:
-                raise TxnAborted(f"{where}: {_txns(aborted)} already aborted")
-            if missing or committed:
-                parts = []
-                if missing:
-                    parts.append(f"no such transaction {_txns(missing)}")
-                if committed:
-                    parts.append(f"{_txns(committed)} already committed")
-                raise NoSuchTxn(f"{where}: " + "; ".join(parts))
-            if read_only:
-                raise Internal(f"{where}: {_txns(read_only)} are read-only transactions")
-            if len(ids) == 1:
-                pairs = _EXISTING_WRITE_ID.execute(conn, {"p_db": db, "p_tbl": table,
-                                                          "p_txn": ids[0]})
-            else:
-                pairs = _EXISTING_WRITE_IDS.execute(conn, {"p_db": db, "p_tbl": table,
-                                                           "p_txns": ids})
-            existing = dict(pairs.all())
-            fresh = [t for t in ids if t not in existing]
-            if fresh:
-                first = reserve_ids(conn, next_write_id, len(fresh),
-                                    key={"db_name": db, "tbl_name": table})
-                new_pairs = [(t, first + i) for i, t in enumerate(fresh)]
-                t2w_rows = [{"txn_id": t, "db_name": db, "tbl_name": table, "write_id": w}
-                            for t, w in new_pairs]
-                _INSERT_WRITE_IDS.execute(conn, t2w_rows[0] if len(t2w_rows) == 1 else t2w_rows)
-                existing.update(new_pairs)
-                notifications.append(conn, "ALLOC_WRITE_ID_EVENT", {
-                    "server": "", "servicePrincipal": "", "timestamp": now_ms() // 1000,
-                    "dbName": db, "tableName": table,
-                    "txnIdList": [t for t, _ in new_pairs],
-                    "writeIdList": [w for _, w in new_pairs],
-                }, db_name=db, tbl_name=table)
-            return [(t, existing[t]) for t in ids]
 
-        return self.store.transaction(work)
+def get_max_allocated_write_id(conn: Connection, db_name: str, table_name: str) -> int:
+    db, table = (db_name or "").lower(), (table_name or "").lower()
+    value = conn.execute(
+        select(next_write_id.c.next_id).where(next_write_id.c.db_name == db)
+        .where(next_write_id.c.tbl_name == table)
+    ).scalar()
+    return 0 if value is None else int(value) - 1
 
-    def get_max_allocated_write_id(self, db_name: str, table_name: str) -> int:
-        db, table = (db_name or "").lower(), (table_name or "").lower()
-        with self.store.read() as conn:
-            value = conn.execute(
-                select(next_write_id.c.next_id).where(next_write_id.c.db_name == db)
-                .where(next_write_id.c.tbl_name == table)
-            ).scalar()
-        return 0 if value is None else int(value) - 1
 
-    # -- reader snapshots ------------------------------------------------------------------
+# -- reader snapshots --------------------------------------------------------------------
 
-    def get_valid_write_ids(self, full_table_names: Sequence[str],
-                            valid_txn_list: str | None = None,
-                            write_id: int | None = None) -> list[TableWriteIds]:
-        names = list(full_table_names or ())
-        if not names:
-            raise InvalidInput("get_valid_write_ids needs at least one table name")
-        split = [split_table_name(n) for n in names]
-        with self.store.read() as conn:
-            if valid_txn_list is not None:
-                try:
-                    snapshot = ValidTxnList.parse(valid_txn_list)
-                except ValidIdListError as err:
-                    raise InvalidInput(f"invalid validTxnList: {err}") from None
-            elif write_id is not None:
-                snapshot = self._snapshot_for_write_id(conn, split[0], names[0], write_id)
-            else:
-                snapshot = self._current_snapshot()
-            found = _snapshot_write_ids(conn, split, snapshot)
-        return [TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
 
-    def _current_snapshot(self) -> ValidTxnList:
-        ot = self.txns.get_open_txns()
-        return ValidTxnList(ot.hwm, open_ids=[t for t in ot.txn_ids if t not in ot.aborted],
-                            aborted_ids=sorted(ot.aborted))
+def get_valid_write_ids(conn: Connection, full_table_names: Sequence[str],
+                        valid_txn_list: str | None = None,
+                        write_id: int | None = None) -> list[TableWriteIds]:
+    """Each table's write ids as a reader's snapshot sees them (in a read transaction)."""
+    names = list(full_table_names or ())
+    if not names:
+        raise InvalidInput("get_valid_write_ids needs at least one table name")
+    split = [split_table_name(n) for n in names]
+    if valid_txn_list is not None:
+        try:
+            snapshot = ValidTxnList.parse(valid_txn_list)
+        except ValidIdListError as err:
+            raise InvalidInput(f"invalid validTxnList: {err}") from None
+    elif write_id is not None:
+        snapshot = _snapshot_for_write_id(conn, split[0], names[0], write_id)
+    else:
+        snapshot = _current_snapshot(conn)
+    found = _snapshot_write_ids(conn, split, snapshot)
+    return [TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
 
-    def _snapshot_for_write_id(self, conn: Connection, key: tuple[str, str], full: str,
-                               write_id: int) -> ValidTxnList:
-        db, table = key
-        txn_id = conn.execute(
-            select(txn_to_write_id.c.txn_id).where(txn_to_write_id.c.db_name == db)
-            .where(txn_to_write_id.c.tbl_name == table)
-            .where(txn_to_write_id.c.write_id == write_id)
-        ).scalar()
-        if txn_id is None:
-            raise InvalidInput(f"invalid write id {write_id} for table {full}")
-        ot = self.txns.get_open_txns()
-        # The snapshot as seen by that transaction: everything below it, itself excluded.
-        hwm = min(ot.hwm, txn_id)
-        exceptions = [t for t in ot.txn_ids if t <= hwm and t != txn_id]
-        return ValidTxnList(hwm, open_ids=[t for t in exceptions if t not in ot.aborted],
-                            aborted_ids=[t for t in exceptions if t in ot.aborted])
 
-    # -- dynamic partitions and conflicts --------------------------------------------------
+def _current_snapshot(conn: Connection) -> ValidTxnList:
+    ot = TxnManager.get_open_txns(conn)
+    return ValidTxnList(ot.hwm, open_ids=[t for t in ot.txn_ids if t not in ot.aborted],
+                        aborted_ids=sorted(ot.aborted))
 
-    def add_dynamic_partitions(self, txn_id: int, write_id: int, db_name: str, table_name: str,
-                               partition_names: Sequence[str],
-                               operation_type: int | None = None) -> None:
-        db, table = (db_name or "").lower(), (table_name or "").lower()
-        # An old client that does not say what it did is treated as updating (Hive does too).
-        op = int(operation_type) if operation_type is not None else int(DataOp.UPDATE)
-        if op == DataOp.UNSET:
-            op = int(DataOp.UPDATE)
 
-        def work(conn: Connection) -> None:
-            row = require_open(conn, txn_id)
-            if row.txn_type == TxnType.READ_ONLY:
-                log.info("add_dynamic_partitions on read-only %s ignored", txn_id_str(txn_id))
-                return
-            parts = list(partition_names or ())
-            if parts:
-                conn.execute(insert(txn_components), [
-                    {"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": p,
-                     "operation_type": op, "write_id": write_id}
-                    for p in parts
-                ])
+def _snapshot_for_write_id(conn: Connection, key: tuple[str, str], full: str,
+                           write_id: int) -> ValidTxnList:
+    db, table = key
+    txn_id = conn.execute(
+        select(txn_to_write_id.c.txn_id).where(txn_to_write_id.c.db_name == db)
+        .where(txn_to_write_id.c.tbl_name == table)
+        .where(txn_to_write_id.c.write_id == write_id)
+    ).scalar()
+    if txn_id is None:
+        raise InvalidInput(f"invalid write id {write_id} for table {full}")
+    ot = TxnManager.get_open_txns(conn)
+    # The snapshot as seen by that transaction: everything below it, itself excluded.
+    hwm = min(ot.hwm, txn_id)
+    exceptions = [t for t in ot.txn_ids if t <= hwm and t != txn_id]
+    return ValidTxnList(hwm, open_ids=[t for t in exceptions if t not in ot.aborted],
+                        aborted_ids=[t for t in exceptions if t in ot.aborted])
 
-        self.store.transaction(work)
 
-    def get_latest_txnid_in_conflict(self, txn_id: int) -> int:
-        """Highest committed transaction that updated/deleted what ``txn_id`` updates/deletes
-        after ``txn_id`` started; 0 when there is none."""
-        with self.store.read() as conn:
-            cur = conn.execute(
-                select(txn_components.c.db_name, txn_components.c.tbl_name,
-                       txn_components.c.part_name).distinct()
-                .where(txn_components.c.txn_id == txn_id)
-                .where(txn_components.c.operation_type.in_(UPDATE_DELETE))
-            ).all()
-            best = 0
-            for db, table, part in cur:
-                query = (select(func.max(write_set.c.txn_id))
-                         .where(write_set.c.db_name == db).where(write_set.c.tbl_name == table)
-                         .where(write_set.c.commit_id >= txn_id)
-                         .where(write_set.c.operation_type.in_(UPDATE_DELETE)))
-                if part is not None:
-                    query = query.where(write_set.c.part_name == part)
-                value = conn.execute(query).scalar()
-                if value is not None and value > best:
-                    best = int(value)
-        return best
+# -- dynamic partitions and conflicts ----------------------------------------------------
+
+
+def add_dynamic_partitions(conn: Connection, txn_id: int, write_id: int, db_name: str,
+                           table_name: str, partition_names: Sequence[str],
+                           operation_type: int | None = None) -> None:
+    db, table = (db_name or "").lower(), (table_name or "").lower()
+    # An old client that does not say what it did is treated as updating (Hive does too).
+    op = int(operation_type) if operation_type is not None else int(DataOp.UPDATE)
+    if op == DataOp.UNSET:
+        op = int(DataOp.UPDATE)
+    row = require_open(conn, txn_id)
+    if row.txn_type == TxnType.READ_ONLY:
+        log.info("add_dynamic_partitions on read-only %s ignored", txn_id_str(txn_id))
+        return
+    parts = list(partition_names or ())
+    if parts:
+        conn.execute(insert(txn_components), [
+            {"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": p,
+             "operation_type": op, "write_id": write_id}
+            for p in parts
+        ])
+
+
+def get_latest_txnid_in_conflict(conn: Connection, txn_id: int) -> int:
+    """Highest committed transaction that updated/deleted what ``txn_id`` updates/deletes
+    after ``txn_id`` started; 0 when there is none."""
+    cur = conn.execute(
+        select(txn_components.c.db_name, txn_components.c.tbl_name,
+               txn_components.c.part_name).distinct()
+        .where(txn_components.c.txn_id == txn_id)
+        .where(txn_components.c.operation_type.in_(UPDATE_DELETE))
+    ).all()
+    best = 0
+    for db, table, part in cur:
+        query = (select(func.max(write_set.c.txn_id))
+                 .where(write_set.c.db_name == db).where(write_set.c.tbl_name == table)
+                 .where(write_set.c.commit_id >= txn_id)
+                 .where(write_set.c.operation_type.in_(UPDATE_DELETE)))
+        if part is not None:
+            query = query.where(write_set.c.part_name == part)
+        value = conn.execute(query).scalar()
+        if value is not None and value > best:
+            best = int(value)
+    return best
 
 
 def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],

@@ -29,12 +29,12 @@ from thrift.Thrift import TApplicationException, TMessageType
 from hms_txn.wire.sasl import AuthenticationFailed, PasswordBook, SaslServer
 from hms_txn.common.config import Config, ConfigError
 from hms_txn.wire.encoded import BinaryProtocolFactory
-from hms_txn.service import make_processor
-from hms_txn.service.session import set_authenticated_user
+from hms_txn.service.handler import ServiceRouter, build_dispatcher
+from hms_txn.wire.session import set_authenticated_user
 from hms_txn.wire.codec import object_json
 from hms_txn.server.metastore import Metastore
 from hms_txn.server.observability import MetricsServer
-from hms_txn.wire.event_loop import TxnLoop
+from hms_txn.wire.event_loop import CallLoop
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,12 @@ class MetastoreServer:
         limits = {"string_length_limit": self.max_message, "container_length_limit": self.max_message}
         self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact
                                  else BinaryProtocolFactory(**limits))
-        self.processor = make_processor(ms)
+        handler = ms.handler()
+        self.dispatcher = build_dispatcher(
+            handler, metrics=ms.observability.calls,
+            hive2_open_txns=config["hms_txn.hive2.open.txns.as.set"])
+        # Extension mode forwards catalog reads to another metastore: not in the loop.
+        self.router = ServiceRouter(handler, ms.units, inline_reads=ms.upstream is None)
         self.max_connections = config["hive.metastore.server.max.threads"]
         self._slots = threading.BoundedSemaphore(self.max_connections)
         self._rejecters = threading.BoundedSemaphore(16)
@@ -69,7 +74,7 @@ class MetastoreServer:
         self._accept_thread: threading.Thread | None = None
         # The transaction loop (server_loop) for the embedded default; SASL, framing and
         # the compact protocol keep a thread per connection.
-        self.loop: TxnLoop | None = None
+        self.loop: CallLoop | None = None
         self.use_loop = (config["hms_txn.server.txn.loop"] and ms.store.is_sqlite
                          and not self.framed and not self.compact and self.sasl is None)
         self.port: int | None = None
@@ -94,12 +99,11 @@ class MetastoreServer:
         self.port = listener.getsockname()[1]
         self.ms.start()
         if self.use_loop:
-            self.loop = TxnLoop(self.processor, self.protocol_factory, self.ms.store,
-                                max_message=self.max_message, idle_timeout=self.idle_timeout,
-                                pool_size=self.max_connections,
-                                on_close=self._connection_closed,
-                                inline_reads=self.ms.upstream is None,
-                                spin=self.ms.config["hms_txn.server.txn.loop.spin"]).start()
+            self.loop = CallLoop(self.dispatcher, self.router, self.protocol_factory,
+                                 max_message=self.max_message, idle_timeout=self.idle_timeout,
+                                 pool_size=self.max_connections,
+                                 on_close=self._connection_closed,
+                                 spin=self.ms.config["hms_txn.server.txn.loop.spin"]).start()
             self.ms.counter_sources.append(self.loop.counters)
         if self.ms.config["hms_txn.metrics.enabled"]:
             self.metrics = MetricsServer(self.ms.observability, self.ms.health, self.host,
@@ -162,7 +166,7 @@ class MetastoreServer:
             iprot = self.protocol_factory.getProtocol(itrans)
             oprot = self.protocol_factory.getProtocol(otrans)
             while not self._stopping.is_set():
-                self.processor.process(iprot, oprot)
+                self.dispatcher.process(iprot, oprot)
         except AuthenticationFailed as err:
             log.warning("refused connection from %s: %s", _peer(peer), err)
         except TTransport.TTransportException:

@@ -17,7 +17,11 @@ from sqlalchemy import text
 
 from hms_txn.domain.catalog import Catalog
 from hms_txn.common.config import Config
+from hms_txn.domain.txn import TxnManager
 from hms_txn.server.observability import Observability
+from hms_txn.service.locks import CompactionService, LockService
+from hms_txn.service.transactions import TxnService
+from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from hms_txn.domain.warehouse import Warehouse
 
@@ -42,16 +46,15 @@ class Metastore:
         os.makedirs(self.warehouse.root, exist_ok=True)
         self.catalog = Catalog(self.store, self.warehouse, object_json=object_json)
         self.catalog.ensure_default_database()
-        # Transactions, write ids, locks, compaction queue (hms_txn.txn and friends).
-        from hms_txn.domain.compaction_queue import CompactionQueue
-        from hms_txn.domain.locks import LockManager
-        from hms_txn.domain.txn import TxnManager
-        from hms_txn.domain.writeids import WriteIds
-        self.txns = TxnManager(self.store, config)
+        # Every transaction the service layer runs goes through this unit of work; the
+        # metadata cache (made below) learns of this process's writes from it.
+        self.units = UnitOfWork(self.store)
+        # Transactions, write ids, locks, compaction queue.
+        self.txns = TxnManager(config)
         self._serving = False
-        self.writeids = WriteIds(self.store, self.txns)
-        self.locks = LockManager(self.store, config)
-        self.compaction = CompactionQueue(self.store)
+        self.txn_service = TxnService(self.units, self.txns)
+        self.lock_service = LockService(self.units)
+        self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
         from hms_txn.domain.delegation_tokens import DelegationTokens
         self.tokens = DelegationTokens.from_config(self.store, config)
@@ -66,12 +69,34 @@ class Metastore:
             from hms_txn.domain.extension import ExtensionCache, ExtensionNotificationLog
             self.notifications = ExtensionNotificationLog(self.store, self.catalog, upstream.tables)
             self.cache = ExtensionCache(self.store, upstream.tables, config)
+        self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
         self._threads: list[Any] = []
         self._stop = threading.Event()
+
+    def handler(self):
+        """The Thrift handler over this metastore's services (``service.handler``)."""
+        from hms_txn.service.catalog import CatalogCalls
+        from hms_txn.service.fb303 import ServiceCalls
+        from hms_txn.service.handler import Handler
+        from hms_txn.service.notifications import NotificationCalls
+        from hms_txn.service.tokens import TokenCalls
+        legacy = []
+        catalog_cls = CatalogCalls
+        if self.upstream is not None:  # extension mode (docs/extension-mode.md)
+            from hms_txn.service.forwarding import ForwardingCalls
+            catalog_cls = ForwardingCalls
+        for cls in (ServiceCalls, catalog_cls, NotificationCalls, TokenCalls):
+            obj = cls.__new__(cls)
+            obj.ms = self
+            legacy.append(obj)
+        services = [legacy[0], self.txn_service, self.lock_service, self.compaction_service,
+                    *legacy[1:]]
+        fallback = legacy[1] if self.upstream is not None else None
+        return Handler(services, fallback=fallback)
 
     # Read paths the metadata cache answers from memory when it may (hms_txn.cache).
     def get_table(self, db: str, name: str, *, valid_write_ids: str | None = None) -> dict:
@@ -109,10 +134,11 @@ class Metastore:
         if not self._serving:
             # Only a serving process hands out ids, so only it settles the reservation of
             # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.
-            self.txns.recover_reserved_ids()
+            self.txn_service.recover_reserved_ids()
             self._serving = True
         if not any(isinstance(t, Housekeeper) for t in self._threads):
-            self._threads.append(Housekeeper(self).start())
+            self._threads.append(Housekeeper(self.config, self.units, self.txn_service,
+                                             self.lock_service).start())
         if self.cache not in self._threads:
             self._threads.append(self.cache.start())
         # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
@@ -145,7 +171,7 @@ class Metastore:
         self._serving = False
         if self.txns.reserved_ids_used:
             try:
-                self.txns.release_reserved_ids()
+                self.txn_service.release_reserved_ids()
             except Exception:  # the next start skips the reserved ids instead
                 log.warning("could not release reserved transaction ids", exc_info=True)
         self.store.dispose()

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
 
 from hms_txn.domain import notifications
+from hms_txn.service.locks import LockService
+from hms_txn.service.transactions import TxnService
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
 
 class Housekeeper:
-    def __init__(self, ms, *, clock_wait: Callable[[threading.Event, float], bool] | None = None):
-        self.ms = ms
-        self.config = ms.config
+    def __init__(self, config, units: UnitOfWork, txns: TxnService, locks: LockService):
+        self.config = config
+        self.units = units
+        self.txns = txns
+        self.locks = locks
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.runs = 0
@@ -56,10 +60,11 @@ class Housekeeper:
         """One sweep; returns what it did (for tests and logs)."""
         done = {"aborted_txns": [], "removed_locks": [], "purged_events": 0}
         try:
-            done["aborted_txns"] = self.ms.txns.abort_timed_out()
-            done["removed_locks"] = self.ms.locks.remove_timed_out()
+            timeout = self.config["hive.txn.timeout"]
+            done["aborted_txns"] = self.txns.abort_timed_out(timeout)
+            done["removed_locks"] = self.locks.remove_timed_out(timeout)
             ttl = self.config["hive.metastore.event.db.listener.timetolive"]
-            done["purged_events"] = self.ms.store.transaction(
+            done["purged_events"] = self.units.write(
                 lambda conn: notifications.purge_older_than(conn, ttl))
         except Exception:  # keep the thread alive through a database hiccup
             log.exception("housekeeping sweep failed; will retry at the next interval")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hms_txn.service.session import authenticated_user, authentication_mechanism
+from hms_txn.wire.session import authenticated_user, authentication_mechanism
 
 
 class TokenCalls:

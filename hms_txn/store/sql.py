@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from hms_txn.store.hot import Hot
+from hms_txn.store.schema import txn_mutex
 
 
 def insert_ignore(conn: Connection, table, values: dict) -> None:
@@ -138,3 +139,26 @@ def _in_list(column, name: str, item_type, form: str):
     if form == "array":
         return column == any_(bindparam(name, type_=ARRAY(item_type)))
     return column.in_(bindparam(name, expanding=True))
+
+
+_MUTEX_ROW_LOCKED = Hot(select(txn_mutex.c.name).where(txn_mutex.c.name == bindparam("p_name"))
+                        .with_for_update())
+
+
+def lock_mutex(conn: Connection, name: str) -> None:
+    """Serialize a critical section named ``name`` across server processes until the
+    caller's transaction ends: the row lock of its ``txn_mutex`` row. A no-op on SQLite,
+    where every write transaction already excludes every other."""
+    if conn.dialect.name == "sqlite":
+        return
+    params = {"p_name": name}
+    if _MUTEX_ROW_LOCKED.execute(conn, params).first() is None:
+        insert_ignore(conn, txn_mutex, {"name": name})
+        _MUTEX_ROW_LOCKED.execute(conn, params).first()
+
+
+def writer_is_exclusive(conn: Connection) -> bool:
+    """Whether a write transaction on this database excludes every other writer (SQLite):
+    a read inside it then sees the latest committed state, so a look that PostgreSQL must
+    split into a row lock and a second statement can be one statement."""
+    return conn.dialect.name == "sqlite"

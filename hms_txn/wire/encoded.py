@@ -53,7 +53,9 @@ def _only_success(result: Any) -> bool:
                for spec in result.thrift_spec if spec is not None and spec[0] != 0)
 
 
-class _Protocol(TBinaryProtocolAccelerated):
+class EncodedBinaryProtocol(TBinaryProtocolAccelerated):
+    """The accelerated binary protocol, writing ``EncodedStructs`` results as is."""
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         if self._fast_encode is not None:
@@ -64,6 +66,6 @@ class BinaryProtocolFactory(TBinaryProtocolFactory):
     """``TBinaryProtocolAcceleratedFactory`` that writes ``EncodedStructs`` results as is."""
 
     def getProtocol(self, trans):
-        return _Protocol(trans, self.strictRead, self.strictWrite,
-                         string_length_limit=self.string_length_limit,
-                         container_length_limit=self.container_length_limit)
+        return EncodedBinaryProtocol(trans, self.strictRead, self.strictWrite,
+                                     string_length_limit=self.string_length_limit,
+                                     container_length_limit=self.container_length_limit)

@@ -1,14 +1,15 @@
-"""The transaction loop: one thread serving every client connection's transaction calls.
+"""The event-loop server: one thread serving every client connection's transaction calls.
 
 With a thread per connection, a busy server spends much of its time switching threads:
 each SQLite statement releases the interpreter lock, another connection thread takes it,
 and the thread committing the group waits to get it back (docs/benchmarks-history.md: half
 of the CPU at 16 clients going to context switches). Here one thread waits on every
 connection at once, reads the calls that have arrived, runs all the transaction calls
-among them in one SQLite transaction (``Store.batch``: a SAVEPOINT per call, one fsync for
-all), and only then writes their answers, so an answer still means "committed and
-durable". The cheap reads of ``INLINE_METHODS`` (a table or database, mostly answered from
-the metadata cache) run in the loop too, outside any batch. Other calls (catalog calls,
+among them in one database transaction (a SAVEPOINT per call, one fsync for all), and only then writes their answers, so an answer still means "committed and
+durable". Which calls are transaction calls is the service layer's word
+(``CallRouter.route``: ``Route.BATCH``), as is the unit of work around them
+(``CallRouter.batch``). The cheap reads it routes ``Route.INLINE`` (a table or database,
+mostly answered from the metadata cache) run in the loop too, outside any batch. Other calls (catalog calls,
 which can run long) are handed, with their connection, to a pool thread that serves that
 one call the classic way and gives the connection back: the hand-over costs ~0.1 ms, too
 much for a cached get_table but nothing for a listing of partitions. The loop never waits
@@ -22,82 +23,50 @@ keep a thread per connection (``hms_txn.server.txn.loop`` turns it off).
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import selectors
 import socket
-import struct
 import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Protocol, Sequence
 
-from thrift.protocol.TBinaryProtocol import TBinaryProtocol, TBinaryProtocolAccelerated
-from thrift.protocol.TProtocol import TProtocolException
-from thrift.Thrift import TApplicationException, TMessageType
+from thrift.Thrift import TMessageType
 from thrift.transport import TTransport
 
-from hms_txn.service.session import set_authenticated_user
-from hms_txn.store.engine import WriterBusy
-from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.dispatch import Dispatcher
+from hms_txn.wire.framing import (CallRunner, Framer, Header, Incomplete, PrefixedSocket,
+                                  error_answer)
+from hms_txn.wire.session import set_authenticated_user
 
 log = logging.getLogger(__name__)
 
-# Short calls of the transaction and snapshot path. Each runs in well under a millisecond
-# of database work and never waits for anything but the database.
-LOOP_METHODS = frozenset({
-    "open_txns", "commit_txn", "abort_txn", "allocate_table_write_ids", "lock",
-    "check_lock", "unlock", "heartbeat", "get_open_txns", "get_valid_write_ids",
-})
-# Reads bounded by one object, answered from the metadata cache when it holds the object.
-INLINE_METHODS = frozenset({"get_table", "get_table_req", "get_database", "get_database_req"})
-# Calls that may commit without an fsync on SQLite (hms_txn.txn.TxnManager: "Lazy
-# open_txns", "Lazy commit_txn"); a batch of only these starts lazy, and a commit that
-# finds it recorded writes has the batch fsynced before any answer goes out.
-_MAY_COMMIT_LAZILY = frozenset({"open_txns", "commit_txn"})
-_ARGS = {m: getattr(ThriftHiveMetastore, f"{m}_args") for m in LOOP_METHODS | INLINE_METHODS}
 _RECV = 65536
-_I32 = struct.Struct("!i")
-_I32_I32 = struct.Struct("!ii")
 
 
-def _message_header(data: bytes, max_name: int) -> tuple[str, int, int, int]:
-    """(name, type, seqid, offset of the arguments) of a binary-protocol message, strict
-    (versioned, what every current client sends) or old-style. thrift's own
-    readMessageBegin reads it field by field in Python, ~14 µs a message: a sixth of a
-    small call's work in the loop."""
-    if len(data) < 4:
-        raise _Incomplete()
-    (first,) = _I32.unpack_from(data, 0)
-    if first < 0:
-        if first & TBinaryProtocol.VERSION_MASK != TBinaryProtocol.VERSION_1:
-            raise TProtocolException(TProtocolException.BAD_VERSION,
-                                     f"bad version in message header: {first}")
-        mtype = first & TBinaryProtocol.TYPE_MASK
-        if len(data) < 8:
-            raise _Incomplete()
-        (size,) = _I32.unpack_from(data, 4)
-        start = 8
-    else:
-        mtype, size, start = None, first, 4
-    if size < 0 or size > max_name:
-        raise TProtocolException(TProtocolException.SIZE_LIMIT if size > 0 else
-                                 TProtocolException.NEGATIVE_SIZE,
-                                 f"bad method name length {size}")
-    end = start + size
-    if mtype is None:           # old-style: name, i8 type, i32 seqid
-        if len(data) < end + 5:
-            raise _Incomplete()
-        mtype = data[end]
-        (seqid,) = _I32.unpack_from(data, end + 1)
-        offset = end + 5
-    else:
-        if len(data) < end + 4:
-            raise _Incomplete()
-        (seqid,) = _I32.unpack_from(data, end)
-        offset = end + 4
-    return bytes(data[start:end]).decode("utf-8"), mtype, seqid, offset
+class Route(enum.Enum):
+    """How the loop runs a call (the service layer declares each method's route)."""
+    BATCH = "batch"      # a short transaction call: those ready together share a transaction
+    INLINE = "inline"    # a read bounded by one object, mostly cached: answered in the loop
+    POOL = "pool"        # anything else: a pool thread serves it
+
+
+class BatchBusy(Exception):
+    """``CallRouter.batch(wait=False)``: another thread holds the database's writer; the
+    batch did not start."""
+
+
+class CallRouter(Protocol):
+    """What the loop asks the service layer (``hms_txn.service.handler.ServiceRouter``)."""
+
+    def route(self, method: str) -> Route: ...
+
+    def batch(self, methods: Sequence[str], *, wait: bool) -> ContextManager[None]:
+        """One unit of work around the calls of ``methods`` run inside the block: their
+        answers may go out only once it has exited without an error."""
 
 
 class _Conn:
@@ -114,61 +83,19 @@ class _Conn:
         self.closed = False
 
 
-class _Incomplete(Exception):
-    """The bytes so far are not a whole message yet."""
-
-
-class _CallRunner:
-    """Runs framed calls through the processor, reusing its protocol objects call after
-    call (making them costs more than a small call's decoding); one per thread that runs
-    calls. Message headers come from ``_message_header`` and are written with struct."""
-
-    def __init__(self, processor, protocol_factory):
-        self.processor = processor
-        self._header: tuple[str, int, int] = ("", 0, 0)
-        self._in = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
-        self._out = protocol_factory.getProtocol(TTransport.TMemoryBuffer())
-        self._in.readMessageBegin = lambda: self._header
-        self._out.writeMessageBegin = self._write_header
-
-    def run(self, message: bytes, header: tuple[str, int, int, int]) -> bytes:
-        """The answer to ``message`` (a whole call, ``header`` its parse)."""
-        name, mtype, seqid, offset = header
-        self._header = (name, mtype, seqid)
-        inbuf = TTransport.TMemoryBuffer(message)
-        inbuf.cstringio_buf.seek(offset)
-        out = TTransport.TMemoryBuffer()
-        self._in.trans = inbuf
-        self._out.trans = out
-        self.processor.process(self._in, self._out)
-        return out.getvalue()
-
-    def _write_header(self, name: str, mtype: int, seqid: int) -> None:
-        encoded = name.encode("utf-8")
-        self._out.trans.write(
-            _I32_I32.pack(TBinaryProtocol.VERSION_1 | mtype, len(encoded)) + encoded
-            + _I32.pack(seqid))
-
-
-class TxnLoop:
-    def __init__(self, processor, protocol_factory, store, *, max_message: int,
-                 idle_timeout: float | None, pool_size: int,
-                 on_close: Callable[[socket.socket], None], inline_reads: bool = True,
-                 spin: float = 0.0):
-        self.processor = processor
+class CallLoop:
+    def __init__(self, dispatcher: Dispatcher, router: CallRouter, protocol_factory: Any, *,
+                 max_message: int, idle_timeout: float | None, pool_size: int,
+                 on_close: Callable[[socket.socket], None], spin: float = 0.0):
+        self.dispatcher = dispatcher
+        self.router = router
         self.spin = spin
-        # Extension mode forwards catalog reads to another metastore: not in the loop.
-        self.inline = INLINE_METHODS if inline_reads else frozenset()
         self.protocol_factory = protocol_factory
-        self.store = store
         self.max_message = max_message
         self.idle_timeout = idle_timeout
         self.on_close = on_close
-        self._limits = {"string_length_limit": max_message,
-                        "container_length_limit": max_message}
-        # Reused with a new memory buffer per message, as _CallRunner's are.
-        self._frame_prot = TBinaryProtocolAccelerated(TTransport.TMemoryBuffer(), **self._limits)
-        self._calls = _CallRunner(processor, protocol_factory)
+        self._framer = Framer(max_message)
+        self._calls = CallRunner(dispatcher, max_message)
         self._sel = selectors.DefaultSelector()
         self._wake_lock = threading.Lock()      # the pipe is closed under it at stop
         self._wake_r, self._wake_w = os.pipe()
@@ -189,7 +116,7 @@ class TxnLoop:
 
     # -- life cycle ---------------------------------------------------------------------
 
-    def start(self) -> "TxnLoop":
+    def start(self) -> "CallLoop":
         self._thread = threading.Thread(target=self._run, name="hms-txn-loop", daemon=True)
         self._thread.start()
         return self
@@ -331,15 +258,15 @@ class TxnLoop:
     def _serve_ready(self) -> None:
         """Frame what has arrived: transaction calls run now, as one batch; any other call
         goes to a pool thread with its connection."""
-        ready: list[tuple[_Conn, tuple[str, int, int, int], int]] = []
+        ready: list[tuple[_Conn, Header, int]] = []
         for conn in list(self._unread):
             self._unread.discard(conn)
             # With an answer still going out, its next call waits (_send looks again).
             if conn.outbuf or conn not in self._conns or not conn.inbuf:
                 continue
             try:
-                header, size = self._frame(conn.inbuf)
-            except _Incomplete:
+                header, route, size = self._frame(conn.inbuf)
+            except Incomplete:
                 if len(conn.inbuf) > self.max_message:
                     log.warning("closing connection from %s: message over %d bytes",
                                 conn.peer, self.max_message)
@@ -350,42 +277,30 @@ class TxnLoop:
                             conn.peer, err)
                 self._close(conn)
                 continue
-            if size < 0:
+            if route is Route.POOL:
                 self._hand_off(conn)
-            elif header[0] in LOOP_METHODS:
+            elif route is Route.BATCH:
                 ready.append((conn, header, size))
             else:
                 self._answer(conn, self._process(conn, header, size, self._calls))
         if ready:
             self._run_batch(ready)
 
-    def _frame(self, data: bytearray) -> tuple[tuple[str, int, int, int], int]:
-        """(the message header as ``_message_header`` gives it, size of the whole message),
-        size -1 for a call the loop does not run itself (it need not have arrived whole)."""
-        header = name, mtype, seqid, offset = _message_header(data, self.max_message)
-        if mtype != TMessageType.CALL or name not in LOOP_METHODS and name not in self.inline:
-            return header, -1
-        # The binary protocol has no length prefix: decoding the arguments (C codec, ~2 µs
-        # for a small call; the processor decodes them again) is how to find the end.
-        buf = TTransport.TMemoryBuffer(bytes(data))
-        buf.cstringio_buf.seek(offset)
-        prot = self._frame_prot
-        prot.trans = buf
-        try:
-            _ARGS[name]().read(prot)
-        except (EOFError, TTransport.TTransportException) as err:
-            if isinstance(err, TTransport.TTransportException) and \
-                    err.type != TTransport.TTransportException.END_OF_FILE:
-                raise
-            raise _Incomplete() from None
-        return header, buf.cstringio_buf.tell()
+    def _frame(self, data: bytearray) -> tuple[Header, Route, int]:
+        """(the message header, the call's route, the size of the whole message); size -1
+        for a call a pool thread serves (it need not have arrived whole)."""
+        header = self._framer.header(data)
+        route = self.router.route(header[0]) if header[1] == TMessageType.CALL else Route.POOL
+        if route is Route.POOL:
+            return header, route, -1
+        return header, route, self._framer.size(data, header)
 
-    def _run_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]) -> None:
+    def _run_batch(self, ready: list[tuple[_Conn, Header, int]]) -> None:
         self.batches += 1
         self.batched_calls += len(ready)
         try:
             answers = self._batch_answers(ready, self._calls, wait=False)
-        except WriterBusy:
+        except BatchBusy:
             # A pool thread holds SQLite's writer (a catalog write, which can take
             # seconds): a pool thread waits for it with these calls, so that the loop
             # goes on serving reads and the other connections meanwhile.
@@ -394,18 +309,17 @@ class TxnLoop:
         for conn, answer in answers:
             self._answer(conn, answer)
 
-    def _batch_answers(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]],
-                       calls: _CallRunner, *, wait: bool) -> list[tuple[_Conn, bytes | None]]:
-        """Run ``ready`` as one ``Store.batch``: each call's answer once the COMMIT is
-        durable, or, when the COMMIT fails, an error for each. Raises ``WriterBusy``
-        (having run nothing) when not to ``wait`` for another thread's write."""
+    def _batch_answers(self, ready: list[tuple[_Conn, Header, int]],
+                       calls: CallRunner, *, wait: bool) -> list[tuple[_Conn, bytes | None]]:
+        """Run ``ready`` as one unit of work (``CallRouter.batch``): each call's answer once
+        the COMMIT is durable, or, when the COMMIT fails, an error for each. Raises
+        ``BatchBusy`` (having run nothing) when not to ``wait`` for another thread's write."""
         answers: list[tuple[_Conn, bytes | None]] = []
-        lazy = all(header[0] in _MAY_COMMIT_LAZILY for _, header, _ in ready)
         try:
-            with self.store.batch(lazy=lazy, wait=wait):
+            with self.router.batch([header[0] for _, header, _ in ready], wait=wait):
                 for conn, header, size in ready:
                     answers.append((conn, self._process(conn, header, size, calls)))
-        except WriterBusy:
+        except BatchBusy:
             raise
         except Exception as err:
             # The COMMIT failed (or the batch could not start): none of these calls
@@ -413,13 +327,13 @@ class TxnLoop:
             log.error("a batch of %d call(s) failed to commit: %s", len(ready), err)
             dropped = {id(conn) for conn, answer in answers if answer is None}
             answers = [(conn, None if id(conn) in dropped else
-                        _error_answer(header[0], header[2], err))
+                        error_answer(header[0], header[2], err))
                        for conn, header, _ in ready]
         return answers
 
     @staticmethod
-    def _process(conn: _Conn, header: tuple[str, int, int, int], size: int,
-                 calls: _CallRunner) -> bytes | None:
+    def _process(conn: _Conn, header: Header, size: int,
+                 calls: CallRunner) -> bytes | None:
         """Run the call at the head of ``conn.inbuf`` (``header`` from ``_frame``, ``size``
         bytes); its answer, or None when the connection must be closed."""
         message = bytes(conn.inbuf[:size])
@@ -483,7 +397,7 @@ class TxnLoop:
     def _hand_off(self, conn: _Conn) -> None:
         self._send_away([conn], self._serve_one, conn)
 
-    def _hand_off_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]
+    def _hand_off_batch(self, ready: list[tuple[_Conn, Header, int]]
                         ) -> None:
         self._send_away([conn for conn, _, _ in ready], self._serve_batch, ready)
 
@@ -504,13 +418,13 @@ class TxnLoop:
             for conn in conns:
                 self._away[conn] = future
 
-    def _serve_batch(self, ready: list[tuple[_Conn, tuple[str, int, int, int], int]]
+    def _serve_batch(self, ready: list[tuple[_Conn, Header, int]]
                      ) -> None:
         """Run a batch that found the writer busy, waiting for it, then answer each call
         and give its connection back to the loop (with what it sent after the call)."""
         try:
             set_authenticated_user(None)
-            calls = _CallRunner(self.processor, self.protocol_factory)
+            calls = CallRunner(self.dispatcher, self.max_message)
             for conn, answer in self._batch_answers(ready, calls, wait=True):
                 if answer is None or self._stopping:
                     self._close_away(conn)
@@ -545,11 +459,11 @@ class TxnLoop:
         sock = conn.sock
         try:
             sock.setblocking(True)
-            source = _PrefixedSocket(sock, bytes(conn.inbuf))
+            source = PrefixedSocket(sock, bytes(conn.inbuf))
             conn.inbuf.clear()
             itrans = TTransport.TBufferedTransport(source)
             otrans = TTransport.TBufferedTransport(source)
-            self.processor.process(self.protocol_factory.getProtocol(itrans),
+            self.dispatcher.process(self.protocol_factory.getProtocol(itrans),
                                    self.protocol_factory.getProtocol(otrans))
             # read ahead by the buffered transport first, then what it never asked for
             leftover = itrans.cstringio_buf.read() + source.take_prefix()
@@ -576,39 +490,3 @@ class TxnLoop:
             self.on_close(conn.sock)
 
 
-class _PrefixedSocket(TTransport.TTransportBase):
-    """Bytes the loop already read, then the socket."""
-
-    def __init__(self, sock: socket.socket, prefix: bytes):
-        self.sock = sock
-        self.prefix = prefix
-
-    def isOpen(self) -> bool:
-        return True
-
-    def take_prefix(self) -> bytes:
-        rest, self.prefix = self.prefix, b""
-        return rest
-
-    def read(self, sz: int) -> bytes:
-        if self.prefix:
-            chunk, self.prefix = self.prefix[:sz], self.prefix[sz:]
-            return chunk
-        return self.sock.recv(sz)
-
-    def write(self, buf: bytes) -> None:
-        self.sock.sendall(buf)
-
-    def flush(self) -> None:
-        pass
-
-
-def _error_answer(name: str, seqid: int, err: BaseException) -> bytes:
-    out = TTransport.TMemoryBuffer()
-    prot = TBinaryProtocolAccelerated(out)
-    prot.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
-    TApplicationException(TApplicationException.INTERNAL_ERROR,
-                          f"hms-txn: the database commit failed, nothing was changed: "
-                          f"{err}").write(prot)
-    prot.writeMessageEnd()
-    return out.getvalue()

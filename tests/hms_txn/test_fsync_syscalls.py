@@ -22,10 +22,11 @@ import pytest
 
 _CHILD = textwrap.dedent('''
     import os, sys
-    from hms_txn.config import Config
-    from hms_txn.locks import DataOp, LockComponent, LockLevel, LockRequest, LockType
-    from hms_txn.metastore import Metastore
+    from hms_txn.common.config import Config
+    from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockType
+    from hms_txn.server.metastore import Metastore
     from hms_txn.domain.txn import RESERVE_AHEAD
+    from tests.support.inprocess import calls
 
     data = sys.argv[1]
     # No start(): no housekeeping thread commits anything between the markers.
@@ -36,38 +37,38 @@ _CHILD = textwrap.dedent('''
         os.write(1, ("@" + label + "\\n").encode())
 
     def insert_lock(txn):
-        ms.locks.lock(LockRequest(
+        calls(ms).lock(LockRequest(
             [LockComponent(int(LockType.SHARED_WRITE), int(LockLevel.TABLE), "db", "t",
                            operation_type=int(DataOp.INSERT))],
             txn_id=txn, user="u", hostname="h"))
 
-    ms.txns.commit_txn(ms.txns.open_txns(1, "u", "h")[0])   # the writer connection exists
+    calls(ms).commit_txn(calls(ms).open_txns(1, "u", "h")[0])   # the writer connection exists
     ms.store.make_durable()
 
     mark("open")
-    txn = ms.txns.open_txns(1, "u", "h")[0]
+    txn = calls(ms).open_txns(1, "u", "h")[0]
     mark("allocate")
-    ms.writeids.allocate_table_write_ids("db", "t", [txn])
+    calls(ms).allocate_table_write_ids("db", "t", [txn])
     mark("lock")
     insert_lock(txn)
     mark("commit-of-a-writer-in-a-lazy-batch")
     with ms.store.batch(lazy=True):          # as the transaction loop runs it
-        ms.txns.commit_txn(txn)
+        calls(ms).commit_txn(txn)
     mark("open-and-commit-of-a-reader-in-lazy-batches")
     with ms.store.batch(lazy=True):
-        reader = ms.txns.open_txns(1, "u", "h")[0]
+        reader = calls(ms).open_txns(1, "u", "h")[0]
     with ms.store.batch(lazy=True):
-        ms.txns.commit_txn(reader)
+        calls(ms).commit_txn(reader)
     mark("notification-read-after-lazy-calls")
     ms.notifications.next_events(0)
     mark("open-2")
-    txn = ms.txns.open_txns(1, "u", "h")[0]
-    ms.writeids.allocate_table_write_ids("db", "t", [txn])
+    txn = calls(ms).open_txns(1, "u", "h")[0]
+    calls(ms).allocate_table_write_ids("db", "t", [txn])
     mark("commit-of-a-writer-outside-a-batch")
-    ms.txns.commit_txn(txn)
+    calls(ms).commit_txn(txn)
     mark("open-beyond-the-id-reservation-in-a-lazy-batch")
     with ms.store.batch(lazy=True):
-        ms.txns.open_txns(RESERVE_AHEAD, "u", "h")
+        calls(ms).open_txns(RESERVE_AHEAD, "u", "h")
     mark("end")
     ms.close()
 ''')

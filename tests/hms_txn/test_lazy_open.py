@@ -23,7 +23,9 @@ from hms_txn.common.errors import NoSuchTxn
 from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import next_txn_id, tbls
-from hms_txn.domain.txn import RESERVE_AHEAD, TxnState, TxnType, WriteEvent
+from hms_txn.domain.txn import RESERVE_AHEAD, WriteEvent
+from hms_txn.domain.txn_records import TxnState, TxnType
+from tests.support.inprocess import calls
 
 
 def _metastore(data_dir, url: str | None = None, **conf: str) -> Metastore:
@@ -64,7 +66,7 @@ class _Statements:
     ``synchronous`` setting it runs under (kept from one commit to the next)."""
 
     def __init__(self, ms: Metastore):
-        ms.txns.open_txns(1, "u", "h")          # the writer connection exists from here on
+        calls(ms).open_txns(1, "u", "h")          # the writer connection exists from here on
         self.seen: list[str] = []
         self.mode = "NORMAL" if ms.store._writer_lazy else "FULL"
         ms.store._writer.connection.driver_connection.set_trace_callback(self.seen.append)
@@ -101,7 +103,7 @@ def _mode_after(statements: list[str], mode: str) -> str:
 
 def _read_lock(ms: Metastore, txn: int, op: DataOp = DataOp.SELECT,
                kind: LockType = LockType.SHARED_READ) -> int:
-    result = ms.locks.lock(LockRequest(
+    result = calls(ms).lock(LockRequest(
         [LockComponent(int(kind), int(LockLevel.TABLE), "db", "t", operation_type=int(op))],
         txn_id=txn, user="u", hostname="h"))
     assert result.state == LockState.ACQUIRED
@@ -114,39 +116,39 @@ def test_open_commits_without_fsync_and_everything_else_with(tmp_path):
         assert ms.store.lazy_commits
         sql = _Statements(ms)
         sql.take()
-        txn = ms.txns.open_txns(1, "u", "h")[0]
+        txn = calls(ms).open_txns(1, "u", "h")[0]
         assert sql.commit_modes() == ["NORMAL"]
         # A second open finds the connection lazy already: no switch to and fro.
-        second = ms.txns.open_txns(1, "u", "h")[0]
+        second = calls(ms).open_txns(1, "u", "h")[0]
         opened = sql.take()
         assert not any(s.startswith("PRAGMA") for s in opened)
         assert _commit_modes(opened, "NORMAL") == ["NORMAL"]
-        ms.writeids.allocate_table_write_ids("db", "t", [txn])
+        calls(ms).allocate_table_write_ids("db", "t", [txn])
         allocated = sql.take()
         assert allocated[0] == "PRAGMA synchronous=FULL"
         assert _commit_modes(allocated, "NORMAL") == ["FULL"]
         _read_lock(ms, txn)
         assert sql.commit_modes() == ["FULL"]
-        ms.txns.heartbeat(txn_id=txn)
+        calls(ms).heartbeat(txn_id=txn)
         assert sql.commit_modes() == ["FULL"]
-        ms.txns.abort_txn(txn)
+        calls(ms).abort_txn(txn)
         assert sql.commit_modes() == ["FULL"]
-        ms.txns.abort_txn(second)
+        calls(ms).abort_txn(second)
         assert sql.commit_modes() == ["FULL"]
     finally:
         ms.close()
 
 
 def _wrote_nothing(ms: Metastore) -> int:
-    return ms.txns.open_txns(1, "u", "h")[0]
+    return calls(ms).open_txns(1, "u", "h")[0]
 
 
 def _read_only(ms: Metastore) -> int:
-    return ms.txns.open_txns(1, "u", "h", txn_type=TxnType.READ_ONLY)[0]
+    return calls(ms).open_txns(1, "u", "h", txn_type=TxnType.READ_ONLY)[0]
 
 
 def _read_locked(ms: Metastore) -> int:
-    txn = ms.txns.open_txns(1, "u", "h")[0]
+    txn = calls(ms).open_txns(1, "u", "h")[0]
     _read_lock(ms, txn)
     return txn
 
@@ -158,30 +160,30 @@ def test_commit_of_a_transaction_that_wrote_nothing_is_lazy(tmp_path, begin):
         sql = _Statements(ms)
         txn = begin(ms)
         sql.take()
-        ms.txns.commit_txn(txn)
+        calls(ms).commit_txn(txn)
         assert sql.commit_modes() == ["NORMAL"]
         assert ms.store._unsynced
-        assert ms.locks.show_locks() == []
+        assert calls(ms).show_locks() == []
     finally:
         ms.close()
 
 
 def _with_write_id(ms: Metastore) -> tuple[int, dict]:
-    txn = ms.txns.open_txns(1, "u", "h")[0]
-    ms.writeids.allocate_table_write_ids("db", "t", [txn])
+    txn = calls(ms).open_txns(1, "u", "h")[0]
+    calls(ms).allocate_table_write_ids("db", "t", [txn])
     return txn, {}
 
 
 def _with_insert_lock(ms: Metastore) -> tuple[int, dict]:
     # A Hive 2.3 writer: no write id, the write is known from its lock's operation type.
-    txn = ms.txns.open_txns(1, "u", "h")[0]
+    txn = calls(ms).open_txns(1, "u", "h")[0]
     _read_lock(ms, txn, DataOp.INSERT, LockType.SHARED_WRITE)
     return txn, {}
 
 
 def _with_dynamic_partitions(ms: Metastore) -> tuple[int, dict]:
     txn, _ = _with_write_id(ms)
-    ms.writeids.add_dynamic_partitions(txn, 1, "db", "t", ["p=1"], DataOp.INSERT)
+    calls(ms).add_dynamic_partitions(txn, 1, "db", "t", ["p=1"], DataOp.INSERT)
     return txn, {}
 
 
@@ -198,7 +200,7 @@ def _with_key_value(ms: Metastore) -> tuple[int, dict]:
 
 
 def _compaction(ms: Metastore) -> tuple[int, dict]:
-    return ms.txns.open_txns(1, "u", "h", txn_type=TxnType.COMPACTION)[0], {}
+    return calls(ms).open_txns(1, "u", "h", txn_type=TxnType.COMPACTION)[0], {}
 
 
 def _table_id(ms: Metastore) -> int:
@@ -214,7 +216,7 @@ def test_commit_that_records_a_write_is_fsynced_before_it_returns(tmp_path, begi
         sql = _Statements(ms)
         txn, extra = begin(ms)
         sql.take()
-        ms.txns.commit_txn(txn, **extra)
+        calls(ms).commit_txn(txn, **extra)
         modes = sql.commit_modes()
         assert modes and modes[-1] == "FULL"
     finally:
@@ -227,13 +229,13 @@ def test_a_batch_with_a_durable_commit_is_fsynced_before_the_batch_ends(tmp_path
     ms = _metastore(tmp_path)
     try:
         sql = _Statements(ms)
-        reader = ms.txns.open_txns(1, "u", "h")[0]
+        reader = calls(ms).open_txns(1, "u", "h")[0]
         writer, _ = _with_write_id(ms)
         sql.take()
         for txn, modes in [(reader, ["NORMAL"]), (writer, ["NORMAL", "FULL"])]:
             start = sql.mode
             with ms.store.batch(lazy=True):
-                ms.txns.commit_txn(txn)
+                calls(ms).commit_txn(txn)
                 inside = sql.take()
                 assert "COMMIT" not in inside
             assert _commit_modes(inside + sql.take(), start) == modes
@@ -248,7 +250,7 @@ def test_reservation_covers_every_id_handed_out(tmp_path):
         reserved = 0
         handed_out = 0
         while handed_out < 3 * RESERVE_AHEAD:
-            ids = ms.txns.open_txns(37, "u", "h")
+            ids = calls(ms).open_txns(37, "u", "h")
             handed_out = ids[-1]
             now = _counter_rows(ms)[2]
             assert now >= ids[-1], "an id was handed out beyond the durable reservation"
@@ -269,21 +271,21 @@ def test_power_cut_after_lazy_opens_never_reuses_their_ids(tmp_path):
     it does not know."""
     ms = _metastore(tmp_path / "a")
     try:
-        first = ms.txns.open_txns(3, "u", "h")
-        ms.txns.commit_txn(first[0])             # durable: fsyncs the opens before it too
+        first = calls(ms).open_txns(3, "u", "h")
+        calls(ms).commit_txn(first[0])             # durable: fsyncs the opens before it too
         image = _image_of(ms, tmp_path / "b")    # the database as of the last fsync
-        lost = ms.txns.open_txns(2, "u", "h")   # lazy: lost in the "power cut"
+        lost = calls(ms).open_txns(2, "u", "h")   # lazy: lost in the "power cut"
         assert lost[0] == first[-1] + 1
     finally:
         ms.close()
 
     restarted = _metastore(image, _url_of(image))
     try:
-        fresh = restarted.txns.open_txns(1, "u", "h")[0]
+        fresh = calls(restarted).open_txns(1, "u", "h")[0]
         assert fresh > lost[-1]
         with pytest.raises(NoSuchTxn):
-            restarted.txns.commit_txn(lost[0])
-        open_ids = {i.id for i in restarted.txns.get_open_txns_info()[1]}
+            calls(restarted).commit_txn(lost[0])
+        open_ids = {i.id for i in calls(restarted).get_open_txns_info()[1]}
         assert set(first[1:]) <= open_ids and not open_ids & set(lost)
     finally:
         restarted.close()
@@ -297,7 +299,7 @@ def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
     try:
         txn = _read_locked(ms)                   # lock() is durable, the open with it
         image = _image_of(ms, tmp_path / "b")    # the database as of the last fsync
-        ms.txns.commit_txn(txn)                  # lazy: lost in the "power cut"
+        calls(ms).commit_txn(txn)                  # lazy: lost in the "power cut"
     finally:
         ms.close()
 
@@ -305,12 +307,12 @@ def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
         "hive.txn.timeout": "1s", "hive.timedout.txn.reaper.start": "100ms",
         "hive.timedout.txn.reaper.interval": "200ms"})
     try:
-        assert [lock.txn_id for lock in restarted.locks.show_locks()] == [txn]
+        assert [lock.txn_id for lock in calls(restarted).show_locks()] == [txn]
         deadline = time.monotonic() + 20
-        while restarted.locks.show_locks() and time.monotonic() < deadline:
+        while calls(restarted).show_locks() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert restarted.locks.show_locks() == []
-        aborted = {i.id for i in restarted.txns.get_open_txns_info()[1]
+        assert calls(restarted).show_locks() == []
+        aborted = {i.id for i in calls(restarted).get_open_txns_info()[1]
                    if i.state == TxnState.ABORTED}
         assert txn in aborted
     finally:
@@ -319,25 +321,25 @@ def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
 
 def test_clean_restart_continues_without_a_gap(tmp_path):
     ms = _metastore(tmp_path)
-    ids = ms.txns.open_txns(3, "u", "h")
+    ids = calls(ms).open_txns(3, "u", "h")
     ms.close()
     again = _metastore(tmp_path)
     try:
-        assert again.txns.open_txns(1, "u", "h")[0] == ids[-1] + 1
+        assert calls(again).open_txns(1, "u", "h")[0] == ids[-1] + 1
     finally:
         again.close()
 
 
 def test_unclean_stop_skips_the_reserved_ids(tmp_path):
     ms = _metastore(tmp_path)
-    ids = ms.txns.open_txns(3, "u", "h")
+    ids = calls(ms).open_txns(3, "u", "h")
     reserved = _counter_rows(ms)[2]
     ms.store.dispose()                           # no close(): the reservation stays
     again = _metastore(tmp_path)
     try:
-        assert again.txns.open_txns(1, "u", "h")[0] == reserved + 1 > ids[-1]
+        assert calls(again).open_txns(1, "u", "h")[0] == reserved + 1 > ids[-1]
         # The opens before the stop survived it (a process stop loses nothing).
-        open_ids = {i.id for i in again.txns.get_open_txns_info()[1]}
+        open_ids = {i.id for i in calls(again).get_open_txns_info()[1]}
         assert set(ids) <= open_ids
     finally:
         again.close()
@@ -349,7 +351,7 @@ def test_notification_reads_wait_for_lazy_opens_to_be_durable(tmp_path):
         sql = _Statements(ms)
         start = ms.notifications.current_event_id()
         sql.take()
-        txn = ms.txns.open_txns(1, "u", "h")[0]
+        txn = calls(ms).open_txns(1, "u", "h")[0]
         assert ms.store._unsynced
         sql.take()
         events = ms.notifications.next_events(start)
@@ -367,7 +369,7 @@ def test_postgres_commits_every_open_durably(tmp_path, db_overrides):
     ms = _metastore(tmp_path, db_overrides["javax.jdo.option.ConnectionURL"])
     try:
         assert not ms.store.lazy_commits
-        ms.txns.open_txns(5, "u", "h")
+        calls(ms).open_txns(5, "u", "h")
         assert 2 not in _counter_rows(ms)
     finally:
         ms.close()

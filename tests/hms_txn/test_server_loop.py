@@ -20,6 +20,7 @@ from tests.support.servers import InProcessServer, client_for
 
 from .test_catalog import make_table
 from .test_lazy_open import _commit_modes, _mode_after
+from tests.support.inprocess import calls as inprocess
 
 
 @pytest.fixture
@@ -90,7 +91,7 @@ def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
     assert not errors, errors[0]
     assert len(committed) == len(set(committed)) == 16 * 25
     assert sorted(write_ids) == list(range(1, 16 * 25 + 1))
-    states = {loop_server.ms.txns.txn_state(x) for x in committed}
+    states = {inprocess(loop_server.ms).txn_state(x) for x in committed}
     assert {s.name for s in states} == {"COMMITTED"}
     with client_for(loop_server.port) as c:
         assert not c.show_locks(t.ShowLocksRequest()).locks
@@ -139,7 +140,7 @@ def test_catalog_calls_go_to_a_pool_thread_and_the_connection_comes_back(loop_se
         c.commit_txn(t.CommitTxnRequest(txnid=txn))
         assert len(c.get_partition_names("lp", "parts", -1)) == 600
         assert c.get_table("lp", "parts").tableName == "parts"
-        assert loop_server.ms.txns.txn_state(txn).name == "COMMITTED"
+        assert inprocess(loop_server.ms).txn_state(txn).name == "COMMITTED"
 
 
 def test_a_failed_commit_answers_each_call_of_the_batch_with_an_error(loop_server,
@@ -211,8 +212,8 @@ def test_a_long_write_elsewhere_holds_up_only_the_calls_that_need_the_writer(loo
             # The connection came back to the loop and is served as before.
             waiting.commit_txn(t.CommitTxnRequest(txnid=opened[0]))
             waiting.abort_txn(t.AbortTxnRequest(txnid=opened[1]))
-            assert loop_server.ms.txns.txn_state(opened[0]).name == "COMMITTED"
-            assert loop_server.ms.txns.txn_state(opened[1]).name == "ABORTED"
+            assert inprocess(loop_server.ms).txn_state(opened[0]).name == "COMMITTED"
+            assert inprocess(loop_server.ms).txn_state(opened[1]).name == "ABORTED"
             assert not loop_server.server.loop._away
     finally:
         release.set()
@@ -240,7 +241,7 @@ def test_thread_per_connection_when_switched_off_or_framed(tmp_path, conf):
         with client_for(server.port, framed=framed) as c:
             txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
             c.commit_txn(t.CommitTxnRequest(txnid=txn))
-            assert server.ms.txns.txn_state(txn).name == "COMMITTED"
+            assert inprocess(server.ms).txn_state(txn).name == "COMMITTED"
     finally:
         server.stop()
 
@@ -283,7 +284,7 @@ def test_old_style_unversioned_messages_are_served(loop_server):
         assert c.get_database("default").name == "default"                # inline
         assert "default" in c.get_all_databases()                          # pool
         c.commit_txn(t.CommitTxnRequest(txnid=txn))
-        assert loop_server.ms.txns.txn_state(txn).name == "COMMITTED"
+        assert inprocess(loop_server.ms).txn_state(txn).name == "COMMITTED"
     finally:
         transport.close()
 
@@ -333,5 +334,5 @@ def test_commits_over_the_loop_are_lazy_only_for_transactions_that_wrote_nothing
         finally:
             store._writer.connection.driver_connection.set_trace_callback(None)
     assert modes == [["NORMAL"], ["NORMAL", "FULL"]]
-    assert loop_server.ms.txns.txn_state(reader).name == "COMMITTED"
-    assert loop_server.ms.txns.txn_state(writer).name == "COMMITTED"
+    assert inprocess(loop_server.ms).txn_state(reader).name == "COMMITTED"
+    assert inprocess(loop_server.ms).txn_state(writer).name == "COMMITTED"

@@ -24,10 +24,11 @@ from sqlalchemy.engine import Connection
 from hms_txn.domain.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED, INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED, WORKING)
 from hms_txn.store import Store
 from hms_txn.store.schema import (compaction_queue, completed_compactions, completed_txn_components, hive_locks, next_compaction_id, next_txn_id, txn_components, txn_to_write_id, txns)
-from hms_txn.domain.txn import ABORTED as TXN_ABORTED
-from hms_txn.domain.txn import COMMITTED as TXN_COMMITTED
-from hms_txn.domain.txn import OPEN as TXN_OPEN
-from hms_txn.domain.txn import TxnType, abort_in, lock_mutex, now_ms, reserve_ids, txn_row
+from hms_txn.domain.txn_records import ABORTED as TXN_ABORTED
+from hms_txn.domain.txn_records import COMMITTED as TXN_COMMITTED
+from hms_txn.domain.txn_records import OPEN as TXN_OPEN
+from hms_txn.domain.txn_records import TxnType, abort_in, now_ms, txn_row
+from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)
 

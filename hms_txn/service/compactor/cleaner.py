@@ -23,7 +23,7 @@ import shutil
 from orc_acid.compact import cleanable
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain.txn import TxnState
+from hms_txn.domain.txn_records import TxnState
 from hms_txn.service.compactor import bookkeeping as bk
 from hms_txn.service.compactor.common import (Loop, current_txn_list, object_location, table_write_ids)
 

@@ -37,7 +37,7 @@ from orc_acid.compact import (MAJOR, MINOR, compactor_write_ids, discard_staged,
 from hms_txn import __version__
 from hms_txn.domain.compaction_queue import FAILED, REFUSED, CompactionType
 from hms_txn.common.errors import MetastoreError, NoSuchObject
-from hms_txn.domain.txn import TxnType
+from hms_txn.domain.txn_records import TxnType
 from hms_txn.service.compactor import bookkeeping as bk
 from hms_txn.service.compactor.common import (HOSTNAME, Loop, current_txn_list, is_acid_table, is_insert_only, object_location, table_write_ids, worker_id)
 

@@ -1,0 +1,224 @@
+"""Transactions and write ids on the wire: open, commit, abort, snapshots, heartbeats.
+
+Each method turns the Thrift request into plain values, runs the domain (``domain.txn``,
+``domain.writeids``) in a unit of work and packs the answer. Domain errors pass through to
+``DeclaredErrors``, which maps them to the exceptions the method declares.
+
+The two calls that may commit lazily, and why losing them in a power cut (never in a
+process crash: a lazy commit survives ``kill -9``) does no harm:
+
+* ``open_txns``: a lost open transaction never did anything durable: write ids, locks,
+  commits and aborts of it are durable commits, and flushing the log makes every earlier
+  commit, its open included, durable too. Its client's next call gets "No such
+  transaction", as for a transaction aborted and cleaned up; its id, below the high-water
+  mark and absent from TXNS, reads as committed with nothing written, which is what it is.
+  Ids are never reused: the domain keeps lazily opened ids within a durable reservation
+  (``domain.txn``, "The id reservation"); an open that has to raise it is durable. The
+  OPEN_TXN events of lazy opens are only served to clients once durable (the notification
+  reads make every commit durable first), since event ids must not be reused under a
+  client that has seen them.
+* ``commit_txn`` of a transaction that wrote nothing (the commit of every read-only
+  query): no write id, no write component (from ``lock`` or ``add_dynamic_partitions``),
+  no ``writeEventInfos``, no ``keyValue``, and of type DEFAULT or READ_ONLY. Lost in a
+  power cut, such a transaction is back open (or, if its open was lost too, unknown) and
+  the reaper aborts it after ``hive.txn.timeout``, releasing any read locks it held.
+  Committed or aborted, it changed no data, so no reader's view differs; anything that
+  depended on the commit having happened durably is itself a durable commit (another
+  client's lock granted in its place, a compaction cleaning past it), which flushes the
+  lazy commit with it; its COMMIT_TXN event is served only once durable, as above. A
+  commit that turns out to record a write is made durable before it is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.engine import Connection
+
+from hms_txn.common.errors import InvalidInput, TxnAborted
+from hms_txn.domain import locks as lock_domain
+from hms_txn.domain import writeids
+from hms_txn.domain.txn import TxnManager, WriteEvent
+from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
+from hms_txn.service.units import Durability, Route, UnitOfWork, policy
+from hms_txn.wire.session import identity
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+log = logging.getLogger(__name__)
+
+LAZY = Durability.MAY_BE_LAZY
+
+
+def bitset_bytes(flags) -> bytes:
+    """Java ``BitSet.toByteArray()`` of the set positions in ``flags`` (a bool sequence)."""
+    size = 0
+    for i, f in enumerate(flags):
+        if f:
+            size = i // 8 + 1
+    out = bytearray(size)
+    for i, f in enumerate(flags):
+        if f:
+            out[i // 8] |= 1 << (i % 8)
+    return bytes(out)
+
+
+class TxnService:
+    """``open_txns`` ... ``get_valid_write_ids``: the transaction calls of the API."""
+
+    def __init__(self, units: UnitOfWork, txns: TxnManager):
+        self.units = units
+        self.txns = txns
+
+    # -- transactions ------------------------------------------------------------------------
+
+    @policy(route=Route.BATCH, durability=LAZY)
+    def open_txns(self, rqst):
+        lazy = self.units.lazy_commits
+
+        def work(conn: Connection):
+            opened = self.txns.open_txns(
+                conn, rqst.num_txns, identity(rqst.user), rqst.hostname,
+                agent_info=rqst.agentInfo,
+                txn_type=rqst.txn_type if rqst.txn_type is not None else TxnType.DEFAULT,
+                repl_policy=rqst.replPolicy, repl_src_txn_ids=rqst.replSrcTxnIds,
+                lazy_commit=lazy)
+            if opened.raised_reservation:
+                self.units.require_durable(conn)
+            return opened.txn_ids
+
+        return ttypes.OpenTxnsResponse(txn_ids=self.units.write(work, LAZY))
+
+    @policy(route=Route.BATCH, durability=LAZY)
+    def commit_txn(self, rqst):
+        events = [WriteEvent(write_id=w.writeId, database=w.database, table=w.table,
+                             files=w.files, partition=w.partition, table_obj=w.tableObj,
+                             partition_obj=w.partitionObj)
+                  for w in (rqst.writeEventInfos or ())]
+        key_value = None
+        if rqst.keyValue is not None:
+            key_value = (rqst.keyValue.tableId, rqst.keyValue.key, rqst.keyValue.value)
+        if rqst.replLastIdInfo is not None:
+            log.info("commit_txn txnid:%s: replLastIdInfo accepted and ignored", rqst.txnid)
+        # A commit that carries writes is durable; one that may have written nothing
+        # finds out in the database, and asks only where a commit can be lazy at all.
+        may_be_lazy = self.units.lazy_commits and not events and key_value is None
+
+        def work(conn: Connection):
+            result = self.txns.commit_txn(
+                conn, rqst.txnid, write_events=events, excl_write_enabled=rqst.exclWriteEnabled,
+                repl_policy=rqst.replPolicy, key_value=key_value, report_writes=may_be_lazy)
+            if may_be_lazy and result.recorded_writes:
+                self.units.require_durable(conn)
+            return result
+
+        result = self.units.write(work, LAZY if may_be_lazy else Durability.DURABLE)
+        if result.conflict is not None:
+            raise TxnAborted(result.conflict)   # the abort itself is committed
+
+    @policy(route=Route.BATCH)
+    def abort_txn(self, rqst):
+        self.units.write(lambda conn: self.txns.abort_txn(
+            conn, rqst.txnid, repl_policy=rqst.replPolicy, error_code=rqst.errorCode))
+
+    def abort_txns(self, rqst):
+        self.units.write(lambda conn: self.txns.abort_txns(conn, rqst.txn_ids or []))
+
+    def _open_txns_response(self, exclude):
+        ot = self.units.read(lambda conn: self.txns.get_open_txns(conn, exclude))
+        return ttypes.GetOpenTxnsResponse(
+            txn_high_water_mark=ot.hwm, open_txns=ot.txn_ids, min_open_txn=ot.min_open,
+            abortedBits=bitset_bytes([t in ot.aborted for t in ot.txn_ids]))
+
+    @policy(route=Route.BATCH)
+    def get_open_txns(self):
+        return self._open_txns_response((TxnType.READ_ONLY,))
+
+    def get_open_txns_req(self, rqst):
+        exclude = None if rqst is None else rqst.excludeTxnTypes
+        return self._open_txns_response(exclude or ())
+
+    def get_open_txns_info(self):
+        hwm, infos = self.units.read(self.txns.get_open_txns_info)
+        return ttypes.GetOpenTxnsInfoResponse(txn_high_water_mark=hwm, open_txns=[
+            ttypes.TxnInfo(id=i.id, state=int(i.state), user=i.user, hostname=i.hostname,
+                           agentInfo=i.agent_info if i.agent_info is not None else "Unknown",
+                           heartbeatCount=i.heartbeat_count, metaInfo=i.meta_info,
+                           startedTime=i.started_ms, lastHeartbeatTime=i.last_heartbeat_ms)
+            for i in infos])
+
+    @policy(route=Route.BATCH)
+    def heartbeat(self, ids):
+        lock_id = ids.lockid if ids else None
+        txn_id = ids.txnid if ids else None
+
+        def work(conn: Connection) -> None:
+            now = now_ms()
+            if lock_id:
+                lock_domain.heartbeat_lock_in(conn, lock_id, now)
+            if txn_id:
+                heartbeat_txn_in(conn, txn_id, now)
+
+        self.units.write(work)
+
+    def heartbeat_txn_range(self, txns):
+        aborted, nosuch = self.units.write(
+            lambda conn: self.txns.heartbeat_txn_range(conn, txns.min, txns.max))
+        return ttypes.HeartbeatTxnRangeResponse(aborted=set(aborted), nosuch=set(nosuch))
+
+    # -- write ids ---------------------------------------------------------------------------
+
+    @policy(route=Route.BATCH)
+    def allocate_table_write_ids(self, rqst):
+        src = None
+        if rqst.srcTxnToWriteIdList:
+            src = [(x.txnId, x.writeId) for x in rqst.srcTxnToWriteIdList]
+        if not rqst.txnIds and (rqst.replPolicy or src):
+            raise InvalidInput("replication write id allocation is not supported by hms-txn")
+        pairs = self.units.write(lambda conn: writeids.allocate_table_write_ids(
+            conn, rqst.dbName, rqst.tableName, rqst.txnIds or [], repl_policy=rqst.replPolicy,
+            src_txn_to_write_ids=src, reallocate=bool(rqst.reallocate)))
+        return ttypes.AllocateTableWriteIdsResponse(
+            txnToWriteIds=[ttypes.TxnToWriteId(txnId=t, writeId=w) for t, w in pairs])
+
+    @policy(route=Route.BATCH)
+    def get_valid_write_ids(self, rqst):
+        tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
+            conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId))
+        return ttypes.GetValidWriteIdsResponse(tblValidWriteIds=[
+            ttypes.TableValidWriteIds(
+                fullTableName=t.full_table_name, writeIdHighWaterMark=t.hwm,
+                invalidWriteIds=t.invalid_write_ids, minOpenWriteId=t.min_open_write_id,
+                abortedBits=bitset_bytes(t.aborted))
+            for t in tables])
+
+    def get_max_allocated_table_write_id(self, rqst):
+        return ttypes.MaxAllocatedTableWriteIdResponse(maxWriteId=self.units.read(
+            lambda conn: writeids.get_max_allocated_write_id(conn, rqst.dbName, rqst.tableName)))
+
+    def add_dynamic_partitions(self, rqst):
+        self.units.write(lambda conn: writeids.add_dynamic_partitions(
+            conn, rqst.txnid, rqst.writeid, rqst.dbname, rqst.tablename,
+            rqst.partitionnames or [], rqst.operationType))
+
+    def get_latest_txnid_in_conflict(self, txnId):
+        return self.units.read(lambda conn: writeids.get_latest_txnid_in_conflict(conn, txnId))
+
+    # -- background ---------------------------------------------------------------------------
+
+    def abort_timed_out(self, timeout_s: float, *, batch: int = 1000) -> list[int]:
+        """The reaper: abort every open transaction not heartbeated for ``timeout_s``,
+        ``batch`` per database transaction."""
+        aborted: list[int] = []
+        while True:
+            done = self.units.write(
+                lambda conn: self.txns.abort_timed_out(conn, timeout_s, batch=batch))
+            aborted.extend(done)
+            if len(done) < batch:
+                return aborted
+
+    def recover_reserved_ids(self) -> None:
+        self.units.write(self.txns.recover_reserved_ids)
+
+    def release_reserved_ids(self) -> None:
+        if self.txns.reserved_ids_used:
+            self.units.write(self.txns.release_reserved_ids)

@@ -1,0 +1,1 @@
+__all__ = ['ttypes', 'constants', 'FieldPresence', 'Hive2OpenTxns']
