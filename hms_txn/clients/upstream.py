@@ -90,6 +90,8 @@ class UpstreamPool:
         self.failures = 0
         self.reconnects = 0
         self.tables = UpstreamTables(self)
+        # Methods the upstream answered with UNKNOWN_METHOD (an older Hive): not asked again.
+        self.missing_methods: set[str] = set()
 
     @classmethod
     def from_config(cls, config) -> "UpstreamPool":

@@ -50,8 +50,13 @@ entries advance only through the tailer.
 Metrics (``counters()``): hits, misses and misses by reason, events applied, fills,
 evictions, entries, estimated bytes, tailer position and lag in events and seconds.
 
-This module never imports Thrift: the handler may keep per-entry wire objects in
-``CacheEntry.wire`` (dropped with the entry), so a hit re-uses the converted struct.
+Where the cache reads from is its ``TableSource`` (``cache_source``): our database, or in
+extension mode the upstream metastore. Extension mode refines the cache through the hooks
+``admit``, ``expired``, ``forget`` and ``applied`` (``extension.ExtensionCache``).
+
+This module never imports Thrift: a reader may keep what it derives from an entry (the
+service layer's converted struct) in a weak mapping keyed by the entry (entries are weakly
+referable), so it is dropped with the entry.
 """
 
 from __future__ import annotations
@@ -61,174 +66,34 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Iterable
-
-from sqlalchemy import func, select
+from typing import Iterable
 
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
-from hms_txn.domain import names, notifications
-from hms_txn.domain.catalog import Catalog, is_external, is_transactional
 from hms_txn.common.errors import InvalidInput
-from hms_txn.store import Store
-from hms_txn.store.schema import next_write_id, notification_log, tbls, txn_to_write_id, txns
+from hms_txn.domain import names, notifications
+from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
+                                          MISS_REASONS, RELOAD_EVENTS, TABLE_EVENTS, CacheEntry,
+                                          DatabaseEntry, DatabaseRead, Doc, Key, Loaded, TableRead,
+                                          compare)
+from hms_txn.domain.cache_source import Reader, TableSource, canonical_names
+from hms_txn.domain.catalog import is_external, is_transactional
 
 log = logging.getLogger(__name__)
 
-Doc = dict[str, Any]
-Key = tuple[str, str]
-
-# Events that change a table's document or its partitions.
-TABLE_EVENTS = frozenset({"CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
-                          "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
-# After these the table still exists: the tailer reloads a dropped entry at once.
-RELOAD_EVENTS = frozenset({"ALTER_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
-
-# Events that change a database's document.
-DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})
-
-HIT, AHEAD, BEHIND = "hit", "snapshot_ahead", "snapshot_behind"
-MISS_REASONS = ("cold", AHEAD, BEHIND, "no_writeid_list", "other_table", "tailer_stale",
-                "not_running")
+__all__ = ["AHEAD", "BEHIND", "HIT", "MetadataCache", "compare"]
 
 _BATCH = 1000            # events per poll
 _RELOADS_PER_BATCH = 64  # entries the tailer reloads after a batch (others wait for a read)
 _VERDICT_MEMO = 64       # snapshot strings remembered per write-id state
-_BYTES_FACTOR = 4        # JSON text length -> estimated resident bytes (dicts + wire form)
-
-
-# ------------------------------------------------------------------------------ write ids
-
-@dataclass(frozen=True)
-class WriteIdState:
-    """A table's write ids at one log position."""
-    hwm: int = 0
-    open: frozenset = frozenset()
-    aborted: frozenset = frozenset()
-
-    def allocated(self, write_ids: Iterable[int]) -> "WriteIdState":
-        ids = frozenset(int(w) for w in write_ids)
-        if not ids:
-            return self
-        return WriteIdState(max(self.hwm, max(ids)), self.open | ids, self.aborted)
-
-    def committed(self, write_id: int) -> "WriteIdState":
-        return WriteIdState(max(self.hwm, write_id), self.open - {write_id}, self.aborted)
-
-    def aborted_id(self, write_id: int) -> "WriteIdState":
-        return WriteIdState(max(self.hwm, write_id), self.open - {write_id},
-                            self.aborted | {write_id})
-
-
-def _top_valid(hwm: int, invalid, ignore) -> int:
-    """Highest id <= hwm that is valid and not ignored (0 when none)."""
-    h = hwm
-    while h > 0 and (h in invalid or h in ignore):
-        h -= 1
-    return h
-
-
-def compare(state: WriteIdState, snapshot: ValidWriteIdList) -> str:
-    """HIT when ``snapshot`` makes the same write ids valid as ``state`` (aborted ids ignored);
-    otherwise AHEAD (the snapshot sees a commit the state does not) or BEHIND."""
-    ignore = state.aborted | frozenset(snapshot.aborted_ids)
-    s_invalid = frozenset(snapshot.exceptions)
-    w_invalid = state.open | state.aborted
-    h_s = _top_valid(snapshot.high_watermark, s_invalid, ignore)
-    h_w = _top_valid(state.hwm, w_invalid, ignore)
-    if h_s != h_w:
-        return AHEAD if h_s > h_w else BEHIND
-    s_open = {x for x in s_invalid if x < h_s and x not in ignore}
-    w_open = {x for x in state.open if x < h_w and x not in ignore}
-    if s_open == w_open:
-        return HIT
-    # Some id is open on one side and valid on the other.
-    return AHEAD if (w_open - s_open) else BEHIND
-
-
-# ------------------------------------------------------------------------------ entries
-
-class CacheEntry:
-    """One cached table. ``doc`` and ``state`` are never mutated in place (readers hold
-    them without a lock); ``parts`` and ``wire`` only grow."""
-
-    __slots__ = ("key", "doc", "pos", "transactional", "snap", "parts", "bytes", "tick", "wire",
-                 "listing", "memos")
-
-    def __init__(self, key: Key, doc: Doc, pos: int, state: WriteIdState, nbytes: int):
-        self.key = key
-        self.doc = doc
-        self.pos = pos
-        self.transactional = is_transactional(doc) and not is_external(doc)
-        self.snap: tuple[WriteIdState, dict[str, str]] = (state, {})
-        self.parts: dict[str, Doc | None] = {}
-        self.bytes = nbytes
-        self.tick = 0
-        self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
-        # Extension mode: all of the table's partitions, set once (extension.PartitionListing)
-        self.listing: Any = None
-        # Extension mode: the upstream's own answers to reads the listing cannot order
-        # (ExtensionCache.select), most recently used last; created on first use
-        self.memos: Any = None
-
-    @property
-    def state(self) -> WriteIdState:
-        return self.snap[0]
-
-    def set_state(self, state: WriteIdState) -> None:
-        self.snap = (state, {})
-
-
-@dataclass
-class TableRead:
-    """A table document and, when it came from the cache, its entry (for wire memos)."""
-    doc: Doc
-    entry: CacheEntry | None = None
-
-    @property
-    def cached(self) -> bool:
-        return self.entry is not None
-
-
-class DatabaseEntry:
-    """One cached database: its document as read at log position ``pos``."""
-
-    __slots__ = ("name", "doc", "pos", "wire")
-
-    def __init__(self, name: str, doc: Doc, pos: int):
-        self.name = name
-        self.doc = doc
-        self.pos = pos
-        self.wire: dict[Any, Any] = {}   # the handler's memo of converted objects
-
-
-@dataclass(frozen=True)
-class DatabaseRead:
-    """A database document and, when it came from the cache, its entry (for wire memos)."""
-    doc: Doc
-    entry: DatabaseEntry | None = None
-
-
-@dataclass
-class _Loaded:
-    key: Key
-    pos: int
-    doc: Doc
-    raw_len: int
-    state: WriteIdState
-    open_txns: dict[int, int]
-    tbl_id: int
-    parts: dict[str, Doc | None] | None = None
-    parts_len: int = 0
 
 
 # ------------------------------------------------------------------------------ the cache
 
 class MetadataCache:
-    def __init__(self, store: Store, catalog: Catalog, config):
-        self.store = store
-        self.catalog = catalog
+    def __init__(self, config, read: Reader, source: TableSource):
+        self._read = read
+        self.source = source
         self.enabled = bool(config["hms_txn.cache.enabled"])
         self.interval = max(0.005, float(config["hms_txn.cache.tail.interval"]))
         self.max_entries = int(config["hms_txn.cache.max.entries"])
@@ -269,8 +134,7 @@ class MetadataCache:
     def start(self) -> "MetadataCache":
         if not self.enabled or self._thread is not None:
             return self
-        with self.store.read() as conn:
-            start_pos = notifications.current_event_id(conn)
+        start_pos = self._read(notifications.current_event_id)
         with self._lock:
             self.pos = self._reported_pos = start_pos
             self._running = True
@@ -350,12 +214,12 @@ class MetadataCache:
         key = (names.lower(db), names.lower(name))
         snapshot = self._parse(key, valid_write_ids)
         if not self._running:
-            doc = self.catalog.get_table(db, name)
+            doc = self.source.table(db, name)
             self._check_strict(doc, snapshot, require_write_ids)
             return TableRead(doc)
         entry = self._entries.get(key)
         if entry is not None:
-            reason = self._verdict(entry, valid_write_ids, snapshot)
+            reason = self.verdict(entry, valid_write_ids, snapshot)
             if reason == HIT:
                 entry.tick = next(self._ticks)
                 self._count("hits")
@@ -365,7 +229,7 @@ class MetadataCache:
         else:
             reason = "cold"
         self._miss(reason)
-        loaded = self._load(key)
+        loaded = self.source.load(key, None)
         self._check_strict(loaded.doc, snapshot, require_write_ids)
         self._install(loaded)
         return TableRead(loaded.doc)
@@ -375,7 +239,7 @@ class MetadataCache:
         within the tail interval across processes, at once for writes through this one)."""
         key = names.lower(name)
         if not self._running:
-            return DatabaseRead(self.catalog.get_database(name))
+            return DatabaseRead(self.source.database(key)[1])
         entry = self._databases.get(key)
         if entry is None:
             reason = "cold"
@@ -385,9 +249,7 @@ class MetadataCache:
             self._count("hits")
             return DatabaseRead(entry.doc, entry)
         self._miss(reason)
-        with self.store.read() as conn:
-            pos = notifications.current_event_id(conn)
-            doc = self.catalog._require_db(conn, key)     # raises the right NoSuchObject
+        pos, doc = self.source.database(key)
         with self._lock:
             # As _install: a read behind the tailer or behind a local write could be stale.
             if (self._running and pos >= self.pos and pos >= self._local_dbs.get(key, 0)
@@ -406,13 +268,13 @@ class MetadataCache:
         snapshot = self._parse(key, valid_write_ids)
         part_names = list(part_names or [])
         if not self._running:
-            return self.catalog.list_partitions(db, name, part_names=part_names)
+            return self.source.partitions(db, name, part_names)
         entry = self._entries.get(key)
-        reason = "cold" if entry is None else self._verdict(entry, valid_write_ids, snapshot)
+        reason = "cold" if entry is None else self.verdict(entry, valid_write_ids, snapshot)
         if reason != HIT:
             self._miss(reason)
             wanted = self._normalize(None, part_names)
-            loaded = self._load(key, wanted)
+            loaded = self.source.load(key, wanted)
             self._install(loaded)
             return loaded.doc, [(n, d) for n, d in sorted(loaded.parts.items()) if d is not None]
         entry.tick = next(self._ticks)
@@ -423,7 +285,7 @@ class MetadataCache:
             self._fill_partitions(entry, missing)
             parts = {n: entry.parts.get(n) for n in wanted}
             if any(n not in entry.parts for n in wanted):   # could not be installed
-                return self.catalog.list_partitions(db, name, part_names=part_names)
+                return self.source.partitions(db, name, part_names)
         else:
             self._count("hits")
             parts = {n: entry.parts[n] for n in wanted}
@@ -436,11 +298,9 @@ class MetadataCache:
         as it stands, so only the others are parsed and rebuilt."""
         if table is None:
             return part_names
-        keys = [k["name"].lower() for k in table.get("partitionKeys") or []]
         known = known or {}
-        return sorted({n if n in known else
-                       names.make_partition_name(keys, names.partition_values_from_name(keys, n))
-                       for n in part_names})
+        return sorted({n for n in part_names if n in known}
+                      | set(canonical_names(table, [n for n in part_names if n not in known])))
 
     @staticmethod
     def _parse(key: Key, text: str | None) -> ValidWriteIdList | None:
@@ -460,7 +320,14 @@ class MetadataCache:
                 f"of transactional tables to say which snapshot they read, so the metadata "
                 f"cache can tell whether its copy is current for it")
 
-    def _verdict(self, entry: CacheEntry, text: str | None, snapshot) -> str:
+    def verdict(self, entry: CacheEntry, text: str | None, snapshot) -> str:
+        """Why ``entry`` cannot answer a reader with snapshot ``snapshot`` (its text:
+        ``text``), or HIT."""
+        if self.expired(entry):
+            with self._lock:
+                if self._entries.get(entry.key) is entry:
+                    self.drop(entry.key)
+            return EXPIRED
         if not entry.transactional:
             if time.monotonic() - self._last_poll > self.stale_after:
                 return "tailer_stale"
@@ -480,74 +347,17 @@ class MetadataCache:
             memo[text] = verdict
         return verdict
 
-    # ------------------------------------------------------------------ database reads
+    # ------------------------------------------------------------------ filling
 
-    def _load(self, key: Key, part_names: list[str] | None = None) -> _Loaded:
-        """Table, write-id state, log position (and partitions) in one snapshot."""
-        db, name = key
-        with self.store.read() as conn:
-            pos = notifications.current_event_id(conn)
-            row = conn.execute(select(tbls.c.tbl_id, tbls.c.doc)
-                               .where(tbls.c.db_name == db, tbls.c.tbl_name == name)).first()
-            if row is None:
-                self.catalog._require_table(conn, db, name)   # raises the right NoSuchObject
-            doc = json.loads(row.doc)
-            state, open_txns = self._load_state(conn, db, name)
-            parts = None
-            parts_len = 0
-            if part_names is not None:
-                keys = [k["name"].lower() for k in doc.get("partitionKeys") or []]
-                wanted = sorted({names.make_partition_name(keys, names.partition_values_from_name(keys, n))
-                                 for n in part_names})
-                parts, parts_len = self._read_parts(conn, row.tbl_id, wanted)
-        return _Loaded(key, pos, doc, len(row.doc), state, open_txns, row.tbl_id, parts, parts_len)
-
-    @staticmethod
-    def _read_parts(conn, tbl_id: int, wanted: list[str]) -> tuple[dict[str, Doc | None], int]:
-        from hms_txn.store.schema import partitions
-        parts: dict[str, Doc | None] = {n: None for n in wanted}
-        size = 0
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            for pname, raw in conn.execute(select(partitions.c.part_name, partitions.c.doc)
-                                           .where(partitions.c.tbl_id == tbl_id,
-                                                  partitions.c.part_name.in_(chunk))):
-                parts[pname] = json.loads(raw)
-                size += len(raw)
-        return parts, size
-
-    @staticmethod
-    def _load_state(conn, db: str, name: str) -> tuple[WriteIdState, dict[int, int]]:
-        from hms_txn.domain.txn_records import ABORTED, COMMITTED, OPEN
-        nxt = conn.execute(select(next_write_id.c.next_id)
-                           .where(next_write_id.c.db_name == db, next_write_id.c.tbl_name == name)
-                           ).scalar()
-        hwm = 0 if nxt is None else max(0, int(nxt) - 1)
-        open_ids: set[int] = set()
-        aborted: set[int] = set()
-        open_txns: dict[int, int] = {}
-        if hwm > 0:
-            t2w = txn_to_write_id.c
-            rows = conn.execute(
-                select(t2w.txn_id, t2w.write_id, txns.c.state)
-                .select_from(txn_to_write_id.join(txns, txns.c.txn_id == t2w.txn_id))
-                .where(t2w.db_name == db, t2w.tbl_name == name, txns.c.state != COMMITTED))
-            for txn_id, wid, state in rows:
-                if state == OPEN:
-                    open_ids.add(int(wid))
-                    open_txns[int(txn_id)] = int(wid)
-                elif state == ABORTED:
-                    aborted.add(int(wid))
-        return WriteIdState(hwm, frozenset(open_ids), frozenset(aborted)), open_txns
-
-    def _install(self, loaded: _Loaded) -> bool:
+    def _install(self, loaded: Loaded) -> bool:
         """Put a database read into the cache if that cannot let a stale copy in."""
         key = loaded.key
         with self._lock:
             if (not self._running or loaded.pos < self.pos
-                    or loaded.pos < self._local.get(key, 0) or key in self._entries):
+                    or loaded.pos < self._local.get(key, 0) or key in self._entries
+                    or not self.admit(loaded)):
                 return False
-            nbytes = _BYTES_FACTOR * (loaded.raw_len + loaded.parts_len)
+            nbytes = BYTES_FACTOR * (loaded.raw_len + loaded.parts_len)
             entry = CacheEntry(key, loaded.doc, loaded.pos, loaded.state, nbytes)
             if loaded.parts:
                 entry.parts.update(loaded.parts)
@@ -563,30 +373,15 @@ class MetadataCache:
     def _fill_partitions(self, entry: CacheEntry, wanted: list[str]) -> None:
         """Read partitions for a cached table; keep them only if no event changed the table's
         partitions between the entry's position and the read."""
-        db, name = entry.key
-        with self.store.read() as conn:
-            pos = notifications.current_event_id(conn)
-            changed = conn.execute(
-                select(func.count()).select_from(notification_log)
-                .where(notification_log.c.event_id > entry.pos,
-                       notification_log.c.event_id <= pos,
-                       notification_log.c.db_name == db, notification_log.c.tbl_name == name,
-                       notification_log.c.event_type.in_(sorted(TABLE_EVENTS)))).scalar_one()
-            if changed:
-                return
-            tbl_id = conn.execute(select(tbls.c.tbl_id).where(
-                tbls.c.db_name == db, tbls.c.tbl_name == name)).scalar()
-            if tbl_id is None:
-                return
-            parts, size = self._read_parts(conn, tbl_id, wanted)
+        found = self.source.partitions_since(entry, wanted)
+        if found is None:
+            return
+        parts, size = found
         with self._lock:
             if self._entries.get(entry.key) is not entry:
                 return
             entry.parts.update(parts)
-            added = _BYTES_FACTOR * size
-            entry.bytes += added
-            self._bytes += added
-            self._enforce_bounds()
+            self._charge(entry, BYTES_FACTOR * size)
 
     def _enforce_bounds(self) -> None:
         if len(self._entries) <= self.max_entries and self._bytes <= self.max_bytes:
@@ -597,14 +392,72 @@ class MetadataCache:
         for entry in ordered:
             if len(self._entries) <= target_n and self._bytes <= target_b:
                 break
-            self._drop(entry.key)
+            self.drop(entry.key)
 
-    def _drop(self, key: Key) -> CacheEntry | None:
+    def drop(self, key: Key) -> CacheEntry | None:
+        """Remove a table's entry (caller holds ``lock``); the entry, if there was one."""
         entry = self._entries.pop(key, None)
         if entry is not None:
             self._bytes -= entry.bytes
             self._count("evictions")
+            self.forget(key)
         return entry
+
+    def _charge(self, entry: CacheEntry, nbytes: int) -> None:
+        """Count ``nbytes`` more held by ``entry`` (caller holds ``lock``), evicting the
+        least recently used entries beyond the bounds."""
+        entry.bytes += nbytes
+        self._bytes += nbytes
+        self._enforce_bounds()
+
+    # ------------------------------------------------------------------ for refinements
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Guards the entries; what changes an entry's contents holds it."""
+        return self._lock
+
+    def entry(self, key: Key) -> CacheEntry | None:
+        return self._entries.get(key)
+
+    def keys(self) -> list[Key]:
+        return list(self._entries)
+
+    def touch(self, entry: CacheEntry) -> None:
+        """Mark ``entry`` used (least recently used entries go first)."""
+        entry.tick = next(self._ticks)
+
+    def charge(self, entry: CacheEntry, nbytes: int) -> bool:
+        """Count ``nbytes`` more held by ``entry`` if it is still the installed entry of
+        its table (taking ``lock``); whether it was."""
+        with self._lock:
+            if self._entries.get(entry.key) is not entry:
+                return False
+            self._charge(entry, nbytes)
+            return True
+
+    def count(self, name: str, n: int = 1) -> None:
+        self._count(name, n)
+
+    def add_counters(self, names_: Iterable[str]) -> None:
+        """Declare counters a refinement keeps (they start at 0)."""
+        with self._stats_lock:
+            for name in names_:
+                self._stats.setdefault(name, 0)
+
+    def admit(self, loaded: Loaded) -> bool:
+        """Hook: whether a read may be installed (besides the cache's own rules)."""
+        return True
+
+    def expired(self, entry: CacheEntry) -> bool:
+        """Hook: whether an entry must be read again before it answers."""
+        return False
+
+    def forget(self, key: Key) -> None:
+        """Hook: an entry was dropped (caller holds ``lock``)."""
+
+    def applied(self, event: notifications.Event) -> None:
+        """Hook: the tailer applied ``event`` (caller holds ``lock``)."""
 
     # ------------------------------------------------------------------ local writes
 
@@ -627,7 +480,7 @@ class MetadataCache:
                 key = (db.lower(), tbl.lower())
                 if event_id > self._local.get(key, 0):
                     self._local[key] = event_id
-                if self._drop(key) is not None:
+                if self.drop(key) is not None:
                     self._count("local_evictions")
 
     # ------------------------------------------------------------------ the tailer
@@ -648,8 +501,8 @@ class MetadataCache:
         if self._paused:
             self._measure_lag()
             return False
-        with self.store.read() as conn:
-            events = notifications.next_events(conn, self.pos, _BATCH)
+        pos = self.pos
+        events = self._read(lambda conn: notifications.next_events(conn, pos, _BATCH))
         reload: list[Key] = []
         with self._lock:
             if self._paused or not self._running:
@@ -662,6 +515,7 @@ class MetadataCache:
                 self._reset()
             for ev in events:
                 self._apply(ev, reload)
+                self.applied(ev)
                 self.pos = ev.event_id
             if events:
                 self._count("events_applied", len(events))
@@ -671,7 +525,7 @@ class MetadataCache:
             if self._paused or self._stop.is_set():
                 break
             try:
-                if self._install(self._load(key)):
+                if self._install(self.source.load(key, None)):
                     self._count("reloads")
             except Exception:   # dropped meanwhile, or a hiccup: the next read fills it
                 log.debug("metadata cache: reloading %s.%s failed", *key, exc_info=True)
@@ -686,9 +540,13 @@ class MetadataCache:
         return full
 
     def _measure_lag(self) -> None:
-        with self.store.read() as conn:
+        pos = self.pos
+
+        def work(conn):
             head = notifications.current_event_id(conn)
-            oldest = notifications.oldest_event(conn, self.pos) if head > self.pos else None
+            return head, notifications.oldest_event(conn, pos) if head > pos else None
+
+        head, oldest = self._read(work)
         self._lag_events = max(0, head - self.pos)
         self._lag_seconds = 0.0 if oldest is None else max(0.0, time.time() - oldest.event_time)
 
@@ -707,7 +565,7 @@ class MetadataCache:
             key = (ev.db_name.lower(), ev.tbl_name.lower())
             entry = self._entries.get(key)
             if entry is not None and ev.event_id > entry.pos:
-                self._drop(key)
+                self.drop(key)
                 if etype in RELOAD_EVENTS:
                     reload.append(key)
         elif etype == "ALLOC_WRITE_ID_EVENT":
@@ -741,4 +599,4 @@ class MetadataCache:
             if etype == "DROP_DATABASE":
                 for key in [k for k, e in self._entries.items()
                             if k[0] == db and ev.event_id > e.pos]:
-                    self._drop(key)
+                    self.drop(key)

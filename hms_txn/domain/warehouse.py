@@ -1,5 +1,11 @@
 """Default locations and directory housekeeping for managed databases, tables, partitions.
 
+Directories change only after the database transaction that makes them referenced (or
+unreferenced) has committed: a catalog change records what it needs in a ``FileChanges``
+and the service layer applies it once the commit is done, so a rolled-back change leaves
+the file system as it was and a committed one never points at a directory not made yet
+(a crash in between leaves at worst an empty or orphaned directory, never lost data).
+
 Locations are stored as Hadoop-style URIs (``file:/abs/path``), which is what the Java
 metastore hands back for a local warehouse and what Spark, Hive and pyiceberg all accept.
 Only local (``file``) locations are created or deleted here; locations on other file
@@ -11,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from dataclasses import dataclass, field
 
 # a location's directory on disk, or None when it is not local
 from orc_acid.layout import location_path as local_path
@@ -80,3 +87,20 @@ class Warehouse:
         if src and dst and os.path.exists(src):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.rename(src, dst)
+
+
+@dataclass
+class FileChanges:
+    """Directory changes a catalog change asks for, applied after its commit (in order:
+    creations, renames, deletions)."""
+    create: list[str] = field(default_factory=list)
+    rename: list[tuple[str, str]] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+
+    def apply(self, warehouse: "Warehouse") -> None:
+        for location in self.create:
+            warehouse.mkdirs(location)
+        for src, dst in self.rename:
+            warehouse.rename(src, dst)
+        for location in self.delete:
+            warehouse.delete(location)

@@ -15,7 +15,18 @@ from typing import Any, Callable
 
 from sqlalchemy import text
 
-from hms_txn.domain.catalog import Catalog
+from hms_txn.domain.cache import MetadataCache
+from hms_txn.domain.cache_source import CatalogSource
+from hms_txn.domain.databases import Databases
+from hms_txn.domain.dml_events import CatalogObjects, DmlEvents
+from hms_txn.domain.extension_cache import ExtensionCache
+from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
+from hms_txn.domain.partitions import Partitions
+from hms_txn.domain.tables import Tables
+from hms_txn.service.catalog import CatalogService
+from hms_txn.service.forwarding import ForwardingService, owned_methods
+from hms_txn.service.handler import Handler
+from hms_txn.service.notifications import NotificationService
 from hms_txn.common.config import Config
 from hms_txn.domain.txn import TxnManager
 from hms_txn.server.observability import Observability
@@ -44,11 +55,14 @@ class Metastore:
         self.schema_found = ensure_schema(self.store, auto_upgrade=config["hms_txn.schema.auto.upgrade"])
         self.warehouse = Warehouse(config.warehouse_dir(self.data_dir))
         os.makedirs(self.warehouse.root, exist_ok=True)
-        self.catalog = Catalog(self.store, self.warehouse, object_json=object_json)
-        self.catalog.ensure_default_database()
         # Every transaction the service layer runs goes through this unit of work; the
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)
+        # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
+        self.tables = Tables(self.warehouse, object_json)
+        self.partitions = Partitions(self.warehouse, object_json)
+        self.databases = Databases(self.warehouse, self.tables)
+        self.units.write(self.databases.ensure_default).apply(self.warehouse)
         # Transactions, write ids, locks, compaction queue.
         self.txns = TxnManager(config)
         self._serving = False
@@ -59,62 +73,45 @@ class Metastore:
         from hms_txn.domain.delegation_tokens import DelegationTokens
         self.tokens = DelegationTokens.from_config(self.store, config)
         self.observability = Observability()
-        # Notification calls and the metadata cache (hms_txn.notifications / hms_txn.cache).
-        from hms_txn.domain.cache import MetadataCache
-        from hms_txn.domain.notifications import NotificationLog
+        # The metadata cache and the notification calls; in extension mode both read the
+        # catalog from the upstream.
         if upstream is None:
-            self.notifications = NotificationLog(self.store, self.catalog)
-            self.cache = MetadataCache(self.store, self.catalog, config)
+            self.cache = MetadataCache(config, self.units.read, CatalogSource(self.units.read))
+            objects = CatalogObjects()
         else:
-            from hms_txn.domain.extension import ExtensionCache, ExtensionNotificationLog
-            self.notifications = ExtensionNotificationLog(self.store, self.catalog, upstream.tables)
-            self.cache = ExtensionCache(self.store, upstream.tables, config)
+            self.cache = ExtensionCache(config, self.units.read, upstream.tables)
+            objects = UpstreamObjects(upstream.tables)
+        self.notification_service = NotificationService(self.units, DmlEvents(objects, object_json))
+        self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
+                                              self.databases, self.tables, self.partitions)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
+        self._object_json = object_json
         self._threads: list[Any] = []
         self._stop = threading.Event()
 
-    def handler(self):
+    def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""
-        from hms_txn.service.catalog import CatalogCalls
         from hms_txn.service.fb303 import ServiceCalls
-        from hms_txn.service.handler import Handler
-        from hms_txn.service.notifications import NotificationCalls
         from hms_txn.service.tokens import TokenCalls
         legacy = []
-        catalog_cls = CatalogCalls
-        if self.upstream is not None:  # extension mode (docs/extension-mode.md)
-            from hms_txn.service.forwarding import ForwardingCalls
-            catalog_cls = ForwardingCalls
-        for cls in (ServiceCalls, catalog_cls, NotificationCalls, TokenCalls):
+        for cls in (ServiceCalls, TokenCalls):
             obj = cls.__new__(cls)
             obj.ms = self
             legacy.append(obj)
         services = [legacy[0], self.txn_service, self.lock_service, self.compaction_service,
-                    *legacy[1:]]
-        fallback = legacy[1] if self.upstream is not None else None
-        return Handler(services, fallback=fallback)
-
-    # Read paths the metadata cache answers from memory when it may (hms_txn.cache).
-    def get_table(self, db: str, name: str, *, valid_write_ids: str | None = None) -> dict:
-        return self.cache.get_table(db, name, valid_write_ids).doc
-
-    def read_table(self, db: str, name: str, *, valid_write_ids: str | None = None,
-                   require_write_ids: bool = False):
-        """Like ``get_table`` but returns a ``cache.TableRead`` (the doc and, on a hit, its
-        cache entry, on which the handler memoizes the converted Thrift struct)."""
-        return self.cache.get_table(db, name, valid_write_ids, require_write_ids=require_write_ids)
-
-    def read_database(self, name: str):
-        """A ``cache.DatabaseRead`` (the doc and, on a hit, its cache entry)."""
-        return self.cache.get_database(name)
-
-    def get_partitions_by_names(self, db: str, name: str, part_names, *,
-                                valid_write_ids: str | None = None):
-        return self.cache.get_partitions_by_names(db, name, part_names, valid_write_ids)
+                    self.notification_service, legacy[1]]
+        if self.upstream is None:
+            return Handler([*services, self.catalog_service])
+        # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
+        served = Handler(services).methods()
+        forwarding = ForwardingService(self.units, self.upstream, self.cache,
+                                       ForwardedEvents(self._object_json),
+                                       owned_methods(served))
+        return Handler([*services, forwarding], fallback=forwarding)
 
     def counters(self) -> dict[str, int]:
         """fb303 getCounters: the cache's, and those of the server's parts that add theirs

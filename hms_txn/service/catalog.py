@@ -1,14 +1,26 @@
-"""Thrift catalog calls: databases, tables, partitions, functions, configuration.
+"""Thrift catalog calls: databases, tables, partitions, functions, statistics.
 
-Each method unpacks its wire arguments, calls the domain (``self.ms``) and packs the
-answer; domain errors pass through to ``DeclaredErrors``, which maps them.
+Each method unpacks its wire arguments, runs the domain (``domain.catalog`` for reads,
+``domain.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
+answer; domain errors pass through to ``DeclaredErrors``, which maps them. Reads of one
+table or database go through the metadata cache. A change's directories are made or
+removed once it has committed (``warehouse.FileChanges``).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
+from hms_txn.domain import catalog, names
+from hms_txn.domain.cache import MetadataCache
+from hms_txn.domain.cache_entries import DatabaseRead, TableRead
+from hms_txn.domain.databases import Databases
+from hms_txn.domain.partitions import Partitions
+from hms_txn.domain.tables import Tables
+from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.encoded import EncodedStructs, encode
 from hms_txn.wire.codec import from_doc, to_doc
@@ -59,29 +71,42 @@ class _ConvertedMemo:
         return EncodedStructs([i[1] for i in items], [i[2] for i in items])
 
 
-_converted = _ConvertedMemo()
+converted = _ConvertedMemo()
 
 
-def _cached_table(read) -> t.Table:
-    """The Table struct of a ``cache.TableRead``; a cache hit re-uses the struct converted
-    for its entry (entries are immutable, and the struct is only ever serialized)."""
-    entry = read.entry
-    if entry is None:
+# What this layer derives from a cache entry's document (the converted struct, its
+# columns), for as long as the entry lives: entries are immutable, and what is kept is only
+# ever serialized.
+_entry_memos: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def entry_memo(entry: Any) -> dict:
+    """The memo of a cache entry (a new dict the first time)."""
+    memo = _entry_memos.get(entry)
+    if memo is None:
+        memo = _entry_memos.setdefault(entry, {})
+    return memo
+
+
+def cached_table(read: TableRead) -> t.Table:
+    """The Table struct of a ``TableRead``; a cache hit re-uses its entry's struct."""
+    if read.entry is None:
         return _table(read.doc)
-    table = entry.wire.get("Table")
+    memo = entry_memo(read.entry)
+    table = memo.get("Table")
     if table is None:
-        table = entry.wire["Table"] = _table(read.doc)
+        table = memo["Table"] = _table(read.doc)
     return table
 
 
-def _cached_database(read) -> t.Database:
-    """The Database struct of a ``cache.DatabaseRead``, memoized on its entry as tables are."""
-    entry = read.entry
-    if entry is None:
+def _cached_database(read: DatabaseRead) -> t.Database:
+    """The Database struct of a ``DatabaseRead``, memoized as tables are."""
+    if read.entry is None:
         return from_doc(t.Database, read.doc)
-    database = entry.wire.get("Database")
+    memo = entry_memo(read.entry)
+    database = memo.get("Database")
     if database is None:
-        database = entry.wire["Database"] = from_doc(t.Database, read.doc)
+        database = memo["Database"] = from_doc(t.Database, read.doc)
     return database
 
 
@@ -89,37 +114,57 @@ def _limit(max_parts: int | None) -> int:
     return -1 if max_parts is None or max_parts < 0 else max_parts
 
 
-class CatalogCalls:
-    ms: Any
+class CatalogService:
+    """Databases, tables and partitions."""
+
+    def __init__(self, units: UnitOfWork, cache: MetadataCache, warehouse: Warehouse,
+                 databases: Databases, tables: Tables, partitions: Partitions):
+        self.units = units
+        self.cache = cache
+        self.warehouse = warehouse
+        self.databases = databases
+        self.tables = tables
+        self.partitions = partitions
+
+    def _apply(self, files: FileChanges) -> None:
+        """Make a committed change's directories (see ``warehouse.FileChanges``)."""
+        files.apply(self.warehouse)
+
+    def _applied(self, result: tuple[list[dict], FileChanges]) -> list[dict]:
+        docs, files = result
+        files.apply(self.warehouse)
+        return docs
 
     # ---------------------------------------------------------------- databases
 
     def create_database(self, database):
-        self.ms.catalog.create_database(to_doc(database))
+        self._apply(self.units.write(lambda c: self.databases.create(c, to_doc(database))))
 
+    @policy(route=Route.INLINE)
     def get_database(self, name):
-        return _cached_database(self.ms.read_database(name))
+        return _cached_database(self.cache.get_database(name))
 
+    @policy(route=Route.INLINE)
     def get_database_req(self, request):
         return self.get_database(request.name)
 
     def get_databases(self, pattern):
-        return self.ms.catalog.list_databases(pattern)
+        return self.units.read(lambda c: catalog.list_databases(c, pattern))
 
     def get_all_databases(self):
-        return self.ms.catalog.list_databases()
+        return self.units.read(lambda c: catalog.list_databases(c, ))
 
     def alter_database(self, dbname, db):
-        self.ms.catalog.alter_database(dbname, to_doc(db))
+        self.units.write(lambda c: self.databases.alter(c, dbname, to_doc(db)))
 
     def drop_database(self, name, deleteData, cascade):
-        self.ms.catalog.drop_database(name, delete_data=bool(deleteData), cascade=bool(cascade))
+        self._apply(self.units.write(lambda c: self.databases.drop(c, name, delete_data=bool(deleteData), cascade=bool(cascade))))
 
     def drop_database_req(self, req):
         from hms_txn.common.errors import NoSuchObject
         try:
-            self.ms.catalog.drop_database(req.name, delete_data=bool(req.deleteData),
-                                          cascade=bool(req.cascade))
+            self._apply(self.units.write(lambda c: self.databases.drop(c, req.name, delete_data=bool(req.deleteData),
+                                          cascade=bool(req.cascade))))
         except NoSuchObject:
             if not req.ignoreUnknownDb:
                 raise
@@ -127,7 +172,7 @@ class CatalogCalls:
     # ---------------------------------------------------------------- tables
 
     def create_table(self, tbl):
-        self.ms.catalog.create_table(to_doc(tbl))
+        self._apply(self.units.write(lambda c: self.tables.create(c, to_doc(tbl))))
 
     def create_table_with_environment_context(self, tbl, environment_context):
         self.create_table(tbl)
@@ -135,35 +180,37 @@ class CatalogCalls:
     def create_table_req(self, request):
         self.create_table(request.table)
 
+    @policy(route=Route.INLINE)
     def get_table(self, dbname, tbl_name):
-        return _cached_table(self.ms.read_table(dbname, tbl_name))
+        return cached_table(self.cache.get_table(dbname, tbl_name))
 
+    @policy(route=Route.INLINE)
     def get_table_req(self, req):
-        read = self.ms.read_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList,
+        read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                   require_write_ids=True)
-        return t.GetTableResult(table=_cached_table(read), isStatsCompliant=False)
+        return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
 
     def get_table_objects_by_name(self, dbname, tbl_names):
-        return [_table(d) for d in self.ms.catalog.get_tables(dbname, tbl_names or [])]
+        return [_table(d) for d in self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))]
 
     def get_table_objects_by_name_req(self, req):
-        docs = self.ms.catalog.get_tables(req.dbName, req.tblNames)
+        docs = self.units.read(lambda c: catalog.get_tables(c, req.dbName, req.tblNames))
         if req.tablesPattern:
             from hms_txn.domain.names import matches
             docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
         return t.GetTablesResult(tables=[_table(d) for d in docs])
 
     def get_tables(self, db_name, pattern):
-        return self.ms.catalog.list_tables(db_name, pattern, empty_matches_all=False)
+        return self.units.read(lambda c: catalog.list_tables(c, db_name, pattern, empty_matches_all=False))
 
     def get_all_tables(self, db_name):
-        return self.ms.catalog.list_tables(db_name)
+        return self.units.read(lambda c: catalog.list_tables(c, db_name))
 
     def get_tables_by_type(self, db_name, pattern, tableType):
-        return self.ms.catalog.list_tables(db_name, pattern, tableType or None)
+        return self.units.read(lambda c: catalog.list_tables(c, db_name, pattern, tableType or None))
 
     def get_table_meta(self, db_patterns, tbl_patterns, tbl_types):
-        return [t.TableMeta(**m) for m in self.ms.catalog.list_table_meta(db_patterns, tbl_patterns, tbl_types)]
+        return [t.TableMeta(**m) for m in self.units.read(lambda c: catalog.list_table_meta(c, db_patterns, tbl_patterns, tbl_types))]
 
     def get_fields(self, db_name, table_name):
         return self.get_schema_cols(db_name, table_name, with_keys=False)
@@ -178,31 +225,31 @@ class CatalogCalls:
         return self.get_schema(db_name, table_name)
 
     def get_schema_cols(self, db_name, table_name, *, with_keys: bool):
-        doc = self.ms.catalog.get_table(db_name, table_name)
+        doc = self.units.read(lambda c: catalog.get_table(c, db_name, table_name))
         cols = list((doc.get("sd") or {}).get("cols") or [])
         if with_keys:
             cols += doc.get("partitionKeys") or []
         return [from_doc(t.FieldSchema, c) for c in cols]
 
     def alter_table(self, dbname, tbl_name, new_tbl):
-        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl))
+        self._apply(self.units.write(lambda c: self.tables.alter(c, dbname, tbl_name, to_doc(new_tbl))))
 
     def alter_table_with_environment_context(self, dbname, tbl_name, new_tbl, environment_context):
         props = (environment_context.properties or {}) if environment_context else {}
         cascade = str(props.get("CASCADE", "")).lower() == "true"
-        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl), cascade=cascade)
+        self._apply(self.units.write(lambda c: self.tables.alter(c, dbname, tbl_name, to_doc(new_tbl), cascade=cascade)))
 
     def alter_table_with_cascade(self, dbname, tbl_name, new_tbl, cascade):
-        self.ms.catalog.alter_table(dbname, tbl_name, to_doc(new_tbl), cascade=bool(cascade))
+        self._apply(self.units.write(lambda c: self.tables.alter(c, dbname, tbl_name, to_doc(new_tbl), cascade=bool(cascade))))
 
     def alter_table_req(self, req):
         props = (req.environmentContext.properties or {}) if req.environmentContext else {}
         cascade = str(props.get("CASCADE", "")).lower() == "true"
-        self.ms.catalog.alter_table(req.dbName, req.tableName, to_doc(req.table), cascade=cascade)
+        self._apply(self.units.write(lambda c: self.tables.alter(c, req.dbName, req.tableName, to_doc(req.table), cascade=cascade)))
         return t.AlterTableResponse()
 
     def drop_table(self, dbname, name, deleteData):
-        self.ms.catalog.drop_table(dbname, name, delete_data=bool(deleteData))
+        self._apply(self.units.write(lambda c: self.tables.drop(c, dbname, name, delete_data=bool(deleteData))))
 
     def drop_table_with_environment_context(self, dbname, name, deleteData, environment_context):
         self.drop_table(dbname, name, deleteData)
@@ -210,7 +257,7 @@ class CatalogCalls:
     # ---------------------------------------------------------------- partitions
 
     def add_partition(self, new_part):
-        docs = self.ms.catalog.add_partitions(new_part.dbName, new_part.tableName, [to_doc(new_part)])
+        docs = self._applied(self.units.write(lambda c: self.partitions.add(c, new_part.dbName, new_part.tableName, [to_doc(new_part)])))
         return _partition(docs[0])
 
     def add_partition_with_environment_context(self, new_part, environment_context):
@@ -220,20 +267,20 @@ class CatalogCalls:
         if not new_parts:
             return 0
         first = new_parts[0]
-        return len(self.ms.catalog.add_partitions(first.dbName, first.tableName,
-                                                  [to_doc(p) for p in new_parts]))
+        return len(self._applied(self.units.write(lambda c: self.partitions.add(c, first.dbName, first.tableName,
+                                                  [to_doc(p) for p in new_parts]))))
 
     def add_partitions_req(self, request):
-        docs = self.ms.catalog.add_partitions(request.dbName, request.tblName,
+        docs = self._applied(self.units.write(lambda c: self.partitions.add(c, request.dbName, request.tblName,
                                               [to_doc(p) for p in request.parts or []],
-                                              if_not_exists=bool(request.ifNotExists))
+                                              if_not_exists=bool(request.ifNotExists))))
         if request.needResult is False:
             return t.AddPartitionsResult()
         return t.AddPartitionsResult(partitions=[_partition(d) for d in docs])
 
     def append_partition(self, db_name, tbl_name, part_vals):
         part = {"dbName": db_name, "tableName": tbl_name, "values": list(part_vals or [])}
-        return _partition(self.ms.catalog.add_partitions(db_name, tbl_name, [part])[0])
+        return _partition(self._applied(self.units.write(lambda c: self.partitions.add(c, db_name, tbl_name, [part])))[0])
 
     def append_partition_with_environment_context(self, db_name, tbl_name, part_vals, environment_context):
         return self.append_partition(db_name, tbl_name, part_vals)
@@ -242,7 +289,7 @@ class CatalogCalls:
         """Values of ``k1=v1/k2=v2`` names, checked against the table's partition keys
         (a name with other keys is refused, as by the Java metastore)."""
         from hms_txn.domain.names import partition_values_from_name
-        keys = [k["name"].lower() for k in self.ms.catalog.get_table(db_name, tbl_name).get("partitionKeys") or []]
+        keys = [k["name"].lower() for k in self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name)).get("partitionKeys") or []]
         return [partition_values_from_name(keys, n) for n in part_names]
 
     def append_partition_by_name(self, db_name, tbl_name, part_name):
@@ -253,7 +300,7 @@ class CatalogCalls:
         return self.append_partition_by_name(db_name, tbl_name, part_name)
 
     def get_partition(self, db_name, tbl_name, part_vals):
-        return _partition(self.ms.catalog.get_partition(db_name, tbl_name, list(part_vals or [])))
+        return _partition(self.units.read(lambda c: catalog.get_partition(c, db_name, tbl_name, list(part_vals or []))))
 
     def get_partition_req(self, req):
         return t.GetPartitionResponse(partition=self.get_partition(req.dbName, req.tblName, req.partVals))
@@ -262,14 +309,14 @@ class CatalogCalls:
         return self.get_partition(db_name, tbl_name, part_vals)
 
     def get_partition_by_name(self, db_name, tbl_name, part_name):
-        return _partition(self.ms.catalog.get_partition_by_name(db_name, tbl_name, part_name))
+        return _partition(self.units.read(lambda c: catalog.get_partition_by_name(c, db_name, tbl_name, part_name)))
 
     def _partitions(self, db_name, tbl_name, **kwargs) -> list[t.Partition]:
-        _, rows = self.ms.catalog.list_partitions(db_name, tbl_name, **kwargs)
+        _, rows = self.units.read(lambda c: catalog.list_partitions(c, db_name, tbl_name, **kwargs))
         return [_partition(d) for _, d in rows]
 
     def _partition_names(self, db_name, tbl_name, **kwargs) -> list[str]:
-        _, rows = self.ms.catalog.list_partitions(db_name, tbl_name, **kwargs)
+        _, rows = self.units.read(lambda c: catalog.list_partitions(c, db_name, tbl_name, **kwargs))
         return [name for name, _ in rows]
 
     def get_partitions(self, db_name, tbl_name, max_parts):
@@ -307,25 +354,25 @@ class CatalogCalls:
         return self._partitions(db_name, tbl_name, limit=_limit(max_parts), filter_text=filter or "")
 
     def get_num_partitions_by_filter(self, db_name, tbl_name, filter):
-        return self.ms.catalog.count_partitions_by_filter(db_name, tbl_name, filter or "")
+        return self.units.read(lambda c: catalog.count_partitions_by_filter(c, db_name, tbl_name, filter or ""))
 
     def get_partitions_by_names(self, db_name, tbl_name, names):
-        _, rows = self.ms.get_partitions_by_names(db_name, tbl_name, list(names or []))
-        return _converted.partitions(d for _, d in rows)
+        _, rows = self.cache.get_partitions_by_names(db_name, tbl_name, list(names or []))
+        return converted.partitions(d for _, d in rows)
 
     def get_partitions_by_names_req(self, req):
-        _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
+        _, rows = self.cache.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
                                                   valid_write_ids=req.validWriteIdList)
-        return t.GetPartitionsByNamesResult(partitions=[_converted.partition(d) for _, d in rows])
+        return t.GetPartitionsByNamesResult(partitions=[converted.partition(d) for _, d in rows])
 
     def alter_partition(self, db_name, tbl_name, new_part):
-        self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(new_part)])
+        self.units.write(lambda c: self.partitions.alter(c, db_name, tbl_name, [to_doc(new_part)]))
 
     def alter_partition_with_environment_context(self, db_name, tbl_name, new_part, environment_context):
         self.alter_partition(db_name, tbl_name, new_part)
 
     def alter_partitions(self, db_name, tbl_name, new_parts):
-        self.ms.catalog.alter_partitions(db_name, tbl_name, [to_doc(p) for p in new_parts or []])
+        self.units.write(lambda c: self.partitions.alter(c, db_name, tbl_name, [to_doc(p) for p in new_parts or []]))
 
     def alter_partitions_with_environment_context(self, db_name, tbl_name, new_parts, environment_context):
         self.alter_partitions(db_name, tbl_name, new_parts)
@@ -335,11 +382,11 @@ class CatalogCalls:
         return t.AlterPartitionsResponse()
 
     def rename_partition(self, db_name, tbl_name, part_vals, new_part):
-        self.ms.catalog.rename_partition(db_name, tbl_name, list(part_vals or []), to_doc(new_part))
+        self._apply(self.units.write(lambda c: self.partitions.rename(c, db_name, tbl_name, list(part_vals or []), to_doc(new_part))))
 
     def drop_partition(self, db_name, tbl_name, part_vals, deleteData):
-        self.ms.catalog.drop_partitions(db_name, tbl_name, [list(part_vals or [])],
-                                        delete_data=bool(deleteData))
+        self._applied(self.units.write(lambda c: self.partitions.drop(c, db_name, tbl_name, [list(part_vals or [])],
+                                        delete_data=bool(deleteData))))
         return True
 
     def drop_partition_with_environment_context(self, db_name, tbl_name, part_vals, deleteData,
@@ -359,18 +406,18 @@ class CatalogCalls:
         if req.parts is None or req.parts.names is None:
             raise Unsupported("drop_partitions_req supports partition names only, not expressions")
         values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
-        dropped = self.ms.catalog.drop_partitions(
+        dropped = self._applied(self.units.write(lambda c: self.partitions.drop(c, 
             req.dbName, req.tblName, values,
-            delete_data=req.deleteData is not False, if_exists=bool(req.ifExists))
+            delete_data=req.deleteData is not False, if_exists=bool(req.ifExists))))
         if req.needResult is False:
             return t.DropPartitionsResult()
         return t.DropPartitionsResult(partitions=[_partition(d) for d in dropped])
 
     def partition_name_to_vals(self, part_name):
-        return self.ms.catalog.partition_names_to_values(part_name)
+        return [v for _, v in names.split_partition_name(part_name)]
 
     def partition_name_to_spec(self, part_name):
-        return self.ms.catalog.partition_name_to_spec(part_name)
+        return dict(names.split_partition_name(part_name))
 
     def partition_name_has_valid_characters(self, part_vals, throw_exception):
         return True
@@ -385,15 +432,15 @@ class CatalogCalls:
 
     def get_table_column_statistics(self, db_name, tbl_name, col_name):
         from hms_txn.common.errors import NoSuchObject
-        self.ms.catalog.get_table(db_name, tbl_name)
+        self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name))
         raise NoSuchObject(f"no statistics for column {col_name} of table {db_name}.{tbl_name}")
 
     def get_table_statistics_req(self, request):
-        self.ms.catalog.get_table(request.dbName, request.tblName)
+        self.units.read(lambda c: catalog.get_table(c, request.dbName, request.tblName))
         return t.TableStatsResult(tableStats=[], isStatsCompliant=False)
 
     def get_partitions_statistics_req(self, request):
-        self.ms.catalog.get_table(request.dbName, request.tblName)
+        self.units.read(lambda c: catalog.get_table(c, request.dbName, request.tblName))
         return t.PartitionsStatsResult(partStats={}, isStatsCompliant=False)
 
     def get_aggr_stats_for(self, request):

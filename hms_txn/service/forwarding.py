@@ -33,20 +33,17 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from typing import Any
 
 from thrift.Thrift import TApplicationException
 
 from hms_txn.domain import names
-from hms_txn.domain.extension import UpstreamAnswer
+from hms_txn.domain.extension_cache import ExtensionCache
+from hms_txn.domain.extension_events import ForwardedEvents
+from hms_txn.domain.upstream_catalog import UpstreamAnswer
+from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
-from hms_txn.service.catalog import _cached_table, _converted
-from hms_txn.service.notifications import NotificationCalls
-from hms_txn.service.fb303 import ServiceCalls
-from hms_txn.service.tokens import TokenCalls
-from hms_txn.service.locks import CompactionService, LockService
-from hms_txn.service.transactions import TxnService
+from hms_txn.service.catalog import cached_table, converted, entry_memo
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -58,15 +55,13 @@ _OWNED_PATTERN = re.compile(
     r"worker|hadoop_jobid|^mark_|min_history|columns_with_stats", re.I)
 
 
-def _owned() -> frozenset[str]:
-    mine = {m for cls in (TxnService, LockService, CompactionService, NotificationCalls, ServiceCalls,
-                              TokenCalls) for m in vars(cls)
-            if not m.startswith("_")}
+def owned_methods(served: frozenset[str]) -> frozenset[str]:
+    """What extension mode never forwards: the methods our own services serve
+    (``served``) and every method of the transaction, lock, compaction and notification
+    families, implemented or not."""
     idl = {m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_")}
-    return frozenset(mine | {m for m in idl if _OWNED_PATTERN.search(m)})
+    return frozenset(served | {m for m in idl if _OWNED_PATTERN.search(m)})
 
-
-OWNED = _owned()
 _IDL = frozenset(m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_"))
 _STATS_WRITES = {"update_table_column_statistics", "update_partition_column_statistics",
                  "delete_table_column_statistics", "delete_partition_column_statistics"}
@@ -86,24 +81,32 @@ _SERDES_WITH_METASTORE_SCHEMA = frozenset({
 
 
 def _partitions_of(rows):
-    return _converted.partitions(d for _, d in rows)
+    return converted.partitions(d for _, d in rows)
 
 
 def _names_of(rows):
     return [n for n, _ in rows]
 
 
-def forwarded_methods() -> list[str]:
-    return sorted(_IDL - OWNED)
+class ForwardingService:
+    """The catalog of extension mode (see the module docstring); ``owned`` names the
+    methods never forwarded (``owned_methods``)."""
 
+    def __init__(self, units: UnitOfWork, upstream, cache: ExtensionCache,
+                 events: ForwardedEvents, owned: frozenset[str]):
+        self.units = units
+        self.upstream = upstream          # clients.upstream.UpstreamPool
+        self.cache = cache
+        self.events = events
+        self.owned = owned
 
-class ForwardingCalls:
-    ms: Any
+    def forwarded_methods(self) -> list[str]:
+        return sorted(_IDL - self.owned)
 
     def __getattr__(self, method: str):
-        if method.startswith("_") or method in OWNED or method not in _IDL:
+        if method.startswith("_") or method in self.owned or method not in _IDL:
             raise AttributeError(method)
-        up = self.ms.upstream.call
+        up = self.upstream.call
         if method in _STATS_WRITES:
             def forward(*args):
                 result = up(method, *args)
@@ -118,11 +121,11 @@ class ForwardingCalls:
     # ---------------------------------------------------------------- helpers
 
     def _up(self, method: str, *args):
-        return self.ms.upstream.call(method, *args)
+        return self.upstream.call(method, *args)
 
     def _up_or(self, method: str, args: tuple, fallback):
         """``method`` on the upstream, or ``fallback()`` when the upstream does not know it."""
-        missing = self.ms.upstream.__dict__.setdefault("missing_methods", set())
+        missing = self.upstream.missing_methods
         if method not in missing:
             try:
                 return self._up(method, *args)
@@ -137,23 +140,23 @@ class ForwardingCalls:
         failure here must not fail the call: the table is dropped from this process's cache
         and other processes see the change within the cache TTL."""
         try:
-            fn(*args)
+            self.units.write(lambda conn: fn(conn, *args))
         except Exception:
             log.warning("extension mode: could not log %s of %s.%s in the notification log",
                         what, db, table, exc_info=True)
             if db and evict:
-                self.ms.cache.invalidate(db, table)
+                self.cache.invalidate(db, table)
 
     def _fetch_table(self, db: str, name: str) -> dict | None:
         try:
-            return self.ms.upstream.tables.get_table(db, name)
+            return self.upstream.tables.get_table(db, name)
         except Exception:
             return None
 
     def _table_doc(self, db: str, name: str) -> dict | None:
         """The table for an event message (cache first)."""
         try:
-            return self.ms.get_table(db, name)
+            return self.cache.get_table(db, name).doc
         except Exception:
             return None
 
@@ -165,33 +168,33 @@ class ForwardingCalls:
         else:
             db, table = args[0], args[1]
         if db and table:
-            self.ms.cache.invalidate(db, table)
+            self.cache.invalidate(db, table)
 
     # ---------------------------------------------------------------- databases
 
     def create_database(self, database):
         self._up("create_database", database)
-        self.ms.cache.databases.invalidate(database.name)
-        self._record("CREATE_DATABASE", database.name, None, self.ms.notifications.database_changed,
+        self.cache.databases.invalidate(database.name)
+        self._record("CREATE_DATABASE", database.name, None, self.events.database_changed,
                      "CREATE_DATABASE", database.name)
 
     def alter_database(self, dbname, db):
         self._up("alter_database", dbname, db)
-        self.ms.cache.databases.invalidate(dbname)
-        self._record("ALTER_DATABASE", dbname, None, self.ms.notifications.database_changed,
+        self.cache.databases.invalidate(dbname)
+        self._record("ALTER_DATABASE", dbname, None, self.events.database_changed,
                      "ALTER_DATABASE", dbname)
 
     def drop_database(self, name, deleteData, cascade):
         self._up("drop_database", name, deleteData, cascade)
-        self.ms.cache.invalidate(name, None)
-        self._record("DROP_DATABASE", name, None, self.ms.notifications.database_changed,
+        self.cache.invalidate(name, None)
+        self._record("DROP_DATABASE", name, None, self.events.database_changed,
                      "DROP_DATABASE", name)
 
     # Database reads come from the upstream through a TTL cache (extension.UpstreamDatabases):
     # forwarding these tiny, frequent calls would double their latency.
 
     def get_database(self, name):
-        cache = self.ms.cache
+        cache = self.cache
         if not cache.enabled:
             return self._up("get_database", name)
         doc, memo = cache.databases.get(name)
@@ -204,15 +207,15 @@ class ForwardingCalls:
         return self.get_database(request.name)
 
     def get_all_databases(self):
-        if not self.ms.cache.enabled:
+        if not self.cache.enabled:
             return self._up("get_all_databases")
-        return self.ms.cache.databases.names()
+        return self.cache.databases.names()
 
     def get_databases(self, pattern):
         # A catalog-qualified pattern (Hive 3's "@cat#...") is the upstream's business.
-        if not self.ms.cache.enabled or (pattern or "").startswith("@"):
+        if not self.cache.enabled or (pattern or "").startswith("@"):
             return self._up("get_databases", pattern)
-        return [n for n in self.ms.cache.databases.names()
+        return [n for n in self.cache.databases.names()
                 if names.matches(pattern, n, empty_matches_all=False)]
 
     def drop_database_req(self, req):
@@ -225,12 +228,12 @@ class ForwardingCalls:
     # ---------------------------------------------------------------- tables: reads
 
     def get_table(self, dbname, tbl_name):
-        return _cached_table(self.ms.read_table(dbname, tbl_name))
+        return cached_table(self.cache.get_table(dbname, tbl_name))
 
     def get_table_req(self, req):
-        read = self.ms.read_table(req.dbName, req.tblName, valid_write_ids=req.validWriteIdList,
-                                  require_write_ids=True)
-        return t.GetTableResult(table=_cached_table(read), isStatsCompliant=False)
+        read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
+                                    require_write_ids=True)
+        return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
 
     def get_table_objects_by_name_req(self, req):
         tables = self._up("get_table_objects_by_name", req.dbName, list(req.tblNames or []))
@@ -245,13 +248,13 @@ class ForwardingCalls:
     # which only the upstream can do, so those calls are forwarded.
 
     def _columns(self, method: str, db, table, env, *, with_keys: bool):
-        read = self.ms.read_table(db, table)
+        read = self.cache.get_table(db, table)
         serde = ((read.doc.get("sd") or {}).get("serdeInfo") or {}).get("serializationLib")
         if serde and serde not in _SERDES_WITH_METASTORE_SCHEMA:
             return self._up(method, db, table, env) if env is not None else \
                 self._up(method.replace("_with_environment_context", ""), db, table)
         key = "Schema" if with_keys else "Fields"
-        memo = read.entry.wire if read.entry is not None else {}
+        memo = entry_memo(read.entry) if read.entry is not None else {}
         cols = memo.get(key)
         if cols is None:
             docs = list((read.doc.get("sd") or {}).get("cols") or [])
@@ -289,24 +292,24 @@ class ForwardingCalls:
     # ---------------------------------------------------------------- tables: changes
 
     def _created(self, db: str, name: str) -> None:
-        self.ms.cache.databases.invalidate_tables(db)
+        self.cache.databases.invalidate_tables(db)
         doc = self._fetch_table(db, name)
         if doc is None:
-            self.ms.cache.invalidate(db, name)
+            self.cache.invalidate(db, name)
             return
-        self._record("CREATE_TABLE", db, name, self.ms.notifications.table_created, doc)
+        self._record("CREATE_TABLE", db, name, self.events.table_created, doc)
 
     # Table names come through the same read-through cache as databases.
 
     def get_all_tables(self, db_name):
-        if not self.ms.cache.enabled:
+        if not self.cache.enabled:
             return self._up("get_all_tables", db_name)
-        return self.ms.cache.databases.table_names(db_name)
+        return self.cache.databases.table_names(db_name)
 
     def get_tables(self, db_name, pattern):
-        if not self.ms.cache.enabled or (db_name or "").startswith("@"):
+        if not self.cache.enabled or (db_name or "").startswith("@"):
             return self._up("get_tables", db_name, pattern)
-        return [n for n in self.ms.cache.databases.table_names(db_name)
+        return [n for n in self.cache.databases.table_names(db_name)
                 if names.matches(pattern, n, empty_matches_all=False)]
 
     def create_table(self, tbl):
@@ -340,11 +343,11 @@ class ForwardingCalls:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
         self._up(method, dbname, tbl_name, new_tbl, *rest)
-        self.ms.cache.databases.invalidate_tables(dbname)
+        self.cache.databases.invalidate_tables(dbname)
         if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():
-            self.ms.cache.databases.invalidate_tables(new_tbl.dbName)
+            self.cache.databases.invalidate_tables(new_tbl.dbName)
         after = self._fetch_table(new_tbl.dbName or dbname, new_tbl.tableName or tbl_name)
-        self._record("ALTER_TABLE", dbname, tbl_name, self.ms.notifications.table_altered, dbname, tbl_name,
+        self._record("ALTER_TABLE", dbname, tbl_name, self.events.table_altered, dbname, tbl_name,
                      before, after)
 
     def alter_table(self, dbname, tbl_name, new_tbl):
@@ -365,8 +368,8 @@ class ForwardingCalls:
     def _drop_table(self, method: str, dbname, name, *rest):
         before = self._fetch_table(dbname, name)
         self._up(method, dbname, name, *rest)
-        self.ms.cache.databases.invalidate_tables(dbname)
-        self._record("DROP_TABLE", dbname, name, self.ms.notifications.table_dropped, dbname, name, before)
+        self.cache.databases.invalidate_tables(dbname)
+        self._record("DROP_TABLE", dbname, name, self.events.table_dropped, dbname, name, before)
 
     def drop_table(self, dbname, name, deleteData):
         self._drop_table("drop_table", dbname, name, deleteData)
@@ -379,7 +382,7 @@ class ForwardingCalls:
 
     def _parts_added(self, db: str, name: str, parts) -> None:
         table = self._table_doc(db, name) or {"dbName": names.lower(db), "tableName": names.lower(name)}
-        self._record("ADD_PARTITION", db, name, self.ms.notifications.partitions_added, table,
+        self._record("ADD_PARTITION", db, name, self.events.partitions_added, table,
                      [to_doc(p) for p in parts])
 
     def add_partition(self, new_part):
@@ -416,7 +419,7 @@ class ForwardingCalls:
     def add_partitions_pspec(self, new_parts):
         count = self._up("add_partitions_pspec", new_parts)
         for spec in new_parts or []:
-            self.ms.cache.invalidate(spec.dbName, spec.tableName)
+            self.cache.invalidate(spec.dbName, spec.tableName)
         return count
 
     def append_partition(self, db_name, tbl_name, part_vals):
@@ -454,7 +457,7 @@ class ForwardingCalls:
         ``with_auth``: the *_with_auth reads, which add the caller's privileges to each
         partition when the table has PARTITION_LEVEL_PRIVILEGE=true; then the upstream
         answers."""
-        cache = self.ms.cache
+        cache = self.cache
         if not cache.enabled:
             return None
         return cache.select(db, tbl, with_auth=with_auth, **how)
@@ -477,7 +480,7 @@ class ForwardingCalls:
 
     def _one(self, db, tbl, name_of):
         """A partition from the cache (None: ask the upstream, for its own answer)."""
-        cache = self.ms.cache
+        cache = self.cache
         if not cache.enabled:
             return None
         found = cache.partitions(db, tbl)
@@ -486,7 +489,7 @@ class ForwardingCalls:
         table, listing = found
         name = name_of(table)
         doc = listing.index.get(name) if name is not None else None
-        return None if doc is None else _converted.partition(doc)
+        return None if doc is None else converted.partition(doc)
 
     @staticmethod
     def _name_of_values(values):
@@ -514,7 +517,7 @@ class ForwardingCalls:
         rows = self._select(db_name, tbl_name, limit=max_parts)
         if rows is None:
             return self._up("get_partitions", db_name, tbl_name, max_parts)
-        return _converted.partitions(d for _, d in rows)
+        return converted.partitions(d for _, d in rows)
 
     def get_partitions_req(self, req):
         max_parts = -1 if req.maxParts is None else req.maxParts
@@ -544,7 +547,7 @@ class ForwardingCalls:
         if rows is None:
             return self._up("get_partitions_with_auth", db_name, tbl_name, max_parts, user_name,
                             group_names)
-        return _converted.partitions(d for _, d in rows)
+        return converted.partitions(d for _, d in rows)
 
     def get_partitions_ps_with_auth(self, db_name, tbl_name, part_vals, max_parts, user_name,
                                     group_names):
@@ -565,7 +568,7 @@ class ForwardingCalls:
         rows = self._select(db_name, tbl_name, limit=max_parts, filter_text=filter or "")
         if rows is None:
             return self._up("get_partitions_by_filter", db_name, tbl_name, filter, max_parts)
-        return _converted.partitions(d for _, d in rows)
+        return converted.partitions(d for _, d in rows)
 
     def get_num_partitions_by_filter(self, db_name, tbl_name, filter):
         rows = self._select(db_name, tbl_name, filter_text=filter or "")
@@ -577,11 +580,11 @@ class ForwardingCalls:
         rows = self._select(db_name, tbl_name, part_names=list(names or []))
         if rows is None:
             return self._up("get_partitions_by_names", db_name, tbl_name, names)
-        return _converted.partitions(d for _, d in rows)
+        return converted.partitions(d for _, d in rows)
 
     def get_partitions_by_names_req(self, req):
         if req.validWriteIdList:
-            _, rows = self.ms.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
+            _, rows = self.cache.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []),
                                                       valid_write_ids=req.validWriteIdList)
             parts = [from_doc(t.Partition, d) for _, d in rows]
         else:
@@ -589,7 +592,7 @@ class ForwardingCalls:
         return t.GetPartitionsByNamesResult(partitions=list(parts))
 
     def _parts_altered(self, db, name, parts) -> None:
-        self._record("ALTER_PARTITION", db, name, self.ms.notifications.partitions_altered, db, name,
+        self._record("ALTER_PARTITION", db, name, self.events.partitions_altered, db, name,
                      [to_doc(p) for p in parts or []])
 
     @staticmethod
@@ -636,7 +639,7 @@ class ForwardingCalls:
         return t.RenamePartitionResponse()
 
     def _parts_dropped(self, db, name, values_list) -> None:
-        self._record("DROP_PARTITION", db, name, self.ms.notifications.partitions_dropped, db, name,
+        self._record("DROP_PARTITION", db, name, self.events.partitions_dropped, db, name,
                      [list(v) for v in values_list], self._table_doc(db, name))
 
     def drop_partition(self, db_name, tbl_name, part_vals, deleteData):
@@ -685,16 +688,16 @@ class ForwardingCalls:
                            dest_table_name):
         result = self._up("exchange_partition", partitionSpecs, source_db, source_table_name,
                           dest_db, dest_table_name)
-        self.ms.cache.invalidate(source_db, source_table_name)
-        self.ms.cache.invalidate(dest_db, dest_table_name)
+        self.cache.invalidate(source_db, source_table_name)
+        self.cache.invalidate(dest_db, dest_table_name)
         return result
 
     def exchange_partitions(self, partitionSpecs, source_db, source_table_name, dest_db,
                             dest_table_name):
         result = self._up("exchange_partitions", partitionSpecs, source_db, source_table_name,
                           dest_db, dest_table_name)
-        self.ms.cache.invalidate(source_db, source_table_name)
-        self.ms.cache.invalidate(dest_db, dest_table_name)
+        self.cache.invalidate(source_db, source_table_name)
+        self.cache.invalidate(dest_db, dest_table_name)
         return result
 
     def set_aggr_stats_for(self, request):
@@ -702,7 +705,7 @@ class ForwardingCalls:
         for stats in request.colStats or []:
             desc = stats.statsDesc
             if desc is not None and desc.dbName and desc.tableName:
-                self.ms.cache.invalidate(desc.dbName, desc.tableName)
+                self.cache.invalidate(desc.dbName, desc.tableName)
         return result
 
     # ---------------------------------------------------------------- functions
@@ -711,7 +714,7 @@ class ForwardingCalls:
     # "does not exist" answer is the upstream's own.
 
     def _functions(self):
-        return self.ms.cache.functions.snapshot() if self.ms.cache.enabled else None
+        return self.cache.functions.snapshot() if self.cache.enabled else None
 
     def get_functions(self, dbName, pattern):
         snap = None if (dbName or "").startswith("@") else self._functions()
@@ -740,8 +743,8 @@ class ForwardingCalls:
         return rsp
 
     def _function_changed(self, event_type: str, db, name, func) -> None:
-        self.ms.cache.functions.invalidate()
-        self._record(event_type, db, name, self.ms.notifications.function_changed, event_type,
+        self.cache.functions.invalidate()
+        self._record(event_type, db, name, self.events.function_changed, event_type,
                      db or "", name or "", to_doc(func) if func is not None else None, evict=False)
 
     def create_function(self, func):

@@ -50,6 +50,10 @@ class Handler:
             raise AttributeError(method)
         return target
 
+    def methods(self) -> frozenset[str]:
+        """The methods the services define (not the fallback's)."""
+        return frozenset(self._methods)
+
     def policy(self, method: str) -> CallPolicy:
         target = self._methods.get(method)
         return DEFAULT_POLICY if target is None else policy_of(target)

@@ -1,10 +1,17 @@
-"""Thrift notification-log calls: reading the log, counting, and client-fired events."""
+"""Thrift notification-log calls: reading the log, counting, and client-fired events.
+
+Clients keep event ids (they ask for "events after N"), so what they are shown must not be
+taken back by a power cut: after reading, every commit so far is made durable (a no-op
+unless a lazy commit happened since; see ``service.transactions``). After rather than
+before the read, so that a lazy commit landing in between is covered.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hms_txn.common.errors import InvalidInput
+from hms_txn.domain import notifications
+from hms_txn.domain.dml_events import DmlEvents
+from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 
@@ -14,23 +21,31 @@ def _event(ev) -> t.NotificationEvent:
                                messageFormat=ev.message_format, catName=ev.cat_name)
 
 
-class NotificationCalls:
-    ms: Any
+class NotificationService:
+    def __init__(self, units: UnitOfWork, dml_events: DmlEvents):
+        self.units = units
+        self.dml_events = dml_events
+
+    def _durable_read(self, work):
+        result = self.units.read(work)
+        self.units.make_durable()
+        return result
 
     def get_next_notification(self, rqst):
         max_events = rqst.maxEvents if rqst.maxEvents is not None and rqst.maxEvents > 0 else None
-        events = self.ms.notifications.next_events(rqst.lastEvent or 0, max_events,
-                                                   rqst.eventTypeSkipList or ())
+        events = self._durable_read(lambda conn: notifications.next_events(
+            conn, rqst.lastEvent or 0, max_events, rqst.eventTypeSkipList or ()))
         return t.NotificationEventResponse(events=[_event(e) for e in events])
 
     def get_current_notificationEventId(self):
-        return t.CurrentNotificationEventId(eventId=self.ms.notifications.current_event_id())
+        return t.CurrentNotificationEventId(
+            eventId=self._durable_read(notifications.current_event_id))
 
     def get_notification_events_count(self, rqst):
-        count = self.ms.notifications.count(
-            rqst.fromEventId or 0, rqst.dbName or "",
-            to_event_id=rqst.toEventId if rqst.toEventId is not None and rqst.toEventId > 0 else None,
-            limit=rqst.limit)
+        to_event = rqst.toEventId if rqst.toEventId is not None and rqst.toEventId > 0 else None
+        count = self.units.read(lambda conn: notifications.count_events(
+            conn, rqst.fromEventId or 0, rqst.dbName or "", to_event_id=to_event,
+            limit=rqst.limit))
         return t.NotificationEventsCountResponse(eventsCount=count)
 
     def fire_listener_event(self, rqst):
@@ -51,13 +66,14 @@ class NotificationCalls:
             replace = True if item.replace is None else bool(item.replace)
             inserts.append((list(part_vals) if part_vals else None, replace,
                             list(item.filesAdded or []), item.subDirectoryList))
-        ids = self.ms.notifications.fire_insert(rqst.dbName, rqst.tableName, inserts)
+        ids = self.units.write(lambda conn: self.dml_events.fire_insert(
+            conn, rqst.dbName, rqst.tableName, inserts))
         return t.FireEventResponse(eventIds=ids)
 
     def add_write_notification_log(self, rqst):
         info = rqst.fileInfo
-        self.ms.notifications.add_write_notification(
-            rqst.txnId, rqst.writeId, rqst.db, rqst.table,
+        self.units.write(lambda conn: self.dml_events.add_write_notification(
+            conn, rqst.txnId, rqst.writeId, rqst.db, rqst.table,
             list(info.filesAdded or []) if info else [], info.subDirectoryList if info else None,
-            list(rqst.partitionVals) if rqst.partitionVals else None)
+            list(rqst.partitionVals) if rqst.partitionVals else None))
         return t.WriteNotificationLogResponse()

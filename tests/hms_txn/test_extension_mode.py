@@ -20,6 +20,7 @@ from thrift.Thrift import TException
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
+from hms_txn.domain import notifications
 from tests.support.servers import InProcessServer, connect
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
@@ -834,7 +835,7 @@ def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_up
     per method, partial values, max_parts (and user and groups for _with_auth), so the
     same read again makes no upstream call, and it goes with the entry: changes through
     us at once, changes made directly upstream within the TTL (2 s). Errors are not kept."""
-    from hms_txn.domain.extension import MAX_MEMOS
+    from hms_txn.domain.upstream_catalog import MAX_MEMOS
     env = java_upstream
     c, direct = env.server.client(), connect(env.java.port)
     cache, pool = env.server.ms.cache, env.server.ms.upstream
@@ -975,7 +976,7 @@ def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstr
     env = java_upstream
     workdir = os.path.join(env.root_dir, "spark")
     seen: dict = {}
-    before = env.server.ms.notifications.current_event_id()
+    before = env.server.ms.units.read(notifications.current_event_id)
 
     def check_upstream() -> None:
         # after phase 1: what Spark did through us is in the Java metastore

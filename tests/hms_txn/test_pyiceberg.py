@@ -31,31 +31,33 @@ ARROW = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.floa
 
 
 class _Recorder:
-    """Stands in for the processor's handler and counts the methods called through it."""
+    """Counts the methods the server's dispatcher runs (each generated process function
+    wrapped while the test runs)."""
 
-    def __init__(self, inner):
-        self._inner = inner
+    def __init__(self, dispatcher):
         self.calls: Counter = Counter()
         self._lock = threading.Lock()
+        self._dispatcher = dispatcher
+        self._original = dict(dispatcher.functions)
+        dispatcher.functions.update({name: self._counting(name, fn)
+                                     for name, fn in self._original.items()})
 
-    def __getattr__(self, name):
-        target = getattr(self._inner, name)
-        if callable(target):
-            def call(*args, **kwargs):
-                with self._lock:
-                    self.calls[name] += 1
-                return target(*args, **kwargs)
-            return call
-        return target
+    def _counting(self, name, fn):
+        def call(*args):
+            with self._lock:
+                self.calls[name] += 1
+            return fn(*args)
+        return call
+
+    def restore(self):
+        self._dispatcher.functions.update(self._original)
 
 
 @pytest.fixture
 def recorded(hms):
-    processor = hms.server.processor
-    recorder = _Recorder(processor._handler)
-    processor._handler = recorder
+    recorder = _Recorder(hms.server.dispatcher)
     yield recorder
-    processor._handler = recorder._inner
+    recorder.restore()
 
 
 def test_hive_catalog_namespace_table_appends_and_scan(hms, recorded, client, tmp_path):
