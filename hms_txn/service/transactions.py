@@ -38,7 +38,9 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
 from hms_txn.domain import writeids
-from hms_txn.domain.txn import TxnManager, WriteEvent
+from hms_txn.domain import txn_commit
+from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
 from hms_txn.service.units import Durability, Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -104,7 +106,7 @@ class TxnService:
         may_be_lazy = self.units.lazy_commits and not events and key_value is None
 
         def work(conn: Connection):
-            result = self.txns.commit_txn(
+            result = txn_commit.commit_txn(
                 conn, rqst.txnid, write_events=events, excl_write_enabled=rqst.exclWriteEnabled,
                 repl_policy=rqst.replPolicy, key_value=key_value, report_writes=may_be_lazy)
             if may_be_lazy and result.recorded_writes:

@@ -23,7 +23,8 @@ from hms_txn.common.errors import NoSuchTxn
 from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import next_txn_id, tbls
-from hms_txn.domain.txn import RESERVE_AHEAD, WriteEvent
+from hms_txn.domain.txn import RESERVE_AHEAD
+from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnState, TxnType
 from tests.support.inprocess import calls
 
@@ -193,9 +194,9 @@ def _with_write_events(ms: Metastore) -> tuple[int, dict]:
 
 
 def _with_key_value(ms: Metastore) -> tuple[int, dict]:
-    ms.catalog.create_table({"dbName": "default", "tableName": "sink",
-                             "parameters": {"_meta.progress": "0"},
-                             "sd": {"cols": [{"name": "x", "type": "int"}]}})
+    ms.units.write(lambda conn: ms.tables.create(conn, {
+        "dbName": "default", "tableName": "sink", "parameters": {"_meta.progress": "0"},
+        "sd": {"cols": [{"name": "x", "type": "int"}]}}))
     return _wrote_nothing(ms), {"key_value": (_table_id(ms), "_meta.progress", "42")}
 
 
@@ -349,16 +350,16 @@ def test_notification_reads_wait_for_lazy_opens_to_be_durable(tmp_path):
     ms = _metastore(tmp_path)
     try:
         sql = _Statements(ms)
-        start = ms.notifications.current_event_id()
+        start = calls(ms).current_event_id()
         sql.take()
         txn = calls(ms).open_txns(1, "u", "h")[0]
         assert ms.store._unsynced
         sql.take()
-        events = ms.notifications.next_events(start)
+        events = calls(ms).next_events(start)
         assert [e.event_type for e in events] == ["OPEN_TXN"] and str(txn) in events[0].message
         assert sql.commit_modes() == ["FULL"]
         assert not ms.store._unsynced
-        ms.notifications.next_events(start)     # nothing lazy since: no extra commit
+        calls(ms).next_events(start)     # nothing lazy since: no extra commit
         assert "COMMIT" not in sql.take()
     finally:
         ms.close()

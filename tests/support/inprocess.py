@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from hms_txn.domain.locks import LockRequest
-from hms_txn.domain.txn import WriteEvent
+from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnState, TxnType
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -75,6 +75,17 @@ class Calls:
     def get_open_txns_info(self):
         """(high watermark, the domain's ``TxnInfo`` list)."""
         return self.ms.units.read(self.ms.txns.get_open_txns_info)
+
+    def current_event_id(self) -> int:
+        return self.ms.notification_service.get_current_notificationEventId().eventId
+
+    def next_events(self, after: int) -> list:
+        """The events after ``after`` as the domain's ``Event`` tuples."""
+        from hms_txn.domain.notifications import Event
+        rsp = self.ms.notification_service.get_next_notification(
+            t.NotificationEventRequest(lastEvent=after))
+        return [Event(e.eventId, e.eventTime, e.eventType, e.dbName, e.tableName, e.message,
+                      e.messageFormat, e.catName) for e in rsp.events]
 
 
 def calls(ms) -> Calls:
