@@ -35,6 +35,9 @@
 // get_partitions_by_names(_req) declare no InvalidObjectException (newer: id 3, which
 // a 4.0.x client could not read).
 //
+// In the service, a comment saying "newer than 4.0.x" marks the declarations that follow
+// it up to the next blank line (scripts/compat_doc.py reads it).
+//
 // Do not renumber or re-type anything. Regenerate the Python code with
 // scripts/regen_thrift.sh after every edit; tests/hms_txn/test_thrift_gen_sync.py
 // fails when hms_txn/wire/thrift_gen/ is out of date.
@@ -2727,6 +2730,7 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   // newer than 4.0.x
   void drop_table_req(1: DropTableRequest dropTableReq)
       throws (1: NoSuchObjectException o1, 2: MetaException o3)
+
   void truncate_table(1: string dbName, 2: string tableName, 3: list<string> partNames)
       throws (1: MetaException o1)
   TruncateTableResponse truncate_table_req(1: TruncateTableRequest req) throws (1: MetaException o1)
