@@ -156,17 +156,20 @@ class CompactionType(object):
     MINOR = 1
     MAJOR = 2
     REBALANCE = 3
+    ABORT_TXN_CLEANUP = 4
 
     _VALUES_TO_NAMES = {
         1: "MINOR",
         2: "MAJOR",
         3: "REBALANCE",
+        4: "ABORT_TXN_CLEANUP",
     }
 
     _NAMES_TO_VALUES = {
         "MINOR": 1,
         "MAJOR": 2,
         "REBALANCE": 3,
+        "ABORT_TXN_CLEANUP": 4,
     }
 
 
@@ -413,6 +416,153 @@ class QueryState(object):
         "FINISHED": 3,
         "TIMED_OUT": 4,
         "AUTO_DISABLED": 5,
+    }
+
+
+class CompactionMetricsMetricType(object):
+    NUM_OBSOLETE_DELTAS = 0
+    NUM_DELTAS = 1
+    NUM_SMALL_DELTAS = 2
+
+    _VALUES_TO_NAMES = {
+        0: "NUM_OBSOLETE_DELTAS",
+        1: "NUM_DELTAS",
+        2: "NUM_SMALL_DELTAS",
+    }
+
+    _NAMES_TO_VALUES = {
+        "NUM_OBSOLETE_DELTAS": 0,
+        "NUM_DELTAS": 1,
+        "NUM_SMALL_DELTAS": 2,
+    }
+
+
+class FileMetadataExprType(object):
+    ORC_SARG = 1
+
+    _VALUES_TO_NAMES = {
+        1: "ORC_SARG",
+    }
+
+    _NAMES_TO_VALUES = {
+        "ORC_SARG": 1,
+    }
+
+
+class SchemaType(object):
+    HIVE = 1
+    AVRO = 2
+
+    _VALUES_TO_NAMES = {
+        1: "HIVE",
+        2: "AVRO",
+    }
+
+    _NAMES_TO_VALUES = {
+        "HIVE": 1,
+        "AVRO": 2,
+    }
+
+
+class SchemaCompatibility(object):
+    NONE = 1
+    BACKWARD = 2
+    FORWARD = 3
+    BOTH = 4
+
+    _VALUES_TO_NAMES = {
+        1: "NONE",
+        2: "BACKWARD",
+        3: "FORWARD",
+        4: "BOTH",
+    }
+
+    _NAMES_TO_VALUES = {
+        "NONE": 1,
+        "BACKWARD": 2,
+        "FORWARD": 3,
+        "BOTH": 4,
+    }
+
+
+class SchemaValidation(object):
+    LATEST = 1
+    ALL = 2
+
+    _VALUES_TO_NAMES = {
+        1: "LATEST",
+        2: "ALL",
+    }
+
+    _NAMES_TO_VALUES = {
+        "LATEST": 1,
+        "ALL": 2,
+    }
+
+
+class SchemaVersionState(object):
+    INITIATED = 1
+    START_REVIEW = 2
+    CHANGES_REQUIRED = 3
+    REVIEWED = 4
+    ENABLED = 5
+    DISABLED = 6
+    ARCHIVED = 7
+    DELETED = 8
+
+    _VALUES_TO_NAMES = {
+        1: "INITIATED",
+        2: "START_REVIEW",
+        3: "CHANGES_REQUIRED",
+        4: "REVIEWED",
+        5: "ENABLED",
+        6: "DISABLED",
+        7: "ARCHIVED",
+        8: "DELETED",
+    }
+
+    _NAMES_TO_VALUES = {
+        "INITIATED": 1,
+        "START_REVIEW": 2,
+        "CHANGES_REQUIRED": 3,
+        "REVIEWED": 4,
+        "ENABLED": 5,
+        "DISABLED": 6,
+        "ARCHIVED": 7,
+        "DELETED": 8,
+    }
+
+
+class WMResourcePlanStatus(object):
+    ACTIVE = 1
+    ENABLED = 2
+    DISABLED = 3
+
+    _VALUES_TO_NAMES = {
+        1: "ACTIVE",
+        2: "ENABLED",
+        3: "DISABLED",
+    }
+
+    _NAMES_TO_VALUES = {
+        "ACTIVE": 1,
+        "ENABLED": 2,
+        "DISABLED": 3,
+    }
+
+
+class WMPoolSchedulingPolicy(object):
+    FAIR = 1
+    FIFO = 2
+
+    _VALUES_TO_NAMES = {
+        1: "FAIR",
+        2: "FIFO",
+    }
+
+    _NAMES_TO_VALUES = {
+        "FAIR": 1,
+        "FIFO": 2,
     }
 
 
@@ -4026,6 +4176,696 @@ class DropDatabaseRequest(object):
         return not (self == other)
 
 
+class CreateDatabaseRequest(object):
+    """
+    Attributes:
+     - databaseName
+     - description
+     - locationUri
+     - parameters
+     - privileges
+     - ownerName
+     - ownerType
+     - catalogName
+     - createTime
+     - managedLocationUri
+     - type
+     - dataConnectorName
+     - remote_dbname
+
+    """
+
+
+    def __init__(self, databaseName=None, description=None, locationUri=None, parameters=None, privileges=None, ownerName=None, ownerType=None, catalogName=None, createTime=None, managedLocationUri=None, type=None, dataConnectorName=None, remote_dbname=None,):
+        self.databaseName = databaseName
+        self.description = description
+        self.locationUri = locationUri
+        self.parameters = parameters
+        self.privileges = privileges
+        self.ownerName = ownerName
+        self.ownerType = ownerType
+        self.catalogName = catalogName
+        self.createTime = createTime
+        self.managedLocationUri = managedLocationUri
+        self.type = type
+        self.dataConnectorName = dataConnectorName
+        self.remote_dbname = remote_dbname
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.databaseName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.description = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.locationUri = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.MAP:
+                    self.parameters = {}
+                    (_ktype158, _vtype159, _size157) = iprot.readMapBegin()
+                    for _i161 in range(_size157):
+                        _key162 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val163 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key162] = _val163
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.privileges = PrincipalPrivilegeSet()
+                    self.privileges.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I32:
+                    self.ownerType = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.catalogName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.I32:
+                    self.createTime = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRING:
+                    self.managedLocationUri = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.STRING:
+                    self.type = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.dataConnectorName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRING:
+                    self.remote_dbname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CreateDatabaseRequest')
+        if self.databaseName is not None:
+            oprot.writeFieldBegin('databaseName', TType.STRING, 1)
+            oprot.writeString(self.databaseName.encode('utf-8') if sys.version_info[0] == 2 else self.databaseName)
+            oprot.writeFieldEnd()
+        if self.description is not None:
+            oprot.writeFieldBegin('description', TType.STRING, 2)
+            oprot.writeString(self.description.encode('utf-8') if sys.version_info[0] == 2 else self.description)
+            oprot.writeFieldEnd()
+        if self.locationUri is not None:
+            oprot.writeFieldBegin('locationUri', TType.STRING, 3)
+            oprot.writeString(self.locationUri.encode('utf-8') if sys.version_info[0] == 2 else self.locationUri)
+            oprot.writeFieldEnd()
+        if self.parameters is not None:
+            oprot.writeFieldBegin('parameters', TType.MAP, 4)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
+            for kiter164, viter165 in self.parameters.items():
+                oprot.writeString(kiter164.encode('utf-8') if sys.version_info[0] == 2 else kiter164)
+                oprot.writeString(viter165.encode('utf-8') if sys.version_info[0] == 2 else viter165)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.privileges is not None:
+            oprot.writeFieldBegin('privileges', TType.STRUCT, 5)
+            self.privileges.write(oprot)
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 6)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.ownerType is not None:
+            oprot.writeFieldBegin('ownerType', TType.I32, 7)
+            oprot.writeI32(self.ownerType)
+            oprot.writeFieldEnd()
+        if self.catalogName is not None:
+            oprot.writeFieldBegin('catalogName', TType.STRING, 8)
+            oprot.writeString(self.catalogName.encode('utf-8') if sys.version_info[0] == 2 else self.catalogName)
+            oprot.writeFieldEnd()
+        if self.createTime is not None:
+            oprot.writeFieldBegin('createTime', TType.I32, 9)
+            oprot.writeI32(self.createTime)
+            oprot.writeFieldEnd()
+        if self.managedLocationUri is not None:
+            oprot.writeFieldBegin('managedLocationUri', TType.STRING, 10)
+            oprot.writeString(self.managedLocationUri.encode('utf-8') if sys.version_info[0] == 2 else self.managedLocationUri)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.STRING, 11)
+            oprot.writeString(self.type.encode('utf-8') if sys.version_info[0] == 2 else self.type)
+            oprot.writeFieldEnd()
+        if self.dataConnectorName is not None:
+            oprot.writeFieldBegin('dataConnectorName', TType.STRING, 12)
+            oprot.writeString(self.dataConnectorName.encode('utf-8') if sys.version_info[0] == 2 else self.dataConnectorName)
+            oprot.writeFieldEnd()
+        if self.remote_dbname is not None:
+            oprot.writeFieldBegin('remote_dbname', TType.STRING, 13)
+            oprot.writeString(self.remote_dbname.encode('utf-8') if sys.version_info[0] == 2 else self.remote_dbname)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.databaseName is None:
+            raise TProtocolException(message='Required field databaseName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class AlterDatabaseRequest(object):
+    """
+    Attributes:
+     - oldDbName
+     - newDb
+
+    """
+
+
+    def __init__(self, oldDbName=None, newDb=None,):
+        self.oldDbName = oldDbName
+        self.newDb = newDb
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.oldDbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.newDb = Database()
+                    self.newDb.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('AlterDatabaseRequest')
+        if self.oldDbName is not None:
+            oprot.writeFieldBegin('oldDbName', TType.STRING, 1)
+            oprot.writeString(self.oldDbName.encode('utf-8') if sys.version_info[0] == 2 else self.oldDbName)
+            oprot.writeFieldEnd()
+        if self.newDb is not None:
+            oprot.writeFieldBegin('newDb', TType.STRUCT, 2)
+            self.newDb.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.oldDbName is None:
+            raise TProtocolException(message='Required field oldDbName is unset!')
+        if self.newDb is None:
+            raise TProtocolException(message='Required field newDb is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DataConnector(object):
+    """
+    Attributes:
+     - name
+     - type
+     - url
+     - description
+     - parameters
+     - ownerName
+     - ownerType
+     - createTime
+
+    """
+
+
+    def __init__(self, name=None, type=None, url=None, description=None, parameters=None, ownerName=None, ownerType=None, createTime=None,):
+        self.name = name
+        self.type = type
+        self.url = url
+        self.description = description
+        self.parameters = parameters
+        self.ownerName = ownerName
+        self.ownerType = ownerType
+        self.createTime = createTime
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.type = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.url = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.description = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.MAP:
+                    self.parameters = {}
+                    (_ktype167, _vtype168, _size166) = iprot.readMapBegin()
+                    for _i170 in range(_size166):
+                        _key171 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val172 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key171] = _val172
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I32:
+                    self.ownerType = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.I32:
+                    self.createTime = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DataConnector')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.STRING, 2)
+            oprot.writeString(self.type.encode('utf-8') if sys.version_info[0] == 2 else self.type)
+            oprot.writeFieldEnd()
+        if self.url is not None:
+            oprot.writeFieldBegin('url', TType.STRING, 3)
+            oprot.writeString(self.url.encode('utf-8') if sys.version_info[0] == 2 else self.url)
+            oprot.writeFieldEnd()
+        if self.description is not None:
+            oprot.writeFieldBegin('description', TType.STRING, 4)
+            oprot.writeString(self.description.encode('utf-8') if sys.version_info[0] == 2 else self.description)
+            oprot.writeFieldEnd()
+        if self.parameters is not None:
+            oprot.writeFieldBegin('parameters', TType.MAP, 5)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
+            for kiter173, viter174 in self.parameters.items():
+                oprot.writeString(kiter173.encode('utf-8') if sys.version_info[0] == 2 else kiter173)
+                oprot.writeString(viter174.encode('utf-8') if sys.version_info[0] == 2 else viter174)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 6)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.ownerType is not None:
+            oprot.writeFieldBegin('ownerType', TType.I32, 7)
+            oprot.writeI32(self.ownerType)
+            oprot.writeFieldEnd()
+        if self.createTime is not None:
+            oprot.writeFieldBegin('createTime', TType.I32, 8)
+            oprot.writeI32(self.createTime)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CreateDataConnectorRequest(object):
+    """
+    Attributes:
+     - connector
+
+    """
+
+
+    def __init__(self, connector=None,):
+        self.connector = connector
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.connector = DataConnector()
+                    self.connector.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CreateDataConnectorRequest')
+        if self.connector is not None:
+            oprot.writeFieldBegin('connector', TType.STRUCT, 1)
+            self.connector.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetDataConnectorRequest(object):
+    """
+    Attributes:
+     - connectorName
+
+    """
+
+
+    def __init__(self, connectorName=None,):
+        self.connectorName = connectorName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.connectorName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetDataConnectorRequest')
+        if self.connectorName is not None:
+            oprot.writeFieldBegin('connectorName', TType.STRING, 1)
+            oprot.writeString(self.connectorName.encode('utf-8') if sys.version_info[0] == 2 else self.connectorName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.connectorName is None:
+            raise TProtocolException(message='Required field connectorName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class AlterDataConnectorRequest(object):
+    """
+    Attributes:
+     - connectorName
+     - newConnector
+
+    """
+
+
+    def __init__(self, connectorName=None, newConnector=None,):
+        self.connectorName = connectorName
+        self.newConnector = newConnector
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.connectorName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.newConnector = DataConnector()
+                    self.newConnector.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('AlterDataConnectorRequest')
+        if self.connectorName is not None:
+            oprot.writeFieldBegin('connectorName', TType.STRING, 1)
+            oprot.writeString(self.connectorName.encode('utf-8') if sys.version_info[0] == 2 else self.connectorName)
+            oprot.writeFieldEnd()
+        if self.newConnector is not None:
+            oprot.writeFieldBegin('newConnector', TType.STRUCT, 2)
+            self.newConnector.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.connectorName is None:
+            raise TProtocolException(message='Required field connectorName is unset!')
+        if self.newConnector is None:
+            raise TProtocolException(message='Required field newConnector is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DropDataConnectorRequest(object):
+    """
+    Attributes:
+     - connectorName
+     - ifNotExists
+     - checkReferences
+
+    """
+
+
+    def __init__(self, connectorName=None, ifNotExists=None, checkReferences=None,):
+        self.connectorName = connectorName
+        self.ifNotExists = ifNotExists
+        self.checkReferences = checkReferences
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.connectorName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.ifNotExists = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.checkReferences = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DropDataConnectorRequest')
+        if self.connectorName is not None:
+            oprot.writeFieldBegin('connectorName', TType.STRING, 1)
+            oprot.writeString(self.connectorName.encode('utf-8') if sys.version_info[0] == 2 else self.connectorName)
+            oprot.writeFieldEnd()
+        if self.ifNotExists is not None:
+            oprot.writeFieldBegin('ifNotExists', TType.BOOL, 2)
+            oprot.writeBool(self.ifNotExists)
+            oprot.writeFieldEnd()
+        if self.checkReferences is not None:
+            oprot.writeFieldBegin('checkReferences', TType.BOOL, 3)
+            oprot.writeBool(self.checkReferences)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.connectorName is None:
+            raise TProtocolException(message='Required field connectorName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class SerDeInfo(object):
     """
     Attributes:
@@ -4071,11 +4911,11 @@ class SerDeInfo(object):
             elif fid == 3:
                 if ftype == TType.MAP:
                     self.parameters = {}
-                    (_ktype158, _vtype159, _size157) = iprot.readMapBegin()
-                    for _i161 in range(_size157):
-                        _key162 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val163 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.parameters[_key162] = _val163
+                    (_ktype176, _vtype177, _size175) = iprot.readMapBegin()
+                    for _i179 in range(_size175):
+                        _key180 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val181 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key180] = _val181
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -4120,9 +4960,9 @@ class SerDeInfo(object):
         if self.parameters is not None:
             oprot.writeFieldBegin('parameters', TType.MAP, 3)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
-            for kiter164, viter165 in self.parameters.items():
-                oprot.writeString(kiter164.encode('utf-8') if sys.version_info[0] == 2 else kiter164)
-                oprot.writeString(viter165.encode('utf-8') if sys.version_info[0] == 2 else viter165)
+            for kiter182, viter183 in self.parameters.items():
+                oprot.writeString(kiter182.encode('utf-8') if sys.version_info[0] == 2 else kiter182)
+                oprot.writeString(viter183.encode('utf-8') if sys.version_info[0] == 2 else viter183)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.description is not None:
@@ -4254,41 +5094,41 @@ class SkewedInfo(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.skewedColNames = []
-                    (_etype169, _size166) = iprot.readListBegin()
-                    for _i170 in range(_size166):
-                        _elem171 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.skewedColNames.append(_elem171)
+                    (_etype187, _size184) = iprot.readListBegin()
+                    for _i188 in range(_size184):
+                        _elem189 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.skewedColNames.append(_elem189)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.skewedColValues = []
-                    (_etype175, _size172) = iprot.readListBegin()
-                    for _i176 in range(_size172):
-                        _elem177 = []
-                        (_etype181, _size178) = iprot.readListBegin()
-                        for _i182 in range(_size178):
-                            _elem183 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                            _elem177.append(_elem183)
+                    (_etype193, _size190) = iprot.readListBegin()
+                    for _i194 in range(_size190):
+                        _elem195 = []
+                        (_etype199, _size196) = iprot.readListBegin()
+                        for _i200 in range(_size196):
+                            _elem201 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _elem195.append(_elem201)
                         iprot.readListEnd()
-                        self.skewedColValues.append(_elem177)
+                        self.skewedColValues.append(_elem195)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.MAP:
                     self.skewedColValueLocationMaps = {}
-                    (_ktype185, _vtype186, _size184) = iprot.readMapBegin()
-                    for _i188 in range(_size184):
-                        _key189 = []
-                        (_etype194, _size191) = iprot.readListBegin()
-                        for _i195 in range(_size191):
-                            _elem196 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                            _key189.append(_elem196)
+                    (_ktype203, _vtype204, _size202) = iprot.readMapBegin()
+                    for _i206 in range(_size202):
+                        _key207 = []
+                        (_etype212, _size209) = iprot.readListBegin()
+                        for _i213 in range(_size209):
+                            _elem214 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _key207.append(_elem214)
                         iprot.readListEnd()
-                        _val190 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.skewedColValueLocationMaps[_key189] = _val190
+                        _val208 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.skewedColValueLocationMaps[_key207] = _val208
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -4305,29 +5145,29 @@ class SkewedInfo(object):
         if self.skewedColNames is not None:
             oprot.writeFieldBegin('skewedColNames', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.skewedColNames))
-            for iter197 in self.skewedColNames:
-                oprot.writeString(iter197.encode('utf-8') if sys.version_info[0] == 2 else iter197)
+            for iter215 in self.skewedColNames:
+                oprot.writeString(iter215.encode('utf-8') if sys.version_info[0] == 2 else iter215)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.skewedColValues is not None:
             oprot.writeFieldBegin('skewedColValues', TType.LIST, 2)
             oprot.writeListBegin(TType.LIST, len(self.skewedColValues))
-            for iter198 in self.skewedColValues:
-                oprot.writeListBegin(TType.STRING, len(iter198))
-                for iter199 in iter198:
-                    oprot.writeString(iter199.encode('utf-8') if sys.version_info[0] == 2 else iter199)
+            for iter216 in self.skewedColValues:
+                oprot.writeListBegin(TType.STRING, len(iter216))
+                for iter217 in iter216:
+                    oprot.writeString(iter217.encode('utf-8') if sys.version_info[0] == 2 else iter217)
                 oprot.writeListEnd()
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.skewedColValueLocationMaps is not None:
             oprot.writeFieldBegin('skewedColValueLocationMaps', TType.MAP, 3)
             oprot.writeMapBegin(TType.LIST, TType.STRING, len(self.skewedColValueLocationMaps))
-            for kiter200, viter201 in self.skewedColValueLocationMaps.items():
-                oprot.writeListBegin(TType.STRING, len(kiter200))
-                for iter202 in kiter200:
-                    oprot.writeString(iter202.encode('utf-8') if sys.version_info[0] == 2 else iter202)
+            for kiter218, viter219 in self.skewedColValueLocationMaps.items():
+                oprot.writeListBegin(TType.STRING, len(kiter218))
+                for iter220 in kiter218:
+                    oprot.writeString(iter220.encode('utf-8') if sys.version_info[0] == 2 else iter220)
                 oprot.writeListEnd()
-                oprot.writeString(viter201.encode('utf-8') if sys.version_info[0] == 2 else viter201)
+                oprot.writeString(viter219.encode('utf-8') if sys.version_info[0] == 2 else viter219)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -4393,11 +5233,11 @@ class StorageDescriptor(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.cols = []
-                    (_etype206, _size203) = iprot.readListBegin()
-                    for _i207 in range(_size203):
-                        _elem208 = FieldSchema()
-                        _elem208.read(iprot)
-                        self.cols.append(_elem208)
+                    (_etype224, _size221) = iprot.readListBegin()
+                    for _i225 in range(_size221):
+                        _elem226 = FieldSchema()
+                        _elem226.read(iprot)
+                        self.cols.append(_elem226)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -4435,32 +5275,32 @@ class StorageDescriptor(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.bucketCols = []
-                    (_etype212, _size209) = iprot.readListBegin()
-                    for _i213 in range(_size209):
-                        _elem214 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.bucketCols.append(_elem214)
+                    (_etype230, _size227) = iprot.readListBegin()
+                    for _i231 in range(_size227):
+                        _elem232 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.bucketCols.append(_elem232)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 9:
                 if ftype == TType.LIST:
                     self.sortCols = []
-                    (_etype218, _size215) = iprot.readListBegin()
-                    for _i219 in range(_size215):
-                        _elem220 = Order()
-                        _elem220.read(iprot)
-                        self.sortCols.append(_elem220)
+                    (_etype236, _size233) = iprot.readListBegin()
+                    for _i237 in range(_size233):
+                        _elem238 = Order()
+                        _elem238.read(iprot)
+                        self.sortCols.append(_elem238)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 10:
                 if ftype == TType.MAP:
                     self.parameters = {}
-                    (_ktype222, _vtype223, _size221) = iprot.readMapBegin()
-                    for _i225 in range(_size221):
-                        _key226 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val227 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.parameters[_key226] = _val227
+                    (_ktype240, _vtype241, _size239) = iprot.readMapBegin()
+                    for _i243 in range(_size239):
+                        _key244 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val245 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key244] = _val245
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -4488,8 +5328,8 @@ class StorageDescriptor(object):
         if self.cols is not None:
             oprot.writeFieldBegin('cols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.cols))
-            for iter228 in self.cols:
-                iter228.write(oprot)
+            for iter246 in self.cols:
+                iter246.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.location is not None:
@@ -4519,23 +5359,23 @@ class StorageDescriptor(object):
         if self.bucketCols is not None:
             oprot.writeFieldBegin('bucketCols', TType.LIST, 8)
             oprot.writeListBegin(TType.STRING, len(self.bucketCols))
-            for iter229 in self.bucketCols:
-                oprot.writeString(iter229.encode('utf-8') if sys.version_info[0] == 2 else iter229)
+            for iter247 in self.bucketCols:
+                oprot.writeString(iter247.encode('utf-8') if sys.version_info[0] == 2 else iter247)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.sortCols is not None:
             oprot.writeFieldBegin('sortCols', TType.LIST, 9)
             oprot.writeListBegin(TType.STRUCT, len(self.sortCols))
-            for iter230 in self.sortCols:
-                iter230.write(oprot)
+            for iter248 in self.sortCols:
+                iter248.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.parameters is not None:
             oprot.writeFieldBegin('parameters', TType.MAP, 10)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
-            for kiter231, viter232 in self.parameters.items():
-                oprot.writeString(kiter231.encode('utf-8') if sys.version_info[0] == 2 else kiter231)
-                oprot.writeString(viter232.encode('utf-8') if sys.version_info[0] == 2 else viter232)
+            for kiter249, viter250 in self.parameters.items():
+                oprot.writeString(kiter249.encode('utf-8') if sys.version_info[0] == 2 else kiter249)
+                oprot.writeString(viter250.encode('utf-8') if sys.version_info[0] == 2 else viter250)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.skewedInfo is not None:
@@ -4614,10 +5454,10 @@ class CreationMetadata(object):
             elif fid == 4:
                 if ftype == TType.SET:
                     self.tablesUsed = set()
-                    (_etype236, _size233) = iprot.readSetBegin()
-                    for _i237 in range(_size233):
-                        _elem238 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tablesUsed.add(_elem238)
+                    (_etype254, _size251) = iprot.readSetBegin()
+                    for _i255 in range(_size251):
+                        _elem256 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tablesUsed.add(_elem256)
                     iprot.readSetEnd()
                 else:
                     iprot.skip(ftype)
@@ -4634,11 +5474,11 @@ class CreationMetadata(object):
             elif fid == 7:
                 if ftype == TType.LIST:
                     self.sourceTables = []
-                    (_etype242, _size239) = iprot.readListBegin()
-                    for _i243 in range(_size239):
-                        _elem244 = SourceTable()
-                        _elem244.read(iprot)
-                        self.sourceTables.append(_elem244)
+                    (_etype260, _size257) = iprot.readListBegin()
+                    for _i261 in range(_size257):
+                        _elem262 = SourceTable()
+                        _elem262.read(iprot)
+                        self.sourceTables.append(_elem262)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -4667,8 +5507,8 @@ class CreationMetadata(object):
         if self.tablesUsed is not None:
             oprot.writeFieldBegin('tablesUsed', TType.SET, 4)
             oprot.writeSetBegin(TType.STRING, len(self.tablesUsed))
-            for iter245 in self.tablesUsed:
-                oprot.writeString(iter245.encode('utf-8') if sys.version_info[0] == 2 else iter245)
+            for iter263 in self.tablesUsed:
+                oprot.writeString(iter263.encode('utf-8') if sys.version_info[0] == 2 else iter263)
             oprot.writeSetEnd()
             oprot.writeFieldEnd()
         if self.validTxnList is not None:
@@ -4682,8 +5522,8 @@ class CreationMetadata(object):
         if self.sourceTables is not None:
             oprot.writeFieldBegin('sourceTables', TType.LIST, 7)
             oprot.writeListBegin(TType.STRUCT, len(self.sourceTables))
-            for iter246 in self.sourceTables:
-                iter246.write(oprot)
+            for iter264 in self.sourceTables:
+                iter264.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -6170,11 +7010,11 @@ class ColumnStatistics(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.statsObj = []
-                    (_etype250, _size247) = iprot.readListBegin()
-                    for _i251 in range(_size247):
-                        _elem252 = ColumnStatisticsObj()
-                        _elem252.read(iprot)
-                        self.statsObj.append(_elem252)
+                    (_etype268, _size265) = iprot.readListBegin()
+                    for _i269 in range(_size265):
+                        _elem270 = ColumnStatisticsObj()
+                        _elem270.read(iprot)
+                        self.statsObj.append(_elem270)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6205,8 +7045,8 @@ class ColumnStatistics(object):
         if self.statsObj is not None:
             oprot.writeFieldBegin('statsObj', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.statsObj))
-            for iter253 in self.statsObj:
-                iter253.write(oprot)
+            for iter271 in self.statsObj:
+                iter271.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.isStatsCompliant is not None:
@@ -6266,11 +7106,11 @@ class AggrStats(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.colStats = []
-                    (_etype257, _size254) = iprot.readListBegin()
-                    for _i258 in range(_size254):
-                        _elem259 = ColumnStatisticsObj()
-                        _elem259.read(iprot)
-                        self.colStats.append(_elem259)
+                    (_etype275, _size272) = iprot.readListBegin()
+                    for _i276 in range(_size272):
+                        _elem277 = ColumnStatisticsObj()
+                        _elem277.read(iprot)
+                        self.colStats.append(_elem277)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6297,8 +7137,8 @@ class AggrStats(object):
         if self.colStats is not None:
             oprot.writeFieldBegin('colStats', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.colStats))
-            for iter260 in self.colStats:
-                iter260.write(oprot)
+            for iter278 in self.colStats:
+                iter278.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partsFound is not None:
@@ -6362,11 +7202,11 @@ class SetPartitionsStatsRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.colStats = []
-                    (_etype264, _size261) = iprot.readListBegin()
-                    for _i265 in range(_size261):
-                        _elem266 = ColumnStatistics()
-                        _elem266.read(iprot)
-                        self.colStats.append(_elem266)
+                    (_etype282, _size279) = iprot.readListBegin()
+                    for _i283 in range(_size279):
+                        _elem284 = ColumnStatistics()
+                        _elem284.read(iprot)
+                        self.colStats.append(_elem284)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6403,8 +7243,8 @@ class SetPartitionsStatsRequest(object):
         if self.colStats is not None:
             oprot.writeFieldBegin('colStats', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.colStats))
-            for iter267 in self.colStats:
-                iter267.write(oprot)
+            for iter285 in self.colStats:
+                iter285.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.needMerge is not None:
@@ -6529,11 +7369,11 @@ class TableStatsResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.tableStats = []
-                    (_etype271, _size268) = iprot.readListBegin()
-                    for _i272 in range(_size268):
-                        _elem273 = ColumnStatisticsObj()
-                        _elem273.read(iprot)
-                        self.tableStats.append(_elem273)
+                    (_etype289, _size286) = iprot.readListBegin()
+                    for _i290 in range(_size286):
+                        _elem291 = ColumnStatisticsObj()
+                        _elem291.read(iprot)
+                        self.tableStats.append(_elem291)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6555,8 +7395,8 @@ class TableStatsResult(object):
         if self.tableStats is not None:
             oprot.writeFieldBegin('tableStats', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.tableStats))
-            for iter274 in self.tableStats:
-                iter274.write(oprot)
+            for iter292 in self.tableStats:
+                iter292.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.isStatsCompliant is not None:
@@ -6608,17 +7448,17 @@ class PartitionsStatsResult(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.partStats = {}
-                    (_ktype276, _vtype277, _size275) = iprot.readMapBegin()
-                    for _i279 in range(_size275):
-                        _key280 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val281 = []
-                        (_etype285, _size282) = iprot.readListBegin()
-                        for _i286 in range(_size282):
-                            _elem287 = ColumnStatisticsObj()
-                            _elem287.read(iprot)
-                            _val281.append(_elem287)
+                    (_ktype294, _vtype295, _size293) = iprot.readMapBegin()
+                    for _i297 in range(_size293):
+                        _key298 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val299 = []
+                        (_etype303, _size300) = iprot.readListBegin()
+                        for _i304 in range(_size300):
+                            _elem305 = ColumnStatisticsObj()
+                            _elem305.read(iprot)
+                            _val299.append(_elem305)
                         iprot.readListEnd()
-                        self.partStats[_key280] = _val281
+                        self.partStats[_key298] = _val299
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -6640,11 +7480,11 @@ class PartitionsStatsResult(object):
         if self.partStats is not None:
             oprot.writeFieldBegin('partStats', TType.MAP, 1)
             oprot.writeMapBegin(TType.STRING, TType.LIST, len(self.partStats))
-            for kiter288, viter289 in self.partStats.items():
-                oprot.writeString(kiter288.encode('utf-8') if sys.version_info[0] == 2 else kiter288)
-                oprot.writeListBegin(TType.STRUCT, len(viter289))
-                for iter290 in viter289:
-                    iter290.write(oprot)
+            for kiter306, viter307 in self.partStats.items():
+                oprot.writeString(kiter306.encode('utf-8') if sys.version_info[0] == 2 else kiter306)
+                oprot.writeListBegin(TType.STRUCT, len(viter307))
+                for iter308 in viter307:
+                    iter308.write(oprot)
                 oprot.writeListEnd()
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
@@ -6717,10 +7557,10 @@ class TableStatsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.colNames = []
-                    (_etype294, _size291) = iprot.readListBegin()
-                    for _i295 in range(_size291):
-                        _elem296 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.colNames.append(_elem296)
+                    (_etype312, _size309) = iprot.readListBegin()
+                    for _i313 in range(_size309):
+                        _elem314 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.colNames.append(_elem314)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6765,8 +7605,8 @@ class TableStatsRequest(object):
         if self.colNames is not None:
             oprot.writeFieldBegin('colNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.colNames))
-            for iter297 in self.colNames:
-                oprot.writeString(iter297.encode('utf-8') if sys.version_info[0] == 2 else iter297)
+            for iter315 in self.colNames:
+                oprot.writeString(iter315.encode('utf-8') if sys.version_info[0] == 2 else iter315)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -6856,20 +7696,20 @@ class PartitionsStatsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.colNames = []
-                    (_etype301, _size298) = iprot.readListBegin()
-                    for _i302 in range(_size298):
-                        _elem303 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.colNames.append(_elem303)
+                    (_etype319, _size316) = iprot.readListBegin()
+                    for _i320 in range(_size316):
+                        _elem321 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.colNames.append(_elem321)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype307, _size304) = iprot.readListBegin()
-                    for _i308 in range(_size304):
-                        _elem309 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem309)
+                    (_etype325, _size322) = iprot.readListBegin()
+                    for _i326 in range(_size322):
+                        _elem327 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem327)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -6909,15 +7749,15 @@ class PartitionsStatsRequest(object):
         if self.colNames is not None:
             oprot.writeFieldBegin('colNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.colNames))
-            for iter310 in self.colNames:
-                oprot.writeString(iter310.encode('utf-8') if sys.version_info[0] == 2 else iter310)
+            for iter328 in self.colNames:
+                oprot.writeString(iter328.encode('utf-8') if sys.version_info[0] == 2 else iter328)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter311 in self.partNames:
-                oprot.writeString(iter311.encode('utf-8') if sys.version_info[0] == 2 else iter311)
+            for iter329 in self.partNames:
+                oprot.writeString(iter329.encode('utf-8') if sys.version_info[0] == 2 else iter329)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -6997,10 +7837,10 @@ class FileMetadata(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.data = []
-                    (_etype315, _size312) = iprot.readListBegin()
-                    for _i316 in range(_size312):
-                        _elem317 = iprot.readBinary()
-                        self.data.append(_elem317)
+                    (_etype333, _size330) = iprot.readListBegin()
+                    for _i334 in range(_size330):
+                        _elem335 = iprot.readBinary()
+                        self.data.append(_elem335)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7025,8 +7865,8 @@ class FileMetadata(object):
         if self.data is not None:
             oprot.writeFieldBegin('data', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.data))
-            for iter318 in self.data:
-                oprot.writeBinary(iter318)
+            for iter336 in self.data:
+                oprot.writeBinary(iter336)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -7070,16 +7910,16 @@ class ObjectDictionary(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.values = {}
-                    (_ktype320, _vtype321, _size319) = iprot.readMapBegin()
-                    for _i323 in range(_size319):
-                        _key324 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val325 = []
-                        (_etype329, _size326) = iprot.readListBegin()
-                        for _i330 in range(_size326):
-                            _elem331 = iprot.readBinary()
-                            _val325.append(_elem331)
+                    (_ktype338, _vtype339, _size337) = iprot.readMapBegin()
+                    for _i341 in range(_size337):
+                        _key342 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val343 = []
+                        (_etype347, _size344) = iprot.readListBegin()
+                        for _i348 in range(_size344):
+                            _elem349 = iprot.readBinary()
+                            _val343.append(_elem349)
                         iprot.readListEnd()
-                        self.values[_key324] = _val325
+                        self.values[_key342] = _val343
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7096,11 +7936,11 @@ class ObjectDictionary(object):
         if self.values is not None:
             oprot.writeFieldBegin('values', TType.MAP, 1)
             oprot.writeMapBegin(TType.STRING, TType.LIST, len(self.values))
-            for kiter332, viter333 in self.values.items():
-                oprot.writeString(kiter332.encode('utf-8') if sys.version_info[0] == 2 else kiter332)
-                oprot.writeListBegin(TType.STRING, len(viter333))
-                for iter334 in viter333:
-                    oprot.writeBinary(iter334)
+            for kiter350, viter351 in self.values.items():
+                oprot.writeString(kiter350.encode('utf-8') if sys.version_info[0] == 2 else kiter350)
+                oprot.writeListBegin(TType.STRING, len(viter351))
+                for iter352 in viter351:
+                    oprot.writeBinary(iter352)
                 oprot.writeListEnd()
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
@@ -7237,22 +8077,22 @@ class Table(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype338, _size335) = iprot.readListBegin()
-                    for _i339 in range(_size335):
-                        _elem340 = FieldSchema()
-                        _elem340.read(iprot)
-                        self.partitionKeys.append(_elem340)
+                    (_etype356, _size353) = iprot.readListBegin()
+                    for _i357 in range(_size353):
+                        _elem358 = FieldSchema()
+                        _elem358.read(iprot)
+                        self.partitionKeys.append(_elem358)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 9:
                 if ftype == TType.MAP:
                     self.parameters = {}
-                    (_ktype342, _vtype343, _size341) = iprot.readMapBegin()
-                    for _i345 in range(_size341):
-                        _key346 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val347 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.parameters[_key346] = _val347
+                    (_ktype360, _vtype361, _size359) = iprot.readMapBegin()
+                    for _i363 in range(_size359):
+                        _key364 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val365 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key364] = _val365
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7327,20 +8167,20 @@ class Table(object):
             elif fid == 23:
                 if ftype == TType.LIST:
                     self.requiredReadCapabilities = []
-                    (_etype351, _size348) = iprot.readListBegin()
-                    for _i352 in range(_size348):
-                        _elem353 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.requiredReadCapabilities.append(_elem353)
+                    (_etype369, _size366) = iprot.readListBegin()
+                    for _i370 in range(_size366):
+                        _elem371 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.requiredReadCapabilities.append(_elem371)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 24:
                 if ftype == TType.LIST:
                     self.requiredWriteCapabilities = []
-                    (_etype357, _size354) = iprot.readListBegin()
-                    for _i358 in range(_size354):
-                        _elem359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.requiredWriteCapabilities.append(_elem359)
+                    (_etype375, _size372) = iprot.readListBegin()
+                    for _i376 in range(_size372):
+                        _elem377 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.requiredWriteCapabilities.append(_elem377)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7407,16 +8247,16 @@ class Table(object):
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 8)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter360 in self.partitionKeys:
-                iter360.write(oprot)
+            for iter378 in self.partitionKeys:
+                iter378.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.parameters is not None:
             oprot.writeFieldBegin('parameters', TType.MAP, 9)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
-            for kiter361, viter362 in self.parameters.items():
-                oprot.writeString(kiter361.encode('utf-8') if sys.version_info[0] == 2 else kiter361)
-                oprot.writeString(viter362.encode('utf-8') if sys.version_info[0] == 2 else viter362)
+            for kiter379, viter380 in self.parameters.items():
+                oprot.writeString(kiter379.encode('utf-8') if sys.version_info[0] == 2 else kiter379)
+                oprot.writeString(viter380.encode('utf-8') if sys.version_info[0] == 2 else viter380)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.viewOriginalText is not None:
@@ -7474,15 +8314,15 @@ class Table(object):
         if self.requiredReadCapabilities is not None:
             oprot.writeFieldBegin('requiredReadCapabilities', TType.LIST, 23)
             oprot.writeListBegin(TType.STRING, len(self.requiredReadCapabilities))
-            for iter363 in self.requiredReadCapabilities:
-                oprot.writeString(iter363.encode('utf-8') if sys.version_info[0] == 2 else iter363)
+            for iter381 in self.requiredReadCapabilities:
+                oprot.writeString(iter381.encode('utf-8') if sys.version_info[0] == 2 else iter381)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.requiredWriteCapabilities is not None:
             oprot.writeFieldBegin('requiredWriteCapabilities', TType.LIST, 24)
             oprot.writeListBegin(TType.STRING, len(self.requiredWriteCapabilities))
-            for iter364 in self.requiredWriteCapabilities:
-                oprot.writeString(iter364.encode('utf-8') if sys.version_info[0] == 2 else iter364)
+            for iter382 in self.requiredWriteCapabilities:
+                oprot.writeString(iter382.encode('utf-8') if sys.version_info[0] == 2 else iter382)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.id is not None:
@@ -7665,10 +8505,10 @@ class Partition(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.values = []
-                    (_etype368, _size365) = iprot.readListBegin()
-                    for _i369 in range(_size365):
-                        _elem370 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.values.append(_elem370)
+                    (_etype386, _size383) = iprot.readListBegin()
+                    for _i387 in range(_size383):
+                        _elem388 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.values.append(_elem388)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7701,11 +8541,11 @@ class Partition(object):
             elif fid == 7:
                 if ftype == TType.MAP:
                     self.parameters = {}
-                    (_ktype372, _vtype373, _size371) = iprot.readMapBegin()
-                    for _i375 in range(_size371):
-                        _key376 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val377 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.parameters[_key376] = _val377
+                    (_ktype390, _vtype391, _size389) = iprot.readMapBegin()
+                    for _i393 in range(_size389):
+                        _key394 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val395 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key394] = _val395
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7755,8 +8595,8 @@ class Partition(object):
         if self.values is not None:
             oprot.writeFieldBegin('values', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.values))
-            for iter378 in self.values:
-                oprot.writeString(iter378.encode('utf-8') if sys.version_info[0] == 2 else iter378)
+            for iter396 in self.values:
+                oprot.writeString(iter396.encode('utf-8') if sys.version_info[0] == 2 else iter396)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.dbName is not None:
@@ -7782,9 +8622,9 @@ class Partition(object):
         if self.parameters is not None:
             oprot.writeFieldBegin('parameters', TType.MAP, 7)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
-            for kiter379, viter380 in self.parameters.items():
-                oprot.writeString(kiter379.encode('utf-8') if sys.version_info[0] == 2 else kiter379)
-                oprot.writeString(viter380.encode('utf-8') if sys.version_info[0] == 2 else viter380)
+            for kiter397, viter398 in self.parameters.items():
+                oprot.writeString(kiter397.encode('utf-8') if sys.version_info[0] == 2 else kiter397)
+                oprot.writeString(viter398.encode('utf-8') if sys.version_info[0] == 2 else viter398)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.privileges is not None:
@@ -7862,10 +8702,10 @@ class PartitionWithoutSD(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.values = []
-                    (_etype384, _size381) = iprot.readListBegin()
-                    for _i385 in range(_size381):
-                        _elem386 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.values.append(_elem386)
+                    (_etype402, _size399) = iprot.readListBegin()
+                    for _i403 in range(_size399):
+                        _elem404 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.values.append(_elem404)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -7887,11 +8727,11 @@ class PartitionWithoutSD(object):
             elif fid == 5:
                 if ftype == TType.MAP:
                     self.parameters = {}
-                    (_ktype388, _vtype389, _size387) = iprot.readMapBegin()
-                    for _i391 in range(_size387):
-                        _key392 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val393 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.parameters[_key392] = _val393
+                    (_ktype406, _vtype407, _size405) = iprot.readMapBegin()
+                    for _i409 in range(_size405):
+                        _key410 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val411 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.parameters[_key410] = _val411
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -7914,8 +8754,8 @@ class PartitionWithoutSD(object):
         if self.values is not None:
             oprot.writeFieldBegin('values', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.values))
-            for iter394 in self.values:
-                oprot.writeString(iter394.encode('utf-8') if sys.version_info[0] == 2 else iter394)
+            for iter412 in self.values:
+                oprot.writeString(iter412.encode('utf-8') if sys.version_info[0] == 2 else iter412)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.createTime is not None:
@@ -7933,9 +8773,9 @@ class PartitionWithoutSD(object):
         if self.parameters is not None:
             oprot.writeFieldBegin('parameters', TType.MAP, 5)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.parameters))
-            for kiter395, viter396 in self.parameters.items():
-                oprot.writeString(kiter395.encode('utf-8') if sys.version_info[0] == 2 else kiter395)
-                oprot.writeString(viter396.encode('utf-8') if sys.version_info[0] == 2 else viter396)
+            for kiter413, viter414 in self.parameters.items():
+                oprot.writeString(kiter413.encode('utf-8') if sys.version_info[0] == 2 else kiter413)
+                oprot.writeString(viter414.encode('utf-8') if sys.version_info[0] == 2 else viter414)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.privileges is not None:
@@ -7985,11 +8825,11 @@ class PartitionSpecWithSharedSD(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype400, _size397) = iprot.readListBegin()
-                    for _i401 in range(_size397):
-                        _elem402 = PartitionWithoutSD()
-                        _elem402.read(iprot)
-                        self.partitions.append(_elem402)
+                    (_etype418, _size415) = iprot.readListBegin()
+                    for _i419 in range(_size415):
+                        _elem420 = PartitionWithoutSD()
+                        _elem420.read(iprot)
+                        self.partitions.append(_elem420)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8012,8 +8852,8 @@ class PartitionSpecWithSharedSD(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter403 in self.partitions:
-                iter403.write(oprot)
+            for iter421 in self.partitions:
+                iter421.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.sd is not None:
@@ -8061,11 +8901,11 @@ class PartitionListComposingSpec(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype407, _size404) = iprot.readListBegin()
-                    for _i408 in range(_size404):
-                        _elem409 = Partition()
-                        _elem409.read(iprot)
-                        self.partitions.append(_elem409)
+                    (_etype425, _size422) = iprot.readListBegin()
+                    for _i426 in range(_size422):
+                        _elem427 = Partition()
+                        _elem427.read(iprot)
+                        self.partitions.append(_elem427)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8082,8 +8922,8 @@ class PartitionListComposingSpec(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter410 in self.partitions:
-                iter410.write(oprot)
+            for iter428 in self.partitions:
+                iter428.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8265,22 +9105,22 @@ class Schema(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fieldSchemas = []
-                    (_etype414, _size411) = iprot.readListBegin()
-                    for _i415 in range(_size411):
-                        _elem416 = FieldSchema()
-                        _elem416.read(iprot)
-                        self.fieldSchemas.append(_elem416)
+                    (_etype432, _size429) = iprot.readListBegin()
+                    for _i433 in range(_size429):
+                        _elem434 = FieldSchema()
+                        _elem434.read(iprot)
+                        self.fieldSchemas.append(_elem434)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype418, _vtype419, _size417) = iprot.readMapBegin()
-                    for _i421 in range(_size417):
-                        _key422 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val423 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key422] = _val423
+                    (_ktype436, _vtype437, _size435) = iprot.readMapBegin()
+                    for _i439 in range(_size435):
+                        _key440 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val441 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key440] = _val441
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -8297,16 +9137,16 @@ class Schema(object):
         if self.fieldSchemas is not None:
             oprot.writeFieldBegin('fieldSchemas', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.fieldSchemas))
-            for iter424 in self.fieldSchemas:
-                iter424.write(oprot)
+            for iter442 in self.fieldSchemas:
+                iter442.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter425, viter426 in self.properties.items():
-                oprot.writeString(kiter425.encode('utf-8') if sys.version_info[0] == 2 else kiter425)
-                oprot.writeString(viter426.encode('utf-8') if sys.version_info[0] == 2 else viter426)
+            for kiter443, viter444 in self.properties.items():
+                oprot.writeString(kiter443.encode('utf-8') if sys.version_info[0] == 2 else kiter443)
+                oprot.writeString(viter444.encode('utf-8') if sys.version_info[0] == 2 else viter444)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8335,16 +9175,20 @@ class TableMeta(object):
      - tableType
      - comments
      - catName
+     - ownerName
+     - ownerType
 
     """
 
 
-    def __init__(self, dbName=None, tableName=None, tableType=None, comments=None, catName=None,):
+    def __init__(self, dbName=None, tableName=None, tableType=None, comments=None, catName=None, ownerName=None, ownerType=None,):
         self.dbName = dbName
         self.tableName = tableName
         self.tableType = tableType
         self.comments = comments
         self.catName = catName
+        self.ownerName = ownerName
+        self.ownerType = ownerType
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -8380,6 +9224,16 @@ class TableMeta(object):
                     self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I32:
+                    self.ownerType = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -8409,6 +9263,14 @@ class TableMeta(object):
         if self.catName is not None:
             oprot.writeFieldBegin('catName', TType.STRING, 5)
             oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 6)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.ownerType is not None:
+            oprot.writeFieldBegin('ownerType', TType.I32, 7)
+            oprot.writeI32(self.ownerType)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -8549,10 +9411,10 @@ class TruncateTableRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype430, _size427) = iprot.readListBegin()
-                    for _i431 in range(_size427):
-                        _elem432 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem432)
+                    (_etype448, _size445) = iprot.readListBegin()
+                    for _i449 in range(_size445):
+                        _elem450 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem450)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8593,8 +9455,8 @@ class TruncateTableRequest(object):
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter433 in self.partNames:
-                oprot.writeString(iter433.encode('utf-8') if sys.version_info[0] == 2 else iter433)
+            for iter451 in self.partNames:
+                oprot.writeString(iter451.encode('utf-8') if sys.version_info[0] == 2 else iter451)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.writeId is not None:
@@ -8799,11 +9661,11 @@ class PrimaryKeysResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.primaryKeys = []
-                    (_etype437, _size434) = iprot.readListBegin()
-                    for _i438 in range(_size434):
-                        _elem439 = SQLPrimaryKey()
-                        _elem439.read(iprot)
-                        self.primaryKeys.append(_elem439)
+                    (_etype455, _size452) = iprot.readListBegin()
+                    for _i456 in range(_size452):
+                        _elem457 = SQLPrimaryKey()
+                        _elem457.read(iprot)
+                        self.primaryKeys.append(_elem457)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -8820,8 +9682,8 @@ class PrimaryKeysResponse(object):
         if self.primaryKeys is not None:
             oprot.writeFieldBegin('primaryKeys', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.primaryKeys))
-            for iter440 in self.primaryKeys:
-                iter440.write(oprot)
+            for iter458 in self.primaryKeys:
+                iter458.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -8990,11 +9852,11 @@ class ForeignKeysResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.foreignKeys = []
-                    (_etype444, _size441) = iprot.readListBegin()
-                    for _i445 in range(_size441):
-                        _elem446 = SQLForeignKey()
-                        _elem446.read(iprot)
-                        self.foreignKeys.append(_elem446)
+                    (_etype462, _size459) = iprot.readListBegin()
+                    for _i463 in range(_size459):
+                        _elem464 = SQLForeignKey()
+                        _elem464.read(iprot)
+                        self.foreignKeys.append(_elem464)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9011,8 +9873,8 @@ class ForeignKeysResponse(object):
         if self.foreignKeys is not None:
             oprot.writeFieldBegin('foreignKeys', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.foreignKeys))
-            for iter447 in self.foreignKeys:
-                iter447.write(oprot)
+            for iter465 in self.foreignKeys:
+                iter465.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -9165,11 +10027,11 @@ class UniqueConstraintsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.uniqueConstraints = []
-                    (_etype451, _size448) = iprot.readListBegin()
-                    for _i452 in range(_size448):
-                        _elem453 = SQLUniqueConstraint()
-                        _elem453.read(iprot)
-                        self.uniqueConstraints.append(_elem453)
+                    (_etype469, _size466) = iprot.readListBegin()
+                    for _i470 in range(_size466):
+                        _elem471 = SQLUniqueConstraint()
+                        _elem471.read(iprot)
+                        self.uniqueConstraints.append(_elem471)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9186,8 +10048,8 @@ class UniqueConstraintsResponse(object):
         if self.uniqueConstraints is not None:
             oprot.writeFieldBegin('uniqueConstraints', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.uniqueConstraints))
-            for iter454 in self.uniqueConstraints:
-                iter454.write(oprot)
+            for iter472 in self.uniqueConstraints:
+                iter472.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -9340,11 +10202,11 @@ class NotNullConstraintsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.notNullConstraints = []
-                    (_etype458, _size455) = iprot.readListBegin()
-                    for _i459 in range(_size455):
-                        _elem460 = SQLNotNullConstraint()
-                        _elem460.read(iprot)
-                        self.notNullConstraints.append(_elem460)
+                    (_etype476, _size473) = iprot.readListBegin()
+                    for _i477 in range(_size473):
+                        _elem478 = SQLNotNullConstraint()
+                        _elem478.read(iprot)
+                        self.notNullConstraints.append(_elem478)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9361,8 +10223,8 @@ class NotNullConstraintsResponse(object):
         if self.notNullConstraints is not None:
             oprot.writeFieldBegin('notNullConstraints', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.notNullConstraints))
-            for iter461 in self.notNullConstraints:
-                iter461.write(oprot)
+            for iter479 in self.notNullConstraints:
+                iter479.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -9515,11 +10377,11 @@ class DefaultConstraintsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.defaultConstraints = []
-                    (_etype465, _size462) = iprot.readListBegin()
-                    for _i466 in range(_size462):
-                        _elem467 = SQLDefaultConstraint()
-                        _elem467.read(iprot)
-                        self.defaultConstraints.append(_elem467)
+                    (_etype483, _size480) = iprot.readListBegin()
+                    for _i484 in range(_size480):
+                        _elem485 = SQLDefaultConstraint()
+                        _elem485.read(iprot)
+                        self.defaultConstraints.append(_elem485)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9536,8 +10398,8 @@ class DefaultConstraintsResponse(object):
         if self.defaultConstraints is not None:
             oprot.writeFieldBegin('defaultConstraints', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.defaultConstraints))
-            for iter468 in self.defaultConstraints:
-                iter468.write(oprot)
+            for iter486 in self.defaultConstraints:
+                iter486.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -9690,11 +10552,11 @@ class CheckConstraintsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.checkConstraints = []
-                    (_etype472, _size469) = iprot.readListBegin()
-                    for _i473 in range(_size469):
-                        _elem474 = SQLCheckConstraint()
-                        _elem474.read(iprot)
-                        self.checkConstraints.append(_elem474)
+                    (_etype490, _size487) = iprot.readListBegin()
+                    for _i491 in range(_size487):
+                        _elem492 = SQLCheckConstraint()
+                        _elem492.read(iprot)
+                        self.checkConstraints.append(_elem492)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -9711,8 +10573,8 @@ class CheckConstraintsResponse(object):
         if self.checkConstraints is not None:
             oprot.writeFieldBegin('checkConstraints', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.checkConstraints))
-            for iter475 in self.checkConstraints:
-                iter475.write(oprot)
+            for iter493 in self.checkConstraints:
+                iter493.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10021,11 +10883,11 @@ class AddPrimaryKeyRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.primaryKeyCols = []
-                    (_etype479, _size476) = iprot.readListBegin()
-                    for _i480 in range(_size476):
-                        _elem481 = SQLPrimaryKey()
-                        _elem481.read(iprot)
-                        self.primaryKeyCols.append(_elem481)
+                    (_etype497, _size494) = iprot.readListBegin()
+                    for _i498 in range(_size494):
+                        _elem499 = SQLPrimaryKey()
+                        _elem499.read(iprot)
+                        self.primaryKeyCols.append(_elem499)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10042,8 +10904,8 @@ class AddPrimaryKeyRequest(object):
         if self.primaryKeyCols is not None:
             oprot.writeFieldBegin('primaryKeyCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.primaryKeyCols))
-            for iter482 in self.primaryKeyCols:
-                iter482.write(oprot)
+            for iter500 in self.primaryKeyCols:
+                iter500.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10089,11 +10951,11 @@ class AddForeignKeyRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.foreignKeyCols = []
-                    (_etype486, _size483) = iprot.readListBegin()
-                    for _i487 in range(_size483):
-                        _elem488 = SQLForeignKey()
-                        _elem488.read(iprot)
-                        self.foreignKeyCols.append(_elem488)
+                    (_etype504, _size501) = iprot.readListBegin()
+                    for _i505 in range(_size501):
+                        _elem506 = SQLForeignKey()
+                        _elem506.read(iprot)
+                        self.foreignKeyCols.append(_elem506)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10110,8 +10972,8 @@ class AddForeignKeyRequest(object):
         if self.foreignKeyCols is not None:
             oprot.writeFieldBegin('foreignKeyCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.foreignKeyCols))
-            for iter489 in self.foreignKeyCols:
-                iter489.write(oprot)
+            for iter507 in self.foreignKeyCols:
+                iter507.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10157,11 +11019,11 @@ class AddUniqueConstraintRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.uniqueConstraintCols = []
-                    (_etype493, _size490) = iprot.readListBegin()
-                    for _i494 in range(_size490):
-                        _elem495 = SQLUniqueConstraint()
-                        _elem495.read(iprot)
-                        self.uniqueConstraintCols.append(_elem495)
+                    (_etype511, _size508) = iprot.readListBegin()
+                    for _i512 in range(_size508):
+                        _elem513 = SQLUniqueConstraint()
+                        _elem513.read(iprot)
+                        self.uniqueConstraintCols.append(_elem513)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10178,8 +11040,8 @@ class AddUniqueConstraintRequest(object):
         if self.uniqueConstraintCols is not None:
             oprot.writeFieldBegin('uniqueConstraintCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.uniqueConstraintCols))
-            for iter496 in self.uniqueConstraintCols:
-                iter496.write(oprot)
+            for iter514 in self.uniqueConstraintCols:
+                iter514.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10225,11 +11087,11 @@ class AddNotNullConstraintRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.notNullConstraintCols = []
-                    (_etype500, _size497) = iprot.readListBegin()
-                    for _i501 in range(_size497):
-                        _elem502 = SQLNotNullConstraint()
-                        _elem502.read(iprot)
-                        self.notNullConstraintCols.append(_elem502)
+                    (_etype518, _size515) = iprot.readListBegin()
+                    for _i519 in range(_size515):
+                        _elem520 = SQLNotNullConstraint()
+                        _elem520.read(iprot)
+                        self.notNullConstraintCols.append(_elem520)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10246,8 +11108,8 @@ class AddNotNullConstraintRequest(object):
         if self.notNullConstraintCols is not None:
             oprot.writeFieldBegin('notNullConstraintCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.notNullConstraintCols))
-            for iter503 in self.notNullConstraintCols:
-                iter503.write(oprot)
+            for iter521 in self.notNullConstraintCols:
+                iter521.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10293,11 +11155,11 @@ class AddDefaultConstraintRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.defaultConstraintCols = []
-                    (_etype507, _size504) = iprot.readListBegin()
-                    for _i508 in range(_size504):
-                        _elem509 = SQLDefaultConstraint()
-                        _elem509.read(iprot)
-                        self.defaultConstraintCols.append(_elem509)
+                    (_etype525, _size522) = iprot.readListBegin()
+                    for _i526 in range(_size522):
+                        _elem527 = SQLDefaultConstraint()
+                        _elem527.read(iprot)
+                        self.defaultConstraintCols.append(_elem527)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10314,8 +11176,8 @@ class AddDefaultConstraintRequest(object):
         if self.defaultConstraintCols is not None:
             oprot.writeFieldBegin('defaultConstraintCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.defaultConstraintCols))
-            for iter510 in self.defaultConstraintCols:
-                iter510.write(oprot)
+            for iter528 in self.defaultConstraintCols:
+                iter528.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10361,11 +11223,11 @@ class AddCheckConstraintRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.checkConstraintCols = []
-                    (_etype514, _size511) = iprot.readListBegin()
-                    for _i515 in range(_size511):
-                        _elem516 = SQLCheckConstraint()
-                        _elem516.read(iprot)
-                        self.checkConstraintCols.append(_elem516)
+                    (_etype532, _size529) = iprot.readListBegin()
+                    for _i533 in range(_size529):
+                        _elem534 = SQLCheckConstraint()
+                        _elem534.read(iprot)
+                        self.checkConstraintCols.append(_elem534)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10382,8 +11244,8 @@ class AddCheckConstraintRequest(object):
         if self.checkConstraintCols is not None:
             oprot.writeFieldBegin('checkConstraintCols', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.checkConstraintCols))
-            for iter517 in self.checkConstraintCols:
-                iter517.write(oprot)
+            for iter535 in self.checkConstraintCols:
+                iter535.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -10431,11 +11293,11 @@ class PartitionsByExprResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype521, _size518) = iprot.readListBegin()
-                    for _i522 in range(_size518):
-                        _elem523 = Partition()
-                        _elem523.read(iprot)
-                        self.partitions.append(_elem523)
+                    (_etype539, _size536) = iprot.readListBegin()
+                    for _i540 in range(_size536):
+                        _elem541 = Partition()
+                        _elem541.read(iprot)
+                        self.partitions.append(_elem541)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10457,8 +11319,8 @@ class PartitionsByExprResult(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter524 in self.partitions:
-                iter524.write(oprot)
+            for iter542 in self.partitions:
+                iter542.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.hasUnknownPartitions is not None:
@@ -10512,11 +11374,11 @@ class PartitionsSpecByExprResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitionsSpec = []
-                    (_etype528, _size525) = iprot.readListBegin()
-                    for _i529 in range(_size525):
-                        _elem530 = PartitionSpec()
-                        _elem530.read(iprot)
-                        self.partitionsSpec.append(_elem530)
+                    (_etype546, _size543) = iprot.readListBegin()
+                    for _i547 in range(_size543):
+                        _elem548 = PartitionSpec()
+                        _elem548.read(iprot)
+                        self.partitionsSpec.append(_elem548)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10538,8 +11400,8 @@ class PartitionsSpecByExprResult(object):
         if self.partitionsSpec is not None:
             oprot.writeFieldBegin('partitionsSpec', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionsSpec))
-            for iter531 in self.partitionsSpec:
-                iter531.write(oprot)
+            for iter549 in self.partitionsSpec:
+                iter549.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.hasUnknownPartitions is not None:
@@ -10580,11 +11442,14 @@ class PartitionsByExprRequest(object):
      - order
      - validWriteIdList
      - id
+     - skipColumnSchemaForPartition
+     - includeParamKeyPattern
+     - excludeParamKeyPattern
 
     """
 
 
-    def __init__(self, dbName=None, tblName=None, expr=None, defaultPartitionName=None, maxParts=-1, catName=None, order=None, validWriteIdList=None, id=-1,):
+    def __init__(self, dbName=None, tblName=None, expr=None, defaultPartitionName=None, maxParts=-1, catName=None, order=None, validWriteIdList=None, id=-1, skipColumnSchemaForPartition=None, includeParamKeyPattern=None, excludeParamKeyPattern=None,):
         self.dbName = dbName
         self.tblName = tblName
         self.expr = expr
@@ -10594,6 +11459,9 @@ class PartitionsByExprRequest(object):
         self.order = order
         self.validWriteIdList = validWriteIdList
         self.id = id
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.includeParamKeyPattern = includeParamKeyPattern
+        self.excludeParamKeyPattern = excludeParamKeyPattern
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -10649,6 +11517,21 @@ class PartitionsByExprRequest(object):
                     self.id = iprot.readI64()
                 else:
                     iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.STRING:
+                    self.includeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.excludeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -10695,6 +11578,18 @@ class PartitionsByExprRequest(object):
             oprot.writeFieldBegin('id', TType.I64, 9)
             oprot.writeI64(self.id)
             oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 10)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.includeParamKeyPattern is not None:
+            oprot.writeFieldBegin('includeParamKeyPattern', TType.STRING, 11)
+            oprot.writeString(self.includeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.includeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.excludeParamKeyPattern is not None:
+            oprot.writeFieldBegin('excludeParamKeyPattern', TType.STRING, 12)
+            oprot.writeString(self.excludeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.excludeParamKeyPattern)
+            oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
 
@@ -10724,13 +11619,15 @@ class AddPartitionsResult(object):
     Attributes:
      - partitions
      - isStatsCompliant
+     - partitionColSchema
 
     """
 
 
-    def __init__(self, partitions=None, isStatsCompliant=None,):
+    def __init__(self, partitions=None, isStatsCompliant=None, partitionColSchema=None,):
         self.partitions = partitions
         self.isStatsCompliant = isStatsCompliant
+        self.partitionColSchema = partitionColSchema
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -10744,17 +11641,28 @@ class AddPartitionsResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype535, _size532) = iprot.readListBegin()
-                    for _i536 in range(_size532):
-                        _elem537 = Partition()
-                        _elem537.read(iprot)
-                        self.partitions.append(_elem537)
+                    (_etype553, _size550) = iprot.readListBegin()
+                    for _i554 in range(_size550):
+                        _elem555 = Partition()
+                        _elem555.read(iprot)
+                        self.partitions.append(_elem555)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.BOOL:
                     self.isStatsCompliant = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.partitionColSchema = []
+                    (_etype559, _size556) = iprot.readListBegin()
+                    for _i560 in range(_size556):
+                        _elem561 = FieldSchema()
+                        _elem561.read(iprot)
+                        self.partitionColSchema.append(_elem561)
+                    iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             else:
@@ -10770,13 +11678,20 @@ class AddPartitionsResult(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter538 in self.partitions:
-                iter538.write(oprot)
+            for iter562 in self.partitions:
+                iter562.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.isStatsCompliant is not None:
             oprot.writeFieldBegin('isStatsCompliant', TType.BOOL, 2)
             oprot.writeBool(self.isStatsCompliant)
+            oprot.writeFieldEnd()
+        if self.partitionColSchema is not None:
+            oprot.writeFieldBegin('partitionColSchema', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionColSchema))
+            for iter563 in self.partitionColSchema:
+                iter563.write(oprot)
+            oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -10806,11 +11721,14 @@ class AddPartitionsRequest(object):
      - needResult
      - catName
      - validWriteIdList
+     - skipColumnSchemaForPartition
+     - partitionColSchema
+     - environmentContext
 
     """
 
 
-    def __init__(self, dbName=None, tblName=None, parts=None, ifNotExists=None, needResult=True, catName=None, validWriteIdList=None,):
+    def __init__(self, dbName=None, tblName=None, parts=None, ifNotExists=None, needResult=True, catName=None, validWriteIdList=None, skipColumnSchemaForPartition=None, partitionColSchema=None, environmentContext=None,):
         self.dbName = dbName
         self.tblName = tblName
         self.parts = parts
@@ -10818,6 +11736,9 @@ class AddPartitionsRequest(object):
         self.needResult = needResult
         self.catName = catName
         self.validWriteIdList = validWriteIdList
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.partitionColSchema = partitionColSchema
+        self.environmentContext = environmentContext
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -10841,11 +11762,11 @@ class AddPartitionsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.parts = []
-                    (_etype542, _size539) = iprot.readListBegin()
-                    for _i543 in range(_size539):
-                        _elem544 = Partition()
-                        _elem544.read(iprot)
-                        self.parts.append(_elem544)
+                    (_etype567, _size564) = iprot.readListBegin()
+                    for _i568 in range(_size564):
+                        _elem569 = Partition()
+                        _elem569.read(iprot)
+                        self.parts.append(_elem569)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10869,6 +11790,28 @@ class AddPartitionsRequest(object):
                     self.validWriteIdList = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.LIST:
+                    self.partitionColSchema = []
+                    (_etype573, _size570) = iprot.readListBegin()
+                    for _i574 in range(_size570):
+                        _elem575 = FieldSchema()
+                        _elem575.read(iprot)
+                        self.partitionColSchema.append(_elem575)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRUCT:
+                    self.environmentContext = EnvironmentContext()
+                    self.environmentContext.read(iprot)
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -10890,8 +11833,8 @@ class AddPartitionsRequest(object):
         if self.parts is not None:
             oprot.writeFieldBegin('parts', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.parts))
-            for iter545 in self.parts:
-                iter545.write(oprot)
+            for iter576 in self.parts:
+                iter576.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.ifNotExists is not None:
@@ -10909,6 +11852,21 @@ class AddPartitionsRequest(object):
         if self.validWriteIdList is not None:
             oprot.writeFieldBegin('validWriteIdList', TType.STRING, 7)
             oprot.writeString(self.validWriteIdList.encode('utf-8') if sys.version_info[0] == 2 else self.validWriteIdList)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 8)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.partitionColSchema is not None:
+            oprot.writeFieldBegin('partitionColSchema', TType.LIST, 9)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionColSchema))
+            for iter577 in self.partitionColSchema:
+                iter577.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.environmentContext is not None:
+            oprot.writeFieldBegin('environmentContext', TType.STRUCT, 10)
+            self.environmentContext.write(oprot)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -10959,11 +11917,11 @@ class DropPartitionsResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype549, _size546) = iprot.readListBegin()
-                    for _i550 in range(_size546):
-                        _elem551 = Partition()
-                        _elem551.read(iprot)
-                        self.partitions.append(_elem551)
+                    (_etype581, _size578) = iprot.readListBegin()
+                    for _i582 in range(_size578):
+                        _elem583 = Partition()
+                        _elem583.read(iprot)
+                        self.partitions.append(_elem583)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -10980,8 +11938,8 @@ class DropPartitionsResult(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter552 in self.partitions:
-                iter552.write(oprot)
+            for iter584 in self.partitions:
+                iter584.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -11097,21 +12055,21 @@ class RequestPartsSpec(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.names = []
-                    (_etype556, _size553) = iprot.readListBegin()
-                    for _i557 in range(_size553):
-                        _elem558 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.names.append(_elem558)
+                    (_etype588, _size585) = iprot.readListBegin()
+                    for _i589 in range(_size585):
+                        _elem590 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.names.append(_elem590)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.exprs = []
-                    (_etype562, _size559) = iprot.readListBegin()
-                    for _i563 in range(_size559):
-                        _elem564 = DropPartitionsExpr()
-                        _elem564.read(iprot)
-                        self.exprs.append(_elem564)
+                    (_etype594, _size591) = iprot.readListBegin()
+                    for _i595 in range(_size591):
+                        _elem596 = DropPartitionsExpr()
+                        _elem596.read(iprot)
+                        self.exprs.append(_elem596)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11128,15 +12086,15 @@ class RequestPartsSpec(object):
         if self.names is not None:
             oprot.writeFieldBegin('names', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.names))
-            for iter565 in self.names:
-                oprot.writeString(iter565.encode('utf-8') if sys.version_info[0] == 2 else iter565)
+            for iter597 in self.names:
+                oprot.writeString(iter597.encode('utf-8') if sys.version_info[0] == 2 else iter597)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.exprs is not None:
             oprot.writeFieldBegin('exprs', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.exprs))
-            for iter566 in self.exprs:
-                iter566.write(oprot)
+            for iter598 in self.exprs:
+                iter598.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -11169,11 +12127,12 @@ class DropPartitionsRequest(object):
      - environmentContext
      - needResult
      - catName
+     - skipColumnSchemaForPartition
 
     """
 
 
-    def __init__(self, dbName=None, tblName=None, parts=None, deleteData=None, ifExists=True, ignoreProtection=None, environmentContext=None, needResult=True, catName=None,):
+    def __init__(self, dbName=None, tblName=None, parts=None, deleteData=None, ifExists=True, ignoreProtection=None, environmentContext=None, needResult=True, catName=None, skipColumnSchemaForPartition=None,):
         self.dbName = dbName
         self.tblName = tblName
         self.parts = parts
@@ -11183,6 +12142,7 @@ class DropPartitionsRequest(object):
         self.environmentContext = environmentContext
         self.needResult = needResult
         self.catName = catName
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -11240,6 +12200,11 @@ class DropPartitionsRequest(object):
                     self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -11285,6 +12250,10 @@ class DropPartitionsRequest(object):
         if self.catName is not None:
             oprot.writeFieldBegin('catName', TType.STRING, 9)
             oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 10)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -11361,11 +12330,11 @@ class PartitionValuesRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partitionKeys = []
-                    (_etype570, _size567) = iprot.readListBegin()
-                    for _i571 in range(_size567):
-                        _elem572 = FieldSchema()
-                        _elem572.read(iprot)
-                        self.partitionKeys.append(_elem572)
+                    (_etype602, _size599) = iprot.readListBegin()
+                    for _i603 in range(_size599):
+                        _elem604 = FieldSchema()
+                        _elem604.read(iprot)
+                        self.partitionKeys.append(_elem604)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11382,11 +12351,11 @@ class PartitionValuesRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.partitionOrder = []
-                    (_etype576, _size573) = iprot.readListBegin()
-                    for _i577 in range(_size573):
-                        _elem578 = FieldSchema()
-                        _elem578.read(iprot)
-                        self.partitionOrder.append(_elem578)
+                    (_etype608, _size605) = iprot.readListBegin()
+                    for _i609 in range(_size605):
+                        _elem610 = FieldSchema()
+                        _elem610.read(iprot)
+                        self.partitionOrder.append(_elem610)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11431,8 +12400,8 @@ class PartitionValuesRequest(object):
         if self.partitionKeys is not None:
             oprot.writeFieldBegin('partitionKeys', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionKeys))
-            for iter579 in self.partitionKeys:
-                iter579.write(oprot)
+            for iter611 in self.partitionKeys:
+                iter611.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.applyDistinct is not None:
@@ -11446,8 +12415,8 @@ class PartitionValuesRequest(object):
         if self.partitionOrder is not None:
             oprot.writeFieldBegin('partitionOrder', TType.LIST, 6)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionOrder))
-            for iter580 in self.partitionOrder:
-                iter580.write(oprot)
+            for iter612 in self.partitionOrder:
+                iter612.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.ascending is not None:
@@ -11513,10 +12482,10 @@ class PartitionValuesRow(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.row = []
-                    (_etype584, _size581) = iprot.readListBegin()
-                    for _i585 in range(_size581):
-                        _elem586 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.row.append(_elem586)
+                    (_etype616, _size613) = iprot.readListBegin()
+                    for _i617 in range(_size613):
+                        _elem618 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.row.append(_elem618)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11533,8 +12502,8 @@ class PartitionValuesRow(object):
         if self.row is not None:
             oprot.writeFieldBegin('row', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.row))
-            for iter587 in self.row:
-                oprot.writeString(iter587.encode('utf-8') if sys.version_info[0] == 2 else iter587)
+            for iter619 in self.row:
+                oprot.writeString(iter619.encode('utf-8') if sys.version_info[0] == 2 else iter619)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -11580,11 +12549,11 @@ class PartitionValuesResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitionValues = []
-                    (_etype591, _size588) = iprot.readListBegin()
-                    for _i592 in range(_size588):
-                        _elem593 = PartitionValuesRow()
-                        _elem593.read(iprot)
-                        self.partitionValues.append(_elem593)
+                    (_etype623, _size620) = iprot.readListBegin()
+                    for _i624 in range(_size620):
+                        _elem625 = PartitionValuesRow()
+                        _elem625.read(iprot)
+                        self.partitionValues.append(_elem625)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11601,8 +12570,8 @@ class PartitionValuesResponse(object):
         if self.partitionValues is not None:
             oprot.writeFieldBegin('partitionValues', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionValues))
-            for iter594 in self.partitionValues:
-                iter594.write(oprot)
+            for iter626 in self.partitionValues:
+                iter626.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -11638,11 +12607,14 @@ class GetPartitionsByNamesRequest(object):
      - validWriteIdList
      - getFileMetadata
      - id
+     - skipColumnSchemaForPartition
+     - includeParamKeyPattern
+     - excludeParamKeyPattern
 
     """
 
 
-    def __init__(self, db_name=None, tbl_name=None, names=None, get_col_stats=None, processorCapabilities=None, processorIdentifier=None, engine=None, validWriteIdList=None, getFileMetadata=None, id=-1,):
+    def __init__(self, db_name=None, tbl_name=None, names=None, get_col_stats=None, processorCapabilities=None, processorIdentifier=None, engine=None, validWriteIdList=None, getFileMetadata=None, id=-1, skipColumnSchemaForPartition=None, includeParamKeyPattern=None, excludeParamKeyPattern=None,):
         self.db_name = db_name
         self.tbl_name = tbl_name
         self.names = names
@@ -11653,6 +12625,9 @@ class GetPartitionsByNamesRequest(object):
         self.validWriteIdList = validWriteIdList
         self.getFileMetadata = getFileMetadata
         self.id = id
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.includeParamKeyPattern = includeParamKeyPattern
+        self.excludeParamKeyPattern = excludeParamKeyPattern
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -11676,10 +12651,10 @@ class GetPartitionsByNamesRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.names = []
-                    (_etype598, _size595) = iprot.readListBegin()
-                    for _i599 in range(_size595):
-                        _elem600 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.names.append(_elem600)
+                    (_etype630, _size627) = iprot.readListBegin()
+                    for _i631 in range(_size627):
+                        _elem632 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.names.append(_elem632)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11691,10 +12666,10 @@ class GetPartitionsByNamesRequest(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype604, _size601) = iprot.readListBegin()
-                    for _i605 in range(_size601):
-                        _elem606 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem606)
+                    (_etype636, _size633) = iprot.readListBegin()
+                    for _i637 in range(_size633):
+                        _elem638 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem638)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11723,6 +12698,21 @@ class GetPartitionsByNamesRequest(object):
                     self.id = iprot.readI64()
                 else:
                     iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.includeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.STRING:
+                    self.excludeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -11744,8 +12734,8 @@ class GetPartitionsByNamesRequest(object):
         if self.names is not None:
             oprot.writeFieldBegin('names', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.names))
-            for iter607 in self.names:
-                oprot.writeString(iter607.encode('utf-8') if sys.version_info[0] == 2 else iter607)
+            for iter639 in self.names:
+                oprot.writeString(iter639.encode('utf-8') if sys.version_info[0] == 2 else iter639)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.get_col_stats is not None:
@@ -11755,8 +12745,8 @@ class GetPartitionsByNamesRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter608 in self.processorCapabilities:
-                oprot.writeString(iter608.encode('utf-8') if sys.version_info[0] == 2 else iter608)
+            for iter640 in self.processorCapabilities:
+                oprot.writeString(iter640.encode('utf-8') if sys.version_info[0] == 2 else iter640)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -11778,6 +12768,18 @@ class GetPartitionsByNamesRequest(object):
         if self.id is not None:
             oprot.writeFieldBegin('id', TType.I64, 10)
             oprot.writeI64(self.id)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 11)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.includeParamKeyPattern is not None:
+            oprot.writeFieldBegin('includeParamKeyPattern', TType.STRING, 12)
+            oprot.writeString(self.includeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.includeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.excludeParamKeyPattern is not None:
+            oprot.writeFieldBegin('excludeParamKeyPattern', TType.STRING, 13)
+            oprot.writeString(self.excludeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.excludeParamKeyPattern)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -11826,11 +12828,11 @@ class GetPartitionsByNamesResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype612, _size609) = iprot.readListBegin()
-                    for _i613 in range(_size609):
-                        _elem614 = Partition()
-                        _elem614.read(iprot)
-                        self.partitions.append(_elem614)
+                    (_etype644, _size641) = iprot.readListBegin()
+                    for _i645 in range(_size641):
+                        _elem646 = Partition()
+                        _elem646.read(iprot)
+                        self.partitions.append(_elem646)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11853,8 +12855,8 @@ class GetPartitionsByNamesResult(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter615 in self.partitions:
-                iter615.write(oprot)
+            for iter647 in self.partitions:
+                iter647.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.dictionary is not None:
@@ -11891,11 +12893,13 @@ class AlterPartitionsRequest(object):
      - environmentContext
      - writeId
      - validWriteIdList
+     - skipColumnSchemaForPartition
+     - partitionColSchema
 
     """
 
 
-    def __init__(self, catName=None, dbName=None, tableName=None, partitions=None, environmentContext=None, writeId=-1, validWriteIdList=None,):
+    def __init__(self, catName=None, dbName=None, tableName=None, partitions=None, environmentContext=None, writeId=-1, validWriteIdList=None, skipColumnSchemaForPartition=None, partitionColSchema=None,):
         self.catName = catName
         self.dbName = dbName
         self.tableName = tableName
@@ -11903,6 +12907,8 @@ class AlterPartitionsRequest(object):
         self.environmentContext = environmentContext
         self.writeId = writeId
         self.validWriteIdList = validWriteIdList
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.partitionColSchema = partitionColSchema
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -11931,11 +12937,11 @@ class AlterPartitionsRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype619, _size616) = iprot.readListBegin()
-                    for _i620 in range(_size616):
-                        _elem621 = Partition()
-                        _elem621.read(iprot)
-                        self.partitions.append(_elem621)
+                    (_etype651, _size648) = iprot.readListBegin()
+                    for _i652 in range(_size648):
+                        _elem653 = Partition()
+                        _elem653.read(iprot)
+                        self.partitions.append(_elem653)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -11953,6 +12959,22 @@ class AlterPartitionsRequest(object):
             elif fid == 7:
                 if ftype == TType.STRING:
                     self.validWriteIdList = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.LIST:
+                    self.partitionColSchema = []
+                    (_etype657, _size654) = iprot.readListBegin()
+                    for _i658 in range(_size654):
+                        _elem659 = FieldSchema()
+                        _elem659.read(iprot)
+                        self.partitionColSchema.append(_elem659)
+                    iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             else:
@@ -11980,8 +13002,8 @@ class AlterPartitionsRequest(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter622 in self.partitions:
-                iter622.write(oprot)
+            for iter660 in self.partitions:
+                iter660.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.environmentContext is not None:
@@ -11995,6 +13017,17 @@ class AlterPartitionsRequest(object):
         if self.validWriteIdList is not None:
             oprot.writeFieldBegin('validWriteIdList', TType.STRING, 7)
             oprot.writeString(self.validWriteIdList.encode('utf-8') if sys.version_info[0] == 2 else self.validWriteIdList)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 8)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.partitionColSchema is not None:
+            oprot.writeFieldBegin('partitionColSchema', TType.LIST, 9)
+            oprot.writeListBegin(TType.STRUCT, len(self.partitionColSchema))
+            for iter661 in self.partitionColSchema:
+                iter661.write(oprot)
+            oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -12112,10 +13145,10 @@ class RenamePartitionRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partVals = []
-                    (_etype626, _size623) = iprot.readListBegin()
-                    for _i627 in range(_size623):
-                        _elem628 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partVals.append(_elem628)
+                    (_etype665, _size662) = iprot.readListBegin()
+                    for _i666 in range(_size662):
+                        _elem667 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partVals.append(_elem667)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12165,8 +13198,8 @@ class RenamePartitionRequest(object):
         if self.partVals is not None:
             oprot.writeFieldBegin('partVals', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partVals))
-            for iter629 in self.partVals:
-                oprot.writeString(iter629.encode('utf-8') if sys.version_info[0] == 2 else iter629)
+            for iter668 in self.partVals:
+                oprot.writeString(iter668.encode('utf-8') if sys.version_info[0] == 2 else iter668)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.newPart is not None:
@@ -12278,10 +13311,10 @@ class GetProjectionsSpec(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fieldList = []
-                    (_etype633, _size630) = iprot.readListBegin()
-                    for _i634 in range(_size630):
-                        _elem635 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.fieldList.append(_elem635)
+                    (_etype672, _size669) = iprot.readListBegin()
+                    for _i673 in range(_size669):
+                        _elem674 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.fieldList.append(_elem674)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12308,8 +13341,8 @@ class GetProjectionsSpec(object):
         if self.fieldList is not None:
             oprot.writeFieldBegin('fieldList', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.fieldList))
-            for iter636 in self.fieldList:
-                oprot.writeString(iter636.encode('utf-8') if sys.version_info[0] == 2 else iter636)
+            for iter675 in self.fieldList:
+                oprot.writeString(iter675.encode('utf-8') if sys.version_info[0] == 2 else iter675)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.includeParamKeyPattern is not None:
@@ -12368,10 +13401,10 @@ class GetPartitionsFilterSpec(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.filters = []
-                    (_etype640, _size637) = iprot.readListBegin()
-                    for _i641 in range(_size637):
-                        _elem642 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.filters.append(_elem642)
+                    (_etype679, _size676) = iprot.readListBegin()
+                    for _i680 in range(_size676):
+                        _elem681 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.filters.append(_elem681)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12392,8 +13425,8 @@ class GetPartitionsFilterSpec(object):
         if self.filters is not None:
             oprot.writeFieldBegin('filters', TType.LIST, 8)
             oprot.writeListBegin(TType.STRING, len(self.filters))
-            for iter643 in self.filters:
-                oprot.writeString(iter643.encode('utf-8') if sys.version_info[0] == 2 else iter643)
+            for iter682 in self.filters:
+                oprot.writeString(iter682.encode('utf-8') if sys.version_info[0] == 2 else iter682)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -12437,11 +13470,11 @@ class GetPartitionsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitionSpec = []
-                    (_etype647, _size644) = iprot.readListBegin()
-                    for _i648 in range(_size644):
-                        _elem649 = PartitionSpec()
-                        _elem649.read(iprot)
-                        self.partitionSpec.append(_elem649)
+                    (_etype686, _size683) = iprot.readListBegin()
+                    for _i687 in range(_size683):
+                        _elem688 = PartitionSpec()
+                        _elem688.read(iprot)
+                        self.partitionSpec.append(_elem688)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12458,8 +13491,8 @@ class GetPartitionsResponse(object):
         if self.partitionSpec is not None:
             oprot.writeFieldBegin('partitionSpec', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitionSpec))
-            for iter650 in self.partitionSpec:
-                iter650.write(oprot)
+            for iter689 in self.partitionSpec:
+                iter689.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -12548,10 +13581,10 @@ class GetPartitionsRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.groupNames = []
-                    (_etype654, _size651) = iprot.readListBegin()
-                    for _i655 in range(_size651):
-                        _elem656 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.groupNames.append(_elem656)
+                    (_etype693, _size690) = iprot.readListBegin()
+                    for _i694 in range(_size690):
+                        _elem695 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.groupNames.append(_elem695)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12570,10 +13603,10 @@ class GetPartitionsRequest(object):
             elif fid == 9:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype660, _size657) = iprot.readListBegin()
-                    for _i661 in range(_size657):
-                        _elem662 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem662)
+                    (_etype699, _size696) = iprot.readListBegin()
+                    for _i700 in range(_size696):
+                        _elem701 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem701)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12620,8 +13653,8 @@ class GetPartitionsRequest(object):
         if self.groupNames is not None:
             oprot.writeFieldBegin('groupNames', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.groupNames))
-            for iter663 in self.groupNames:
-                oprot.writeString(iter663.encode('utf-8') if sys.version_info[0] == 2 else iter663)
+            for iter702 in self.groupNames:
+                oprot.writeString(iter702.encode('utf-8') if sys.version_info[0] == 2 else iter702)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.projectionSpec is not None:
@@ -12635,8 +13668,8 @@ class GetPartitionsRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 9)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter664 in self.processorCapabilities:
-                oprot.writeString(iter664.encode('utf-8') if sys.version_info[0] == 2 else iter664)
+            for iter703 in self.processorCapabilities:
+                oprot.writeString(iter703.encode('utf-8') if sys.version_info[0] == 2 else iter703)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -12713,10 +13746,10 @@ class GetPartitionRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partVals = []
-                    (_etype668, _size665) = iprot.readListBegin()
-                    for _i669 in range(_size665):
-                        _elem670 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partVals.append(_elem670)
+                    (_etype707, _size704) = iprot.readListBegin()
+                    for _i708 in range(_size704):
+                        _elem709 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partVals.append(_elem709)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -12755,8 +13788,8 @@ class GetPartitionRequest(object):
         if self.partVals is not None:
             oprot.writeFieldBegin('partVals', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partVals))
-            for iter671 in self.partVals:
-                oprot.writeString(iter671.encode('utf-8') if sys.version_info[0] == 2 else iter671)
+            for iter710 in self.partVals:
+                oprot.writeString(iter710.encode('utf-8') if sys.version_info[0] == 2 else iter710)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.validWriteIdList is not None:
@@ -12860,17 +13893,23 @@ class PartitionsRequest(object):
      - maxParts
      - validWriteIdList
      - id
+     - skipColumnSchemaForPartition
+     - includeParamKeyPattern
+     - excludeParamKeyPattern
 
     """
 
 
-    def __init__(self, catName=None, dbName=None, tblName=None, maxParts=-1, validWriteIdList=None, id=-1,):
+    def __init__(self, catName=None, dbName=None, tblName=None, maxParts=-1, validWriteIdList=None, id=-1, skipColumnSchemaForPartition=None, includeParamKeyPattern=None, excludeParamKeyPattern=None,):
         self.catName = catName
         self.dbName = dbName
         self.tblName = tblName
         self.maxParts = maxParts
         self.validWriteIdList = validWriteIdList
         self.id = id
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.includeParamKeyPattern = includeParamKeyPattern
+        self.excludeParamKeyPattern = excludeParamKeyPattern
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -12911,6 +13950,21 @@ class PartitionsRequest(object):
                     self.id = iprot.readI64()
                 else:
                     iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.includeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.excludeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -12944,6 +13998,18 @@ class PartitionsRequest(object):
         if self.id is not None:
             oprot.writeFieldBegin('id', TType.I64, 6)
             oprot.writeI64(self.id)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 7)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.includeParamKeyPattern is not None:
+            oprot.writeFieldBegin('includeParamKeyPattern', TType.STRING, 8)
+            oprot.writeString(self.includeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.includeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.excludeParamKeyPattern is not None:
+            oprot.writeFieldBegin('excludeParamKeyPattern', TType.STRING, 9)
+            oprot.writeString(self.excludeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.excludeParamKeyPattern)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -12990,11 +14056,11 @@ class PartitionsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype675, _size672) = iprot.readListBegin()
-                    for _i676 in range(_size672):
-                        _elem677 = Partition()
-                        _elem677.read(iprot)
-                        self.partitions.append(_elem677)
+                    (_etype714, _size711) = iprot.readListBegin()
+                    for _i715 in range(_size711):
+                        _elem716 = Partition()
+                        _elem716.read(iprot)
+                        self.partitions.append(_elem716)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13011,8 +14077,8 @@ class PartitionsResponse(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter678 in self.partitions:
-                iter678.write(oprot)
+            for iter717 in self.partitions:
+                iter717.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -13085,10 +14151,10 @@ class GetPartitionNamesPsRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partValues = []
-                    (_etype682, _size679) = iprot.readListBegin()
-                    for _i683 in range(_size679):
-                        _elem684 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partValues.append(_elem684)
+                    (_etype721, _size718) = iprot.readListBegin()
+                    for _i722 in range(_size718):
+                        _elem723 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partValues.append(_elem723)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13132,8 +14198,8 @@ class GetPartitionNamesPsRequest(object):
         if self.partValues is not None:
             oprot.writeFieldBegin('partValues', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partValues))
-            for iter685 in self.partValues:
-                oprot.writeString(iter685.encode('utf-8') if sys.version_info[0] == 2 else iter685)
+            for iter724 in self.partValues:
+                oprot.writeString(iter724.encode('utf-8') if sys.version_info[0] == 2 else iter724)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.maxParts is not None:
@@ -13193,10 +14259,10 @@ class GetPartitionNamesPsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.names = []
-                    (_etype689, _size686) = iprot.readListBegin()
-                    for _i690 in range(_size686):
-                        _elem691 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.names.append(_elem691)
+                    (_etype728, _size725) = iprot.readListBegin()
+                    for _i729 in range(_size725):
+                        _elem730 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.names.append(_elem730)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13213,8 +14279,8 @@ class GetPartitionNamesPsResponse(object):
         if self.names is not None:
             oprot.writeFieldBegin('names', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.names))
-            for iter692 in self.names:
-                oprot.writeString(iter692.encode('utf-8') if sys.version_info[0] == 2 else iter692)
+            for iter731 in self.names:
+                oprot.writeString(iter731.encode('utf-8') if sys.version_info[0] == 2 else iter731)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -13249,11 +14315,15 @@ class GetPartitionsPsWithAuthRequest(object):
      - groupNames
      - validWriteIdList
      - id
+     - skipColumnSchemaForPartition
+     - includeParamKeyPattern
+     - excludeParamKeyPattern
+     - partNames
 
     """
 
 
-    def __init__(self, catName=None, dbName=None, tblName=None, partVals=None, maxParts=-1, userName=None, groupNames=None, validWriteIdList=None, id=-1,):
+    def __init__(self, catName=None, dbName=None, tblName=None, partVals=None, maxParts=-1, userName=None, groupNames=None, validWriteIdList=None, id=-1, skipColumnSchemaForPartition=None, includeParamKeyPattern=None, excludeParamKeyPattern=None, partNames=None,):
         self.catName = catName
         self.dbName = dbName
         self.tblName = tblName
@@ -13263,6 +14333,10 @@ class GetPartitionsPsWithAuthRequest(object):
         self.groupNames = groupNames
         self.validWriteIdList = validWriteIdList
         self.id = id
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.includeParamKeyPattern = includeParamKeyPattern
+        self.excludeParamKeyPattern = excludeParamKeyPattern
+        self.partNames = partNames
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -13291,10 +14365,10 @@ class GetPartitionsPsWithAuthRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.partVals = []
-                    (_etype696, _size693) = iprot.readListBegin()
-                    for _i697 in range(_size693):
-                        _elem698 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partVals.append(_elem698)
+                    (_etype735, _size732) = iprot.readListBegin()
+                    for _i736 in range(_size732):
+                        _elem737 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partVals.append(_elem737)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13311,10 +14385,10 @@ class GetPartitionsPsWithAuthRequest(object):
             elif fid == 7:
                 if ftype == TType.LIST:
                     self.groupNames = []
-                    (_etype702, _size699) = iprot.readListBegin()
-                    for _i703 in range(_size699):
-                        _elem704 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.groupNames.append(_elem704)
+                    (_etype741, _size738) = iprot.readListBegin()
+                    for _i742 in range(_size738):
+                        _elem743 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.groupNames.append(_elem743)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13326,6 +14400,31 @@ class GetPartitionsPsWithAuthRequest(object):
             elif fid == 9:
                 if ftype == TType.I64:
                     self.id = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 11:
+                if ftype == TType.STRING:
+                    self.includeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 12:
+                if ftype == TType.STRING:
+                    self.excludeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 13:
+                if ftype == TType.LIST:
+                    self.partNames = []
+                    (_etype747, _size744) = iprot.readListBegin()
+                    for _i748 in range(_size744):
+                        _elem749 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem749)
+                    iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             else:
@@ -13353,8 +14452,8 @@ class GetPartitionsPsWithAuthRequest(object):
         if self.partVals is not None:
             oprot.writeFieldBegin('partVals', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.partVals))
-            for iter705 in self.partVals:
-                oprot.writeString(iter705.encode('utf-8') if sys.version_info[0] == 2 else iter705)
+            for iter750 in self.partVals:
+                oprot.writeString(iter750.encode('utf-8') if sys.version_info[0] == 2 else iter750)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.maxParts is not None:
@@ -13368,8 +14467,8 @@ class GetPartitionsPsWithAuthRequest(object):
         if self.groupNames is not None:
             oprot.writeFieldBegin('groupNames', TType.LIST, 7)
             oprot.writeListBegin(TType.STRING, len(self.groupNames))
-            for iter706 in self.groupNames:
-                oprot.writeString(iter706.encode('utf-8') if sys.version_info[0] == 2 else iter706)
+            for iter751 in self.groupNames:
+                oprot.writeString(iter751.encode('utf-8') if sys.version_info[0] == 2 else iter751)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.validWriteIdList is not None:
@@ -13379,6 +14478,25 @@ class GetPartitionsPsWithAuthRequest(object):
         if self.id is not None:
             oprot.writeFieldBegin('id', TType.I64, 9)
             oprot.writeI64(self.id)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 10)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.includeParamKeyPattern is not None:
+            oprot.writeFieldBegin('includeParamKeyPattern', TType.STRING, 11)
+            oprot.writeString(self.includeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.includeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.excludeParamKeyPattern is not None:
+            oprot.writeFieldBegin('excludeParamKeyPattern', TType.STRING, 12)
+            oprot.writeString(self.excludeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.excludeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.partNames is not None:
+            oprot.writeFieldBegin('partNames', TType.LIST, 13)
+            oprot.writeListBegin(TType.STRING, len(self.partNames))
+            for iter752 in self.partNames:
+                oprot.writeString(iter752.encode('utf-8') if sys.version_info[0] == 2 else iter752)
+            oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -13425,11 +14543,11 @@ class GetPartitionsPsWithAuthResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.partitions = []
-                    (_etype710, _size707) = iprot.readListBegin()
-                    for _i711 in range(_size707):
-                        _elem712 = Partition()
-                        _elem712.read(iprot)
-                        self.partitions.append(_elem712)
+                    (_etype756, _size753) = iprot.readListBegin()
+                    for _i757 in range(_size753):
+                        _elem758 = Partition()
+                        _elem758.read(iprot)
+                        self.partitions.append(_elem758)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13446,8 +14564,8 @@ class GetPartitionsPsWithAuthResponse(object):
         if self.partitions is not None:
             oprot.writeFieldBegin('partitions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.partitions))
-            for iter713 in self.partitions:
-                iter713.write(oprot)
+            for iter759 in self.partitions:
+                iter759.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -13456,6 +14574,401 @@ class GetPartitionsPsWithAuthResponse(object):
     def validate(self):
         if self.partitions is None:
             raise TProtocolException(message='Required field partitions is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class AppendPartitionsRequest(object):
+    """
+    Attributes:
+     - catalogName
+     - dbName
+     - tableName
+     - name
+     - partVals
+     - environmentContext
+
+    """
+
+
+    def __init__(self, catalogName=None, dbName=None, tableName=None, name=None, partVals=None, environmentContext=None,):
+        self.catalogName = catalogName
+        self.dbName = dbName
+        self.tableName = tableName
+        self.name = name
+        self.partVals = partVals
+        self.environmentContext = environmentContext
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catalogName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.partVals = []
+                    (_etype763, _size760) = iprot.readListBegin()
+                    for _i764 in range(_size760):
+                        _elem765 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partVals.append(_elem765)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRUCT:
+                    self.environmentContext = EnvironmentContext()
+                    self.environmentContext.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('AppendPartitionsRequest')
+        if self.catalogName is not None:
+            oprot.writeFieldBegin('catalogName', TType.STRING, 1)
+            oprot.writeString(self.catalogName.encode('utf-8') if sys.version_info[0] == 2 else self.catalogName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 3)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 4)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.partVals is not None:
+            oprot.writeFieldBegin('partVals', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRING, len(self.partVals))
+            for iter766 in self.partVals:
+                oprot.writeString(iter766.encode('utf-8') if sys.version_info[0] == 2 else iter766)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.environmentContext is not None:
+            oprot.writeFieldBegin('environmentContext', TType.STRUCT, 6)
+            self.environmentContext.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DropPartitionRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - tblName
+     - partName
+     - partVals
+     - deleteData
+     - environmentContext
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, tblName=None, partName=None, partVals=None, deleteData=None, environmentContext=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.tblName = tblName
+        self.partName = partName
+        self.partVals = partVals
+        self.deleteData = deleteData
+        self.environmentContext = environmentContext
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.partName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.partVals = []
+                    (_etype770, _size767) = iprot.readListBegin()
+                    for _i771 in range(_size767):
+                        _elem772 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partVals.append(_elem772)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.BOOL:
+                    self.deleteData = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRUCT:
+                    self.environmentContext = EnvironmentContext()
+                    self.environmentContext.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DropPartitionRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 3)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.partName is not None:
+            oprot.writeFieldBegin('partName', TType.STRING, 4)
+            oprot.writeString(self.partName.encode('utf-8') if sys.version_info[0] == 2 else self.partName)
+            oprot.writeFieldEnd()
+        if self.partVals is not None:
+            oprot.writeFieldBegin('partVals', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRING, len(self.partVals))
+            for iter773 in self.partVals:
+                oprot.writeString(iter773.encode('utf-8') if sys.version_info[0] == 2 else iter773)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.deleteData is not None:
+            oprot.writeFieldBegin('deleteData', TType.BOOL, 6)
+            oprot.writeBool(self.deleteData)
+            oprot.writeFieldEnd()
+        if self.environmentContext is not None:
+            oprot.writeFieldBegin('environmentContext', TType.STRUCT, 7)
+            self.environmentContext.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetPartitionsByFilterRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - tblName
+     - filter
+     - maxParts
+     - skipColumnSchemaForPartition
+     - includeParamKeyPattern
+     - excludeParamKeyPattern
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, tblName=None, filter=None, maxParts=-1, skipColumnSchemaForPartition=None, includeParamKeyPattern=None, excludeParamKeyPattern=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.tblName = tblName
+        self.filter = filter
+        self.maxParts = maxParts
+        self.skipColumnSchemaForPartition = skipColumnSchemaForPartition
+        self.includeParamKeyPattern = includeParamKeyPattern
+        self.excludeParamKeyPattern = excludeParamKeyPattern
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.filter = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I16:
+                    self.maxParts = iprot.readI16()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.BOOL:
+                    self.skipColumnSchemaForPartition = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.includeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.excludeParamKeyPattern = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetPartitionsByFilterRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 3)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.filter is not None:
+            oprot.writeFieldBegin('filter', TType.STRING, 4)
+            oprot.writeString(self.filter.encode('utf-8') if sys.version_info[0] == 2 else self.filter)
+            oprot.writeFieldEnd()
+        if self.maxParts is not None:
+            oprot.writeFieldBegin('maxParts', TType.I16, 5)
+            oprot.writeI16(self.maxParts)
+            oprot.writeFieldEnd()
+        if self.skipColumnSchemaForPartition is not None:
+            oprot.writeFieldBegin('skipColumnSchemaForPartition', TType.BOOL, 6)
+            oprot.writeBool(self.skipColumnSchemaForPartition)
+            oprot.writeFieldEnd()
+        if self.includeParamKeyPattern is not None:
+            oprot.writeFieldBegin('includeParamKeyPattern', TType.STRING, 7)
+            oprot.writeString(self.includeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.includeParamKeyPattern)
+            oprot.writeFieldEnd()
+        if self.excludeParamKeyPattern is not None:
+            oprot.writeFieldBegin('excludeParamKeyPattern', TType.STRING, 8)
+            oprot.writeString(self.excludeParamKeyPattern.encode('utf-8') if sys.version_info[0] == 2 else self.excludeParamKeyPattern)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
         return
 
     def __repr__(self):
@@ -13493,10 +15006,10 @@ class ClientCapabilities(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.values = []
-                    (_etype717, _size714) = iprot.readListBegin()
-                    for _i718 in range(_size714):
-                        _elem719 = iprot.readI32()
-                        self.values.append(_elem719)
+                    (_etype777, _size774) = iprot.readListBegin()
+                    for _i778 in range(_size774):
+                        _elem779 = iprot.readI32()
+                        self.values.append(_elem779)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13513,8 +15026,8 @@ class ClientCapabilities(object):
         if self.values is not None:
             oprot.writeFieldBegin('values', TType.LIST, 1)
             oprot.writeListBegin(TType.I32, len(self.values))
-            for iter720 in self.values:
-                oprot.writeI32(iter720)
+            for iter780 in self.values:
+                oprot.writeI32(iter780)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -13609,10 +15122,10 @@ class GetTableRequest(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype724, _size721) = iprot.readListBegin()
-                    for _i725 in range(_size721):
-                        _elem726 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem726)
+                    (_etype784, _size781) = iprot.readListBegin()
+                    for _i785 in range(_size781):
+                        _elem786 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem786)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13668,8 +15181,8 @@ class GetTableRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 8)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter727 in self.processorCapabilities:
-                oprot.writeString(iter727.encode('utf-8') if sys.version_info[0] == 2 else iter727)
+            for iter787 in self.processorCapabilities:
+                oprot.writeString(iter787.encode('utf-8') if sys.version_info[0] == 2 else iter787)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -13819,10 +15332,10 @@ class GetTablesRequest(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.tblNames = []
-                    (_etype731, _size728) = iprot.readListBegin()
-                    for _i732 in range(_size728):
-                        _elem733 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tblNames.append(_elem733)
+                    (_etype791, _size788) = iprot.readListBegin()
+                    for _i792 in range(_size788):
+                        _elem793 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tblNames.append(_elem793)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13840,10 +15353,10 @@ class GetTablesRequest(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype737, _size734) = iprot.readListBegin()
-                    for _i738 in range(_size734):
-                        _elem739 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem739)
+                    (_etype797, _size794) = iprot.readListBegin()
+                    for _i798 in range(_size794):
+                        _elem799 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem799)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13880,8 +15393,8 @@ class GetTablesRequest(object):
         if self.tblNames is not None:
             oprot.writeFieldBegin('tblNames', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.tblNames))
-            for iter740 in self.tblNames:
-                oprot.writeString(iter740.encode('utf-8') if sys.version_info[0] == 2 else iter740)
+            for iter800 in self.tblNames:
+                oprot.writeString(iter800.encode('utf-8') if sys.version_info[0] == 2 else iter800)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.capabilities is not None:
@@ -13895,8 +15408,8 @@ class GetTablesRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter741 in self.processorCapabilities:
-                oprot.writeString(iter741.encode('utf-8') if sys.version_info[0] == 2 else iter741)
+            for iter801 in self.processorCapabilities:
+                oprot.writeString(iter801.encode('utf-8') if sys.version_info[0] == 2 else iter801)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -13954,11 +15467,11 @@ class GetTablesResult(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.tables = []
-                    (_etype745, _size742) = iprot.readListBegin()
-                    for _i746 in range(_size742):
-                        _elem747 = Table()
-                        _elem747.read(iprot)
-                        self.tables.append(_elem747)
+                    (_etype805, _size802) = iprot.readListBegin()
+                    for _i806 in range(_size802):
+                        _elem807 = Table()
+                        _elem807.read(iprot)
+                        self.tables.append(_elem807)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -13975,8 +15488,8 @@ class GetTablesResult(object):
         if self.tables is not None:
             oprot.writeFieldBegin('tables', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.tables))
-            for iter748 in self.tables:
-                iter748.write(oprot)
+            for iter808 in self.tables:
+                iter808.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -14059,10 +15572,10 @@ class GetTablesExtRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype752, _size749) = iprot.readListBegin()
-                    for _i753 in range(_size749):
-                        _elem754 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem754)
+                    (_etype812, _size809) = iprot.readListBegin()
+                    for _i813 in range(_size809):
+                        _elem814 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem814)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14104,8 +15617,8 @@ class GetTablesExtRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter755 in self.processorCapabilities:
-                oprot.writeString(iter755.encode('utf-8') if sys.version_info[0] == 2 else iter755)
+            for iter815 in self.processorCapabilities:
+                oprot.writeString(iter815.encode('utf-8') if sys.version_info[0] == 2 else iter815)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -14177,20 +15690,20 @@ class ExtendedTableInfo(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.requiredReadCapabilities = []
-                    (_etype759, _size756) = iprot.readListBegin()
-                    for _i760 in range(_size756):
-                        _elem761 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.requiredReadCapabilities.append(_elem761)
+                    (_etype819, _size816) = iprot.readListBegin()
+                    for _i820 in range(_size816):
+                        _elem821 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.requiredReadCapabilities.append(_elem821)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.requiredWriteCapabilities = []
-                    (_etype765, _size762) = iprot.readListBegin()
-                    for _i766 in range(_size762):
-                        _elem767 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.requiredWriteCapabilities.append(_elem767)
+                    (_etype825, _size822) = iprot.readListBegin()
+                    for _i826 in range(_size822):
+                        _elem827 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.requiredWriteCapabilities.append(_elem827)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14215,15 +15728,15 @@ class ExtendedTableInfo(object):
         if self.requiredReadCapabilities is not None:
             oprot.writeFieldBegin('requiredReadCapabilities', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.requiredReadCapabilities))
-            for iter768 in self.requiredReadCapabilities:
-                oprot.writeString(iter768.encode('utf-8') if sys.version_info[0] == 2 else iter768)
+            for iter828 in self.requiredReadCapabilities:
+                oprot.writeString(iter828.encode('utf-8') if sys.version_info[0] == 2 else iter828)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.requiredWriteCapabilities is not None:
             oprot.writeFieldBegin('requiredWriteCapabilities', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.requiredWriteCapabilities))
-            for iter769 in self.requiredWriteCapabilities:
-                oprot.writeString(iter769.encode('utf-8') if sys.version_info[0] == 2 else iter769)
+            for iter829 in self.requiredWriteCapabilities:
+                oprot.writeString(iter829.encode('utf-8') if sys.version_info[0] == 2 else iter829)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -14299,76 +15812,76 @@ class CreateTableRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.primaryKeys = []
-                    (_etype773, _size770) = iprot.readListBegin()
-                    for _i774 in range(_size770):
-                        _elem775 = SQLPrimaryKey()
-                        _elem775.read(iprot)
-                        self.primaryKeys.append(_elem775)
+                    (_etype833, _size830) = iprot.readListBegin()
+                    for _i834 in range(_size830):
+                        _elem835 = SQLPrimaryKey()
+                        _elem835.read(iprot)
+                        self.primaryKeys.append(_elem835)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.foreignKeys = []
-                    (_etype779, _size776) = iprot.readListBegin()
-                    for _i780 in range(_size776):
-                        _elem781 = SQLForeignKey()
-                        _elem781.read(iprot)
-                        self.foreignKeys.append(_elem781)
+                    (_etype839, _size836) = iprot.readListBegin()
+                    for _i840 in range(_size836):
+                        _elem841 = SQLForeignKey()
+                        _elem841.read(iprot)
+                        self.foreignKeys.append(_elem841)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.uniqueConstraints = []
-                    (_etype785, _size782) = iprot.readListBegin()
-                    for _i786 in range(_size782):
-                        _elem787 = SQLUniqueConstraint()
-                        _elem787.read(iprot)
-                        self.uniqueConstraints.append(_elem787)
+                    (_etype845, _size842) = iprot.readListBegin()
+                    for _i846 in range(_size842):
+                        _elem847 = SQLUniqueConstraint()
+                        _elem847.read(iprot)
+                        self.uniqueConstraints.append(_elem847)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.notNullConstraints = []
-                    (_etype791, _size788) = iprot.readListBegin()
-                    for _i792 in range(_size788):
-                        _elem793 = SQLNotNullConstraint()
-                        _elem793.read(iprot)
-                        self.notNullConstraints.append(_elem793)
+                    (_etype851, _size848) = iprot.readListBegin()
+                    for _i852 in range(_size848):
+                        _elem853 = SQLNotNullConstraint()
+                        _elem853.read(iprot)
+                        self.notNullConstraints.append(_elem853)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 7:
                 if ftype == TType.LIST:
                     self.defaultConstraints = []
-                    (_etype797, _size794) = iprot.readListBegin()
-                    for _i798 in range(_size794):
-                        _elem799 = SQLDefaultConstraint()
-                        _elem799.read(iprot)
-                        self.defaultConstraints.append(_elem799)
+                    (_etype857, _size854) = iprot.readListBegin()
+                    for _i858 in range(_size854):
+                        _elem859 = SQLDefaultConstraint()
+                        _elem859.read(iprot)
+                        self.defaultConstraints.append(_elem859)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.checkConstraints = []
-                    (_etype803, _size800) = iprot.readListBegin()
-                    for _i804 in range(_size800):
-                        _elem805 = SQLCheckConstraint()
-                        _elem805.read(iprot)
-                        self.checkConstraints.append(_elem805)
+                    (_etype863, _size860) = iprot.readListBegin()
+                    for _i864 in range(_size860):
+                        _elem865 = SQLCheckConstraint()
+                        _elem865.read(iprot)
+                        self.checkConstraints.append(_elem865)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 9:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype809, _size806) = iprot.readListBegin()
-                    for _i810 in range(_size806):
-                        _elem811 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem811)
+                    (_etype869, _size866) = iprot.readListBegin()
+                    for _i870 in range(_size866):
+                        _elem871 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem871)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14398,50 +15911,50 @@ class CreateTableRequest(object):
         if self.primaryKeys is not None:
             oprot.writeFieldBegin('primaryKeys', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.primaryKeys))
-            for iter812 in self.primaryKeys:
-                iter812.write(oprot)
+            for iter872 in self.primaryKeys:
+                iter872.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.foreignKeys is not None:
             oprot.writeFieldBegin('foreignKeys', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.foreignKeys))
-            for iter813 in self.foreignKeys:
-                iter813.write(oprot)
+            for iter873 in self.foreignKeys:
+                iter873.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.uniqueConstraints is not None:
             oprot.writeFieldBegin('uniqueConstraints', TType.LIST, 5)
             oprot.writeListBegin(TType.STRUCT, len(self.uniqueConstraints))
-            for iter814 in self.uniqueConstraints:
-                iter814.write(oprot)
+            for iter874 in self.uniqueConstraints:
+                iter874.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.notNullConstraints is not None:
             oprot.writeFieldBegin('notNullConstraints', TType.LIST, 6)
             oprot.writeListBegin(TType.STRUCT, len(self.notNullConstraints))
-            for iter815 in self.notNullConstraints:
-                iter815.write(oprot)
+            for iter875 in self.notNullConstraints:
+                iter875.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.defaultConstraints is not None:
             oprot.writeFieldBegin('defaultConstraints', TType.LIST, 7)
             oprot.writeListBegin(TType.STRUCT, len(self.defaultConstraints))
-            for iter816 in self.defaultConstraints:
-                iter816.write(oprot)
+            for iter876 in self.defaultConstraints:
+                iter876.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.checkConstraints is not None:
             oprot.writeFieldBegin('checkConstraints', TType.LIST, 8)
             oprot.writeListBegin(TType.STRUCT, len(self.checkConstraints))
-            for iter817 in self.checkConstraints:
-                iter817.write(oprot)
+            for iter877 in self.checkConstraints:
+                iter877.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 9)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter818 in self.processorCapabilities:
-                oprot.writeString(iter818.encode('utf-8') if sys.version_info[0] == 2 else iter818)
+            for iter878 in self.processorCapabilities:
+                oprot.writeString(iter878.encode('utf-8') if sys.version_info[0] == 2 else iter878)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -14548,10 +16061,10 @@ class AlterTableRequest(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.processorCapabilities = []
-                    (_etype822, _size819) = iprot.readListBegin()
-                    for _i823 in range(_size819):
-                        _elem824 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.processorCapabilities.append(_elem824)
+                    (_etype882, _size879) = iprot.readListBegin()
+                    for _i883 in range(_size879):
+                        _elem884 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.processorCapabilities.append(_elem884)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14611,8 +16124,8 @@ class AlterTableRequest(object):
         if self.processorCapabilities is not None:
             oprot.writeFieldBegin('processorCapabilities', TType.LIST, 8)
             oprot.writeListBegin(TType.STRING, len(self.processorCapabilities))
-            for iter825 in self.processorCapabilities:
-                oprot.writeString(iter825.encode('utf-8') if sys.version_info[0] == 2 else iter825)
+            for iter885 in self.processorCapabilities:
+                oprot.writeString(iter885.encode('utf-8') if sys.version_info[0] == 2 else iter885)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.processorIdentifier is not None:
@@ -14677,6 +16190,123 @@ class AlterTableResponse(object):
         oprot.writeStructEnd()
 
     def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DropTableRequest(object):
+    """
+    Attributes:
+     - catalogName
+     - dbName
+     - tableName
+     - deleteData
+     - envContext
+     - dropPartitions
+
+    """
+
+
+    def __init__(self, catalogName=None, dbName=None, tableName=None, deleteData=None, envContext=None, dropPartitions=None,):
+        self.catalogName = catalogName
+        self.dbName = dbName
+        self.tableName = tableName
+        self.deleteData = deleteData
+        self.envContext = envContext
+        self.dropPartitions = dropPartitions
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catalogName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.tableName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.deleteData = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRUCT:
+                    self.envContext = EnvironmentContext()
+                    self.envContext.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.BOOL:
+                    self.dropPartitions = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DropTableRequest')
+        if self.catalogName is not None:
+            oprot.writeFieldBegin('catalogName', TType.STRING, 1)
+            oprot.writeString(self.catalogName.encode('utf-8') if sys.version_info[0] == 2 else self.catalogName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableName is not None:
+            oprot.writeFieldBegin('tableName', TType.STRING, 3)
+            oprot.writeString(self.tableName.encode('utf-8') if sys.version_info[0] == 2 else self.tableName)
+            oprot.writeFieldEnd()
+        if self.deleteData is not None:
+            oprot.writeFieldBegin('deleteData', TType.BOOL, 4)
+            oprot.writeBool(self.deleteData)
+            oprot.writeFieldEnd()
+        if self.envContext is not None:
+            oprot.writeFieldBegin('envContext', TType.STRUCT, 5)
+            self.envContext.write(oprot)
+            oprot.writeFieldEnd()
+        if self.dropPartitions is not None:
+            oprot.writeFieldBegin('dropPartitions', TType.BOOL, 6)
+            oprot.writeBool(self.dropPartitions)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tableName is None:
+            raise TProtocolException(message='Required field tableName is unset!')
         return
 
     def __repr__(self):
@@ -14831,11 +16461,11 @@ class GetFieldsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fields = []
-                    (_etype829, _size826) = iprot.readListBegin()
-                    for _i830 in range(_size826):
-                        _elem831 = FieldSchema()
-                        _elem831.read(iprot)
-                        self.fields.append(_elem831)
+                    (_etype889, _size886) = iprot.readListBegin()
+                    for _i890 in range(_size886):
+                        _elem891 = FieldSchema()
+                        _elem891.read(iprot)
+                        self.fields.append(_elem891)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -14852,8 +16482,8 @@ class GetFieldsResponse(object):
         if self.fields is not None:
             oprot.writeFieldBegin('fields', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.fields))
-            for iter832 in self.fields:
-                iter832.write(oprot)
+            for iter892 in self.fields:
+                iter892.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15016,11 +16646,11 @@ class GetSchemaResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fields = []
-                    (_etype836, _size833) = iprot.readListBegin()
-                    for _i837 in range(_size833):
-                        _elem838 = FieldSchema()
-                        _elem838.read(iprot)
-                        self.fields.append(_elem838)
+                    (_etype896, _size893) = iprot.readListBegin()
+                    for _i897 in range(_size893):
+                        _elem898 = FieldSchema()
+                        _elem898.read(iprot)
+                        self.fields.append(_elem898)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15037,8 +16667,8 @@ class GetSchemaResponse(object):
         if self.fields is not None:
             oprot.writeFieldBegin('fields', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.fields))
-            for iter839 in self.fields:
-                iter839.write(oprot)
+            for iter899 in self.fields:
+                iter899.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15203,11 +16833,11 @@ class Function(object):
             elif fid == 8:
                 if ftype == TType.LIST:
                     self.resourceUris = []
-                    (_etype843, _size840) = iprot.readListBegin()
-                    for _i844 in range(_size840):
-                        _elem845 = ResourceUri()
-                        _elem845.read(iprot)
-                        self.resourceUris.append(_elem845)
+                    (_etype903, _size900) = iprot.readListBegin()
+                    for _i904 in range(_size900):
+                        _elem905 = ResourceUri()
+                        _elem905.read(iprot)
+                        self.resourceUris.append(_elem905)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15257,8 +16887,8 @@ class Function(object):
         if self.resourceUris is not None:
             oprot.writeFieldBegin('resourceUris', TType.LIST, 8)
             oprot.writeListBegin(TType.STRUCT, len(self.resourceUris))
-            for iter846 in self.resourceUris:
-                iter846.write(oprot)
+            for iter906 in self.resourceUris:
+                iter906.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -15306,11 +16936,11 @@ class GetAllFunctionsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.functions = []
-                    (_etype850, _size847) = iprot.readListBegin()
-                    for _i851 in range(_size847):
-                        _elem852 = Function()
-                        _elem852.read(iprot)
-                        self.functions.append(_elem852)
+                    (_etype910, _size907) = iprot.readListBegin()
+                    for _i911 in range(_size907):
+                        _elem912 = Function()
+                        _elem912.read(iprot)
+                        self.functions.append(_elem912)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15327,8 +16957,8 @@ class GetAllFunctionsResponse(object):
         if self.functions is not None:
             oprot.writeFieldBegin('functions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.functions))
-            for iter853 in self.functions:
-                iter853.write(oprot)
+            for iter913 in self.functions:
+                iter913.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15532,11 +17162,11 @@ class GetOpenTxnsInfoResponse(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.open_txns = []
-                    (_etype857, _size854) = iprot.readListBegin()
-                    for _i858 in range(_size854):
-                        _elem859 = TxnInfo()
-                        _elem859.read(iprot)
-                        self.open_txns.append(_elem859)
+                    (_etype917, _size914) = iprot.readListBegin()
+                    for _i918 in range(_size914):
+                        _elem919 = TxnInfo()
+                        _elem919.read(iprot)
+                        self.open_txns.append(_elem919)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15557,8 +17187,8 @@ class GetOpenTxnsInfoResponse(object):
         if self.open_txns is not None:
             oprot.writeFieldBegin('open_txns', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.open_txns))
-            for iter860 in self.open_txns:
-                iter860.write(oprot)
+            for iter920 in self.open_txns:
+                iter920.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15617,10 +17247,10 @@ class GetOpenTxnsResponse(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.open_txns = []
-                    (_etype864, _size861) = iprot.readListBegin()
-                    for _i865 in range(_size861):
-                        _elem866 = iprot.readI64()
-                        self.open_txns.append(_elem866)
+                    (_etype924, _size921) = iprot.readListBegin()
+                    for _i925 in range(_size921):
+                        _elem926 = iprot.readI64()
+                        self.open_txns.append(_elem926)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15651,8 +17281,8 @@ class GetOpenTxnsResponse(object):
         if self.open_txns is not None:
             oprot.writeFieldBegin('open_txns', TType.LIST, 2)
             oprot.writeListBegin(TType.I64, len(self.open_txns))
-            for iter867 in self.open_txns:
-                oprot.writeI64(iter867)
+            for iter927 in self.open_txns:
+                oprot.writeI64(iter927)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.min_open_txn is not None:
@@ -15710,10 +17340,10 @@ class GetOpenTxnsRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.excludeTxnTypes = []
-                    (_etype871, _size868) = iprot.readListBegin()
-                    for _i872 in range(_size868):
-                        _elem873 = iprot.readI32()
-                        self.excludeTxnTypes.append(_elem873)
+                    (_etype931, _size928) = iprot.readListBegin()
+                    for _i932 in range(_size928):
+                        _elem933 = iprot.readI32()
+                        self.excludeTxnTypes.append(_elem933)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15730,8 +17360,8 @@ class GetOpenTxnsRequest(object):
         if self.excludeTxnTypes is not None:
             oprot.writeFieldBegin('excludeTxnTypes', TType.LIST, 1)
             oprot.writeListBegin(TType.I32, len(self.excludeTxnTypes))
-            for iter874 in self.excludeTxnTypes:
-                oprot.writeI32(iter874)
+            for iter934 in self.excludeTxnTypes:
+                oprot.writeI32(iter934)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -15812,10 +17442,10 @@ class OpenTxnRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.replSrcTxnIds = []
-                    (_etype878, _size875) = iprot.readListBegin()
-                    for _i879 in range(_size875):
-                        _elem880 = iprot.readI64()
-                        self.replSrcTxnIds.append(_elem880)
+                    (_etype938, _size935) = iprot.readListBegin()
+                    for _i939 in range(_size935):
+                        _elem940 = iprot.readI64()
+                        self.replSrcTxnIds.append(_elem940)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15857,8 +17487,8 @@ class OpenTxnRequest(object):
         if self.replSrcTxnIds is not None:
             oprot.writeFieldBegin('replSrcTxnIds', TType.LIST, 6)
             oprot.writeListBegin(TType.I64, len(self.replSrcTxnIds))
-            for iter881 in self.replSrcTxnIds:
-                oprot.writeI64(iter881)
+            for iter941 in self.replSrcTxnIds:
+                oprot.writeI64(iter941)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.txn_type is not None:
@@ -15912,10 +17542,10 @@ class OpenTxnsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.txn_ids = []
-                    (_etype885, _size882) = iprot.readListBegin()
-                    for _i886 in range(_size882):
-                        _elem887 = iprot.readI64()
-                        self.txn_ids.append(_elem887)
+                    (_etype945, _size942) = iprot.readListBegin()
+                    for _i946 in range(_size942):
+                        _elem947 = iprot.readI64()
+                        self.txn_ids.append(_elem947)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -15932,8 +17562,8 @@ class OpenTxnsResponse(object):
         if self.txn_ids is not None:
             oprot.writeFieldBegin('txn_ids', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.txn_ids))
-            for iter888 in self.txn_ids:
-                oprot.writeI64(iter888)
+            for iter948 in self.txn_ids:
+                oprot.writeI64(iter948)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -16073,10 +17703,10 @@ class AbortTxnsRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.txn_ids = []
-                    (_etype892, _size889) = iprot.readListBegin()
-                    for _i893 in range(_size889):
-                        _elem894 = iprot.readI64()
-                        self.txn_ids.append(_elem894)
+                    (_etype952, _size949) = iprot.readListBegin()
+                    for _i953 in range(_size949):
+                        _elem954 = iprot.readI64()
+                        self.txn_ids.append(_elem954)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16098,8 +17728,8 @@ class AbortTxnsRequest(object):
         if self.txn_ids is not None:
             oprot.writeFieldBegin('txn_ids', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.txn_ids))
-            for iter895 in self.txn_ids:
-                oprot.writeI64(iter895)
+            for iter955 in self.txn_ids:
+                oprot.writeI64(iter955)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.errorCode is not None:
@@ -16393,10 +18023,10 @@ class ReplLastIdInfo(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionList = []
-                    (_etype899, _size896) = iprot.readListBegin()
-                    for _i900 in range(_size896):
-                        _elem901 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionList.append(_elem901)
+                    (_etype959, _size956) = iprot.readListBegin()
+                    for _i960 in range(_size956):
+                        _elem961 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionList.append(_elem961)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16429,8 +18059,8 @@ class ReplLastIdInfo(object):
         if self.partitionList is not None:
             oprot.writeFieldBegin('partitionList', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionList))
-            for iter902 in self.partitionList:
-                oprot.writeString(iter902.encode('utf-8') if sys.version_info[0] == 2 else iter902)
+            for iter962 in self.partitionList:
+                oprot.writeString(iter962.encode('utf-8') if sys.version_info[0] == 2 else iter962)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -16598,11 +18228,11 @@ class CommitTxnRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.writeEventInfos = []
-                    (_etype906, _size903) = iprot.readListBegin()
-                    for _i907 in range(_size903):
-                        _elem908 = WriteEventInfo()
-                        _elem908.read(iprot)
-                        self.writeEventInfos.append(_elem908)
+                    (_etype966, _size963) = iprot.readListBegin()
+                    for _i967 in range(_size963):
+                        _elem968 = WriteEventInfo()
+                        _elem968.read(iprot)
+                        self.writeEventInfos.append(_elem968)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16649,8 +18279,8 @@ class CommitTxnRequest(object):
         if self.writeEventInfos is not None:
             oprot.writeFieldBegin('writeEventInfos', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.writeEventInfos))
-            for iter909 in self.writeEventInfos:
-                iter909.write(oprot)
+            for iter969 in self.writeEventInfos:
+                iter969.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.replLastIdInfo is not None:
@@ -16747,10 +18377,10 @@ class ReplTblWriteIdStateRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.partNames = []
-                    (_etype913, _size910) = iprot.readListBegin()
-                    for _i914 in range(_size910):
-                        _elem915 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partNames.append(_elem915)
+                    (_etype973, _size970) = iprot.readListBegin()
+                    for _i974 in range(_size970):
+                        _elem975 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partNames.append(_elem975)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16787,8 +18417,8 @@ class ReplTblWriteIdStateRequest(object):
         if self.partNames is not None:
             oprot.writeFieldBegin('partNames', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.partNames))
-            for iter916 in self.partNames:
-                oprot.writeString(iter916.encode('utf-8') if sys.version_info[0] == 2 else iter916)
+            for iter976 in self.partNames:
+                oprot.writeString(iter976.encode('utf-8') if sys.version_info[0] == 2 else iter976)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -16846,10 +18476,10 @@ class GetValidWriteIdsRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fullTableNames = []
-                    (_etype920, _size917) = iprot.readListBegin()
-                    for _i921 in range(_size917):
-                        _elem922 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.fullTableNames.append(_elem922)
+                    (_etype980, _size977) = iprot.readListBegin()
+                    for _i981 in range(_size977):
+                        _elem982 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.fullTableNames.append(_elem982)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16876,8 +18506,8 @@ class GetValidWriteIdsRequest(object):
         if self.fullTableNames is not None:
             oprot.writeFieldBegin('fullTableNames', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.fullTableNames))
-            for iter923 in self.fullTableNames:
-                oprot.writeString(iter923.encode('utf-8') if sys.version_info[0] == 2 else iter923)
+            for iter983 in self.fullTableNames:
+                oprot.writeString(iter983.encode('utf-8') if sys.version_info[0] == 2 else iter983)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.validTxnList is not None:
@@ -16949,10 +18579,10 @@ class TableValidWriteIds(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.invalidWriteIds = []
-                    (_etype927, _size924) = iprot.readListBegin()
-                    for _i928 in range(_size924):
-                        _elem929 = iprot.readI64()
-                        self.invalidWriteIds.append(_elem929)
+                    (_etype987, _size984) = iprot.readListBegin()
+                    for _i988 in range(_size984):
+                        _elem989 = iprot.readI64()
+                        self.invalidWriteIds.append(_elem989)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -16987,8 +18617,8 @@ class TableValidWriteIds(object):
         if self.invalidWriteIds is not None:
             oprot.writeFieldBegin('invalidWriteIds', TType.LIST, 3)
             oprot.writeListBegin(TType.I64, len(self.invalidWriteIds))
-            for iter930 in self.invalidWriteIds:
-                oprot.writeI64(iter930)
+            for iter990 in self.invalidWriteIds:
+                oprot.writeI64(iter990)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.minOpenWriteId is not None:
@@ -17048,11 +18678,11 @@ class GetValidWriteIdsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.tblValidWriteIds = []
-                    (_etype934, _size931) = iprot.readListBegin()
-                    for _i935 in range(_size931):
-                        _elem936 = TableValidWriteIds()
-                        _elem936.read(iprot)
-                        self.tblValidWriteIds.append(_elem936)
+                    (_etype994, _size991) = iprot.readListBegin()
+                    for _i995 in range(_size991):
+                        _elem996 = TableValidWriteIds()
+                        _elem996.read(iprot)
+                        self.tblValidWriteIds.append(_elem996)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17069,8 +18699,8 @@ class GetValidWriteIdsResponse(object):
         if self.tblValidWriteIds is not None:
             oprot.writeFieldBegin('tblValidWriteIds', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.tblValidWriteIds))
-            for iter937 in self.tblValidWriteIds:
-                iter937.write(oprot)
+            for iter997 in self.tblValidWriteIds:
+                iter997.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -17208,10 +18838,10 @@ class AllocateTableWriteIdsRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.txnIds = []
-                    (_etype941, _size938) = iprot.readListBegin()
-                    for _i942 in range(_size938):
-                        _elem943 = iprot.readI64()
-                        self.txnIds.append(_elem943)
+                    (_etype1001, _size998) = iprot.readListBegin()
+                    for _i1002 in range(_size998):
+                        _elem1003 = iprot.readI64()
+                        self.txnIds.append(_elem1003)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17223,11 +18853,11 @@ class AllocateTableWriteIdsRequest(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.srcTxnToWriteIdList = []
-                    (_etype947, _size944) = iprot.readListBegin()
-                    for _i948 in range(_size944):
-                        _elem949 = TxnToWriteId()
-                        _elem949.read(iprot)
-                        self.srcTxnToWriteIdList.append(_elem949)
+                    (_etype1007, _size1004) = iprot.readListBegin()
+                    for _i1008 in range(_size1004):
+                        _elem1009 = TxnToWriteId()
+                        _elem1009.read(iprot)
+                        self.srcTxnToWriteIdList.append(_elem1009)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17257,8 +18887,8 @@ class AllocateTableWriteIdsRequest(object):
         if self.txnIds is not None:
             oprot.writeFieldBegin('txnIds', TType.LIST, 3)
             oprot.writeListBegin(TType.I64, len(self.txnIds))
-            for iter950 in self.txnIds:
-                oprot.writeI64(iter950)
+            for iter1010 in self.txnIds:
+                oprot.writeI64(iter1010)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.replPolicy is not None:
@@ -17268,8 +18898,8 @@ class AllocateTableWriteIdsRequest(object):
         if self.srcTxnToWriteIdList is not None:
             oprot.writeFieldBegin('srcTxnToWriteIdList', TType.LIST, 5)
             oprot.writeListBegin(TType.STRUCT, len(self.srcTxnToWriteIdList))
-            for iter951 in self.srcTxnToWriteIdList:
-                iter951.write(oprot)
+            for iter1011 in self.srcTxnToWriteIdList:
+                iter1011.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.reallocate is not None:
@@ -17321,11 +18951,11 @@ class AllocateTableWriteIdsResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.txnToWriteIds = []
-                    (_etype955, _size952) = iprot.readListBegin()
-                    for _i956 in range(_size952):
-                        _elem957 = TxnToWriteId()
-                        _elem957.read(iprot)
-                        self.txnToWriteIds.append(_elem957)
+                    (_etype1015, _size1012) = iprot.readListBegin()
+                    for _i1016 in range(_size1012):
+                        _elem1017 = TxnToWriteId()
+                        _elem1017.read(iprot)
+                        self.txnToWriteIds.append(_elem1017)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17342,8 +18972,8 @@ class AllocateTableWriteIdsResponse(object):
         if self.txnToWriteIds is not None:
             oprot.writeFieldBegin('txnToWriteIds', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.txnToWriteIds))
-            for iter958 in self.txnToWriteIds:
-                iter958.write(oprot)
+            for iter1018 in self.txnToWriteIds:
+                iter1018.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -17722,6 +19352,120 @@ class GetAllWriteEventInfoRequest(object):
         return not (self == other)
 
 
+class BasicTxnInfo(object):
+    """
+    Attributes:
+     - isnull
+     - time
+     - txnid
+     - dbname
+     - tablename
+     - partitionname
+
+    """
+
+
+    def __init__(self, isnull=None, time=None, txnid=None, dbname=None, tablename=None, partitionname=None,):
+        self.isnull = isnull
+        self.time = time
+        self.txnid = txnid
+        self.dbname = dbname
+        self.tablename = tablename
+        self.partitionname = partitionname
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.BOOL:
+                    self.isnull = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I64:
+                    self.time = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.txnid = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.dbname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.tablename = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.partitionname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('BasicTxnInfo')
+        if self.isnull is not None:
+            oprot.writeFieldBegin('isnull', TType.BOOL, 1)
+            oprot.writeBool(self.isnull)
+            oprot.writeFieldEnd()
+        if self.time is not None:
+            oprot.writeFieldBegin('time', TType.I64, 2)
+            oprot.writeI64(self.time)
+            oprot.writeFieldEnd()
+        if self.txnid is not None:
+            oprot.writeFieldBegin('txnid', TType.I64, 3)
+            oprot.writeI64(self.txnid)
+            oprot.writeFieldEnd()
+        if self.dbname is not None:
+            oprot.writeFieldBegin('dbname', TType.STRING, 4)
+            oprot.writeString(self.dbname.encode('utf-8') if sys.version_info[0] == 2 else self.dbname)
+            oprot.writeFieldEnd()
+        if self.tablename is not None:
+            oprot.writeFieldBegin('tablename', TType.STRING, 5)
+            oprot.writeString(self.tablename.encode('utf-8') if sys.version_info[0] == 2 else self.tablename)
+            oprot.writeFieldEnd()
+        if self.partitionname is not None:
+            oprot.writeFieldBegin('partitionname', TType.STRING, 6)
+            oprot.writeString(self.partitionname.encode('utf-8') if sys.version_info[0] == 2 else self.partitionname)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.isnull is None:
+            raise TProtocolException(message='Required field isnull is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
 class LockComponent(object):
     """
     Attributes:
@@ -17899,11 +19643,11 @@ class LockRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.component = []
-                    (_etype962, _size959) = iprot.readListBegin()
-                    for _i963 in range(_size959):
-                        _elem964 = LockComponent()
-                        _elem964.read(iprot)
-                        self.component.append(_elem964)
+                    (_etype1022, _size1019) = iprot.readListBegin()
+                    for _i1023 in range(_size1019):
+                        _elem1024 = LockComponent()
+                        _elem1024.read(iprot)
+                        self.component.append(_elem1024)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -17955,8 +19699,8 @@ class LockRequest(object):
         if self.component is not None:
             oprot.writeFieldBegin('component', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.component))
-            for iter965 in self.component:
-                iter965.write(oprot)
+            for iter1025 in self.component:
+                iter1025.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.txnid is not None:
@@ -18594,11 +20338,11 @@ class ShowLocksResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.locks = []
-                    (_etype969, _size966) = iprot.readListBegin()
-                    for _i970 in range(_size966):
-                        _elem971 = ShowLocksResponseElement()
-                        _elem971.read(iprot)
-                        self.locks.append(_elem971)
+                    (_etype1029, _size1026) = iprot.readListBegin()
+                    for _i1030 in range(_size1026):
+                        _elem1031 = ShowLocksResponseElement()
+                        _elem1031.read(iprot)
+                        self.locks.append(_elem1031)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -18615,8 +20359,8 @@ class ShowLocksResponse(object):
         if self.locks is not None:
             oprot.writeFieldBegin('locks', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.locks))
-            for iter972 in self.locks:
-                iter972.write(oprot)
+            for iter1032 in self.locks:
+                iter1032.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -18802,20 +20546,20 @@ class HeartbeatTxnRangeResponse(object):
             if fid == 1:
                 if ftype == TType.SET:
                     self.aborted = set()
-                    (_etype976, _size973) = iprot.readSetBegin()
-                    for _i977 in range(_size973):
-                        _elem978 = iprot.readI64()
-                        self.aborted.add(_elem978)
+                    (_etype1036, _size1033) = iprot.readSetBegin()
+                    for _i1037 in range(_size1033):
+                        _elem1038 = iprot.readI64()
+                        self.aborted.add(_elem1038)
                     iprot.readSetEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.SET:
                     self.nosuch = set()
-                    (_etype982, _size979) = iprot.readSetBegin()
-                    for _i983 in range(_size979):
-                        _elem984 = iprot.readI64()
-                        self.nosuch.add(_elem984)
+                    (_etype1042, _size1039) = iprot.readSetBegin()
+                    for _i1043 in range(_size1039):
+                        _elem1044 = iprot.readI64()
+                        self.nosuch.add(_elem1044)
                     iprot.readSetEnd()
                 else:
                     iprot.skip(ftype)
@@ -18832,15 +20576,15 @@ class HeartbeatTxnRangeResponse(object):
         if self.aborted is not None:
             oprot.writeFieldBegin('aborted', TType.SET, 1)
             oprot.writeSetBegin(TType.I64, len(self.aborted))
-            for iter985 in self.aborted:
-                oprot.writeI64(iter985)
+            for iter1045 in self.aborted:
+                oprot.writeI64(iter1045)
             oprot.writeSetEnd()
             oprot.writeFieldEnd()
         if self.nosuch is not None:
             oprot.writeFieldBegin('nosuch', TType.SET, 2)
             oprot.writeSetBegin(TType.I64, len(self.nosuch))
-            for iter986 in self.nosuch:
-                oprot.writeI64(iter986)
+            for iter1046 in self.nosuch:
+                oprot.writeI64(iter1046)
             oprot.writeSetEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -18933,11 +20677,11 @@ class CompactionRequest(object):
             elif fid == 6:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype988, _vtype989, _size987) = iprot.readMapBegin()
-                    for _i991 in range(_size987):
-                        _key992 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val993 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.properties[_key992] = _val993
+                    (_ktype1048, _vtype1049, _size1047) = iprot.readMapBegin()
+                    for _i1051 in range(_size1047):
+                        _key1052 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1053 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.properties[_key1052] = _val1053
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -18999,9 +20743,9 @@ class CompactionRequest(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 6)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.properties))
-            for kiter994, viter995 in self.properties.items():
-                oprot.writeString(kiter994.encode('utf-8') if sys.version_info[0] == 2 else kiter994)
-                oprot.writeString(viter995.encode('utf-8') if sys.version_info[0] == 2 else viter995)
+            for kiter1054, viter1055 in self.properties.items():
+                oprot.writeString(kiter1054.encode('utf-8') if sys.version_info[0] == 2 else kiter1054)
+                oprot.writeString(viter1055.encode('utf-8') if sys.version_info[0] == 2 else viter1055)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.initiatorId is not None:
@@ -19893,11 +21637,11 @@ class ShowCompactResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.compacts = []
-                    (_etype999, _size996) = iprot.readListBegin()
-                    for _i1000 in range(_size996):
-                        _elem1001 = ShowCompactResponseElement()
-                        _elem1001.read(iprot)
-                        self.compacts.append(_elem1001)
+                    (_etype1059, _size1056) = iprot.readListBegin()
+                    for _i1060 in range(_size1056):
+                        _elem1061 = ShowCompactResponseElement()
+                        _elem1061.read(iprot)
+                        self.compacts.append(_elem1061)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -19914,8 +21658,8 @@ class ShowCompactResponse(object):
         if self.compacts is not None:
             oprot.writeFieldBegin('compacts', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.compacts))
-            for iter1002 in self.compacts:
-                iter1002.write(oprot)
+            for iter1062 in self.compacts:
+                iter1062.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -19965,10 +21709,10 @@ class AbortCompactionRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.compactionIds = []
-                    (_etype1006, _size1003) = iprot.readListBegin()
-                    for _i1007 in range(_size1003):
-                        _elem1008 = iprot.readI64()
-                        self.compactionIds.append(_elem1008)
+                    (_etype1066, _size1063) = iprot.readListBegin()
+                    for _i1067 in range(_size1063):
+                        _elem1068 = iprot.readI64()
+                        self.compactionIds.append(_elem1068)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -19995,8 +21739,8 @@ class AbortCompactionRequest(object):
         if self.compactionIds is not None:
             oprot.writeFieldBegin('compactionIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.compactionIds))
-            for iter1009 in self.compactionIds:
-                oprot.writeI64(iter1009)
+            for iter1069 in self.compactionIds:
+                oprot.writeI64(iter1069)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.type is not None:
@@ -20131,12 +21875,12 @@ class AbortCompactResponse(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.abortedcompacts = {}
-                    (_ktype1011, _vtype1012, _size1010) = iprot.readMapBegin()
-                    for _i1014 in range(_size1010):
-                        _key1015 = iprot.readI64()
-                        _val1016 = AbortCompactionResponseElement()
-                        _val1016.read(iprot)
-                        self.abortedcompacts[_key1015] = _val1016
+                    (_ktype1071, _vtype1072, _size1070) = iprot.readMapBegin()
+                    for _i1074 in range(_size1070):
+                        _key1075 = iprot.readI64()
+                        _val1076 = AbortCompactionResponseElement()
+                        _val1076.read(iprot)
+                        self.abortedcompacts[_key1075] = _val1076
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -20153,9 +21897,9 @@ class AbortCompactResponse(object):
         if self.abortedcompacts is not None:
             oprot.writeFieldBegin('abortedcompacts', TType.MAP, 1)
             oprot.writeMapBegin(TType.I64, TType.STRUCT, len(self.abortedcompacts))
-            for kiter1017, viter1018 in self.abortedcompacts.items():
-                oprot.writeI64(kiter1017)
-                viter1018.write(oprot)
+            for kiter1077, viter1078 in self.abortedcompacts.items():
+                oprot.writeI64(kiter1077)
+                viter1078.write(oprot)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -20217,10 +21961,10 @@ class GetLatestCommittedCompactionInfoRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.partitionnames = []
-                    (_etype1022, _size1019) = iprot.readListBegin()
-                    for _i1023 in range(_size1019):
-                        _elem1024 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionnames.append(_elem1024)
+                    (_etype1082, _size1079) = iprot.readListBegin()
+                    for _i1083 in range(_size1079):
+                        _elem1084 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionnames.append(_elem1084)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -20250,8 +21994,8 @@ class GetLatestCommittedCompactionInfoRequest(object):
         if self.partitionnames is not None:
             oprot.writeFieldBegin('partitionnames', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.partitionnames))
-            for iter1025 in self.partitionnames:
-                oprot.writeString(iter1025.encode('utf-8') if sys.version_info[0] == 2 else iter1025)
+            for iter1085 in self.partitionnames:
+                oprot.writeString(iter1085.encode('utf-8') if sys.version_info[0] == 2 else iter1085)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.lastCompactionId is not None:
@@ -20303,11 +22047,11 @@ class GetLatestCommittedCompactionInfoResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.compactions = []
-                    (_etype1029, _size1026) = iprot.readListBegin()
-                    for _i1030 in range(_size1026):
-                        _elem1031 = CompactionInfoStruct()
-                        _elem1031.read(iprot)
-                        self.compactions.append(_elem1031)
+                    (_etype1089, _size1086) = iprot.readListBegin()
+                    for _i1090 in range(_size1086):
+                        _elem1091 = CompactionInfoStruct()
+                        _elem1091.read(iprot)
+                        self.compactions.append(_elem1091)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -20324,8 +22068,8 @@ class GetLatestCommittedCompactionInfoResponse(object):
         if self.compactions is not None:
             oprot.writeFieldBegin('compactions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.compactions))
-            for iter1032 in self.compactions:
-                iter1032.write(oprot)
+            for iter1092 in self.compactions:
+                iter1092.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -20334,6 +22078,432 @@ class GetLatestCommittedCompactionInfoResponse(object):
     def validate(self):
         if self.compactions is None:
             raise TProtocolException(message='Required field compactions is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class OptionalCompactionInfoStruct(object):
+    """
+    Attributes:
+     - ci
+
+    """
+
+
+    def __init__(self, ci=None,):
+        self.ci = ci
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.ci = CompactionInfoStruct()
+                    self.ci.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('OptionalCompactionInfoStruct')
+        if self.ci is not None:
+            oprot.writeFieldBegin('ci', TType.STRUCT, 1)
+            self.ci.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class FindNextCompactRequest(object):
+    """
+    Attributes:
+     - workerId
+     - workerVersion
+     - poolName
+
+    """
+
+
+    def __init__(self, workerId=None, workerVersion=None, poolName=None,):
+        self.workerId = workerId
+        self.workerVersion = workerVersion
+        self.poolName = poolName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.workerId = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.workerVersion = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.poolName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('FindNextCompactRequest')
+        if self.workerId is not None:
+            oprot.writeFieldBegin('workerId', TType.STRING, 1)
+            oprot.writeString(self.workerId.encode('utf-8') if sys.version_info[0] == 2 else self.workerId)
+            oprot.writeFieldEnd()
+        if self.workerVersion is not None:
+            oprot.writeFieldBegin('workerVersion', TType.STRING, 2)
+            oprot.writeString(self.workerVersion.encode('utf-8') if sys.version_info[0] == 2 else self.workerVersion)
+            oprot.writeFieldEnd()
+        if self.poolName is not None:
+            oprot.writeFieldBegin('poolName', TType.STRING, 3)
+            oprot.writeString(self.poolName.encode('utf-8') if sys.version_info[0] == 2 else self.poolName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CompactionMetricsDataStruct(object):
+    """
+    Attributes:
+     - dbname
+     - tblname
+     - partitionname
+     - type
+     - metricvalue
+     - version
+     - threshold
+
+    """
+
+
+    def __init__(self, dbname=None, tblname=None, partitionname=None, type=None, metricvalue=None, version=None, threshold=None,):
+        self.dbname = dbname
+        self.tblname = tblname
+        self.partitionname = partitionname
+        self.type = type
+        self.metricvalue = metricvalue
+        self.version = version
+        self.threshold = threshold
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.partitionname = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.type = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I32:
+                    self.metricvalue = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.I32:
+                    self.version = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.I32:
+                    self.threshold = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CompactionMetricsDataStruct')
+        if self.dbname is not None:
+            oprot.writeFieldBegin('dbname', TType.STRING, 1)
+            oprot.writeString(self.dbname.encode('utf-8') if sys.version_info[0] == 2 else self.dbname)
+            oprot.writeFieldEnd()
+        if self.tblname is not None:
+            oprot.writeFieldBegin('tblname', TType.STRING, 2)
+            oprot.writeString(self.tblname.encode('utf-8') if sys.version_info[0] == 2 else self.tblname)
+            oprot.writeFieldEnd()
+        if self.partitionname is not None:
+            oprot.writeFieldBegin('partitionname', TType.STRING, 3)
+            oprot.writeString(self.partitionname.encode('utf-8') if sys.version_info[0] == 2 else self.partitionname)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.I32, 4)
+            oprot.writeI32(self.type)
+            oprot.writeFieldEnd()
+        if self.metricvalue is not None:
+            oprot.writeFieldBegin('metricvalue', TType.I32, 5)
+            oprot.writeI32(self.metricvalue)
+            oprot.writeFieldEnd()
+        if self.version is not None:
+            oprot.writeFieldBegin('version', TType.I32, 6)
+            oprot.writeI32(self.version)
+            oprot.writeFieldEnd()
+        if self.threshold is not None:
+            oprot.writeFieldBegin('threshold', TType.I32, 7)
+            oprot.writeI32(self.threshold)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbname is None:
+            raise TProtocolException(message='Required field dbname is unset!')
+        if self.tblname is None:
+            raise TProtocolException(message='Required field tblname is unset!')
+        if self.type is None:
+            raise TProtocolException(message='Required field type is unset!')
+        if self.metricvalue is None:
+            raise TProtocolException(message='Required field metricvalue is unset!')
+        if self.version is None:
+            raise TProtocolException(message='Required field version is unset!')
+        if self.threshold is None:
+            raise TProtocolException(message='Required field threshold is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CompactionMetricsDataResponse(object):
+    """
+    Attributes:
+     - data
+
+    """
+
+
+    def __init__(self, data=None,):
+        self.data = data
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.data = CompactionMetricsDataStruct()
+                    self.data.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CompactionMetricsDataResponse')
+        if self.data is not None:
+            oprot.writeFieldBegin('data', TType.STRUCT, 1)
+            self.data.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CompactionMetricsDataRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tblName
+     - partitionName
+     - type
+
+    """
+
+
+    def __init__(self, dbName=None, tblName=None, partitionName=None, type=None,):
+        self.dbName = dbName
+        self.tblName = tblName
+        self.partitionName = partitionName
+        self.type = type
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.partitionName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.type = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CompactionMetricsDataRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 2)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.partitionName is not None:
+            oprot.writeFieldBegin('partitionName', TType.STRING, 3)
+            oprot.writeString(self.partitionName.encode('utf-8') if sys.version_info[0] == 2 else self.partitionName)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.I32, 4)
+            oprot.writeI32(self.type)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        if self.type is None:
+            raise TProtocolException(message='Required field type is unset!')
         return
 
     def __repr__(self):
@@ -20401,10 +22571,10 @@ class AddDynamicPartitions(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionnames = []
-                    (_etype1036, _size1033) = iprot.readListBegin()
-                    for _i1037 in range(_size1033):
-                        _elem1038 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionnames.append(_elem1038)
+                    (_etype1096, _size1093) = iprot.readListBegin()
+                    for _i1097 in range(_size1093):
+                        _elem1098 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionnames.append(_elem1098)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -20442,8 +22612,8 @@ class AddDynamicPartitions(object):
         if self.partitionnames is not None:
             oprot.writeFieldBegin('partitionnames', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionnames))
-            for iter1039 in self.partitionnames:
-                oprot.writeString(iter1039.encode('utf-8') if sys.version_info[0] == 2 else iter1039)
+            for iter1099 in self.partitionnames:
+                oprot.writeString(iter1099.encode('utf-8') if sys.version_info[0] == 2 else iter1099)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.operationType is not None:
@@ -20484,14 +22654,20 @@ class NotificationEventRequest(object):
      - lastEvent
      - maxEvents
      - eventTypeSkipList
+     - catName
+     - dbName
+     - tableNames
 
     """
 
 
-    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None,):
+    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None, catName=None, dbName=None, tableNames=None,):
         self.lastEvent = lastEvent
         self.maxEvents = maxEvents
         self.eventTypeSkipList = eventTypeSkipList
+        self.catName = catName
+        self.dbName = dbName
+        self.tableNames = tableNames
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -20515,10 +22691,30 @@ class NotificationEventRequest(object):
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.eventTypeSkipList = []
-                    (_etype1043, _size1040) = iprot.readListBegin()
-                    for _i1044 in range(_size1040):
-                        _elem1045 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.eventTypeSkipList.append(_elem1045)
+                    (_etype1103, _size1100) = iprot.readListBegin()
+                    for _i1104 in range(_size1100):
+                        _elem1105 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.eventTypeSkipList.append(_elem1105)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.LIST:
+                    self.tableNames = []
+                    (_etype1109, _size1106) = iprot.readListBegin()
+                    for _i1110 in range(_size1106):
+                        _elem1111 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tableNames.append(_elem1111)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -20543,8 +22739,23 @@ class NotificationEventRequest(object):
         if self.eventTypeSkipList is not None:
             oprot.writeFieldBegin('eventTypeSkipList', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.eventTypeSkipList))
-            for iter1046 in self.eventTypeSkipList:
-                oprot.writeString(iter1046.encode('utf-8') if sys.version_info[0] == 2 else iter1046)
+            for iter1112 in self.eventTypeSkipList:
+                oprot.writeString(iter1112.encode('utf-8') if sys.version_info[0] == 2 else iter1112)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 4)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 5)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tableNames is not None:
+            oprot.writeFieldBegin('tableNames', TType.LIST, 6)
+            oprot.writeListBegin(TType.STRING, len(self.tableNames))
+            for iter1113 in self.tableNames:
+                oprot.writeString(iter1113.encode('utf-8') if sys.version_info[0] == 2 else iter1113)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -20732,11 +22943,11 @@ class NotificationEventResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.events = []
-                    (_etype1050, _size1047) = iprot.readListBegin()
-                    for _i1051 in range(_size1047):
-                        _elem1052 = NotificationEvent()
-                        _elem1052.read(iprot)
-                        self.events.append(_elem1052)
+                    (_etype1117, _size1114) = iprot.readListBegin()
+                    for _i1118 in range(_size1114):
+                        _elem1119 = NotificationEvent()
+                        _elem1119.read(iprot)
+                        self.events.append(_elem1119)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -20753,8 +22964,8 @@ class NotificationEventResponse(object):
         if self.events is not None:
             oprot.writeFieldBegin('events', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.events))
-            for iter1053 in self.events:
-                iter1053.write(oprot)
+            for iter1120 in self.events:
+                iter1120.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -20844,16 +23055,18 @@ class NotificationEventsCountRequest(object):
      - catName
      - toEventId
      - limit
+     - tableNames
 
     """
 
 
-    def __init__(self, fromEventId=None, dbName=None, catName=None, toEventId=None, limit=None,):
+    def __init__(self, fromEventId=None, dbName=None, catName=None, toEventId=None, limit=None, tableNames=None,):
         self.fromEventId = fromEventId
         self.dbName = dbName
         self.catName = catName
         self.toEventId = toEventId
         self.limit = limit
+        self.tableNames = tableNames
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -20889,6 +23102,16 @@ class NotificationEventsCountRequest(object):
                     self.limit = iprot.readI64()
                 else:
                     iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.LIST:
+                    self.tableNames = []
+                    (_etype1124, _size1121) = iprot.readListBegin()
+                    for _i1125 in range(_size1121):
+                        _elem1126 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tableNames.append(_elem1126)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -20918,6 +23141,13 @@ class NotificationEventsCountRequest(object):
         if self.limit is not None:
             oprot.writeFieldBegin('limit', TType.I64, 5)
             oprot.writeI64(self.limit)
+            oprot.writeFieldEnd()
+        if self.tableNames is not None:
+            oprot.writeFieldBegin('tableNames', TType.LIST, 6)
+            oprot.writeListBegin(TType.STRING, len(self.tableNames))
+            for iter1127 in self.tableNames:
+                oprot.writeString(iter1127.encode('utf-8') if sys.version_info[0] == 2 else iter1127)
+            oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -21036,40 +23266,40 @@ class InsertEventRequestData(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.filesAdded = []
-                    (_etype1057, _size1054) = iprot.readListBegin()
-                    for _i1058 in range(_size1054):
-                        _elem1059 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.filesAdded.append(_elem1059)
+                    (_etype1131, _size1128) = iprot.readListBegin()
+                    for _i1132 in range(_size1128):
+                        _elem1133 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.filesAdded.append(_elem1133)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.filesAddedChecksum = []
-                    (_etype1063, _size1060) = iprot.readListBegin()
-                    for _i1064 in range(_size1060):
-                        _elem1065 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.filesAddedChecksum.append(_elem1065)
+                    (_etype1137, _size1134) = iprot.readListBegin()
+                    for _i1138 in range(_size1134):
+                        _elem1139 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.filesAddedChecksum.append(_elem1139)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.subDirectoryList = []
-                    (_etype1069, _size1066) = iprot.readListBegin()
-                    for _i1070 in range(_size1066):
-                        _elem1071 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.subDirectoryList.append(_elem1071)
+                    (_etype1143, _size1140) = iprot.readListBegin()
+                    for _i1144 in range(_size1140):
+                        _elem1145 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.subDirectoryList.append(_elem1145)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionVal = []
-                    (_etype1075, _size1072) = iprot.readListBegin()
-                    for _i1076 in range(_size1072):
-                        _elem1077 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVal.append(_elem1077)
+                    (_etype1149, _size1146) = iprot.readListBegin()
+                    for _i1150 in range(_size1146):
+                        _elem1151 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVal.append(_elem1151)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -21090,29 +23320,29 @@ class InsertEventRequestData(object):
         if self.filesAdded is not None:
             oprot.writeFieldBegin('filesAdded', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.filesAdded))
-            for iter1078 in self.filesAdded:
-                oprot.writeString(iter1078.encode('utf-8') if sys.version_info[0] == 2 else iter1078)
+            for iter1152 in self.filesAdded:
+                oprot.writeString(iter1152.encode('utf-8') if sys.version_info[0] == 2 else iter1152)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.filesAddedChecksum is not None:
             oprot.writeFieldBegin('filesAddedChecksum', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.filesAddedChecksum))
-            for iter1079 in self.filesAddedChecksum:
-                oprot.writeString(iter1079.encode('utf-8') if sys.version_info[0] == 2 else iter1079)
+            for iter1153 in self.filesAddedChecksum:
+                oprot.writeString(iter1153.encode('utf-8') if sys.version_info[0] == 2 else iter1153)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.subDirectoryList is not None:
             oprot.writeFieldBegin('subDirectoryList', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.subDirectoryList))
-            for iter1080 in self.subDirectoryList:
-                oprot.writeString(iter1080.encode('utf-8') if sys.version_info[0] == 2 else iter1080)
+            for iter1154 in self.subDirectoryList:
+                oprot.writeString(iter1154.encode('utf-8') if sys.version_info[0] == 2 else iter1154)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionVal is not None:
             oprot.writeFieldBegin('partitionVal', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionVal))
-            for iter1081 in self.partitionVal:
-                oprot.writeString(iter1081.encode('utf-8') if sys.version_info[0] == 2 else iter1081)
+            for iter1155 in self.partitionVal:
+                oprot.writeString(iter1155.encode('utf-8') if sys.version_info[0] == 2 else iter1155)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -21140,13 +23370,15 @@ class FireEventRequestData(object):
     Attributes:
      - insertData
      - insertDatas
+     - refreshEvent
 
     """
 
 
-    def __init__(self, insertData=None, insertDatas=None,):
+    def __init__(self, insertData=None, insertDatas=None, refreshEvent=None,):
         self.insertData = insertData
         self.insertDatas = insertDatas
+        self.refreshEvent = refreshEvent
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -21166,12 +23398,17 @@ class FireEventRequestData(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.insertDatas = []
-                    (_etype1085, _size1082) = iprot.readListBegin()
-                    for _i1086 in range(_size1082):
-                        _elem1087 = InsertEventRequestData()
-                        _elem1087.read(iprot)
-                        self.insertDatas.append(_elem1087)
+                    (_etype1159, _size1156) = iprot.readListBegin()
+                    for _i1160 in range(_size1156):
+                        _elem1161 = InsertEventRequestData()
+                        _elem1161.read(iprot)
+                        self.insertDatas.append(_elem1161)
                     iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.refreshEvent = iprot.readBool()
                 else:
                     iprot.skip(ftype)
             else:
@@ -21191,9 +23428,13 @@ class FireEventRequestData(object):
         if self.insertDatas is not None:
             oprot.writeFieldBegin('insertDatas', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.insertDatas))
-            for iter1088 in self.insertDatas:
-                iter1088.write(oprot)
+            for iter1162 in self.insertDatas:
+                iter1162.write(oprot)
             oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.refreshEvent is not None:
+            oprot.writeFieldBegin('refreshEvent', TType.BOOL, 3)
+            oprot.writeBool(self.refreshEvent)
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -21222,17 +23463,19 @@ class FireEventRequest(object):
      - tableName
      - partitionVals
      - catName
+     - tblParams
 
     """
 
 
-    def __init__(self, successful=None, data=None, dbName=None, tableName=None, partitionVals=None, catName=None,):
+    def __init__(self, successful=None, data=None, dbName=None, tableName=None, partitionVals=None, catName=None, tblParams=None,):
         self.successful = successful
         self.data = data
         self.dbName = dbName
         self.tableName = tableName
         self.partitionVals = partitionVals
         self.catName = catName
+        self.tblParams = tblParams
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -21267,16 +23510,27 @@ class FireEventRequest(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionVals = []
-                    (_etype1092, _size1089) = iprot.readListBegin()
-                    for _i1093 in range(_size1089):
-                        _elem1094 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVals.append(_elem1094)
+                    (_etype1166, _size1163) = iprot.readListBegin()
+                    for _i1167 in range(_size1163):
+                        _elem1168 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVals.append(_elem1168)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 6:
                 if ftype == TType.STRING:
                     self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.MAP:
+                    self.tblParams = {}
+                    (_ktype1170, _vtype1171, _size1169) = iprot.readMapBegin()
+                    for _i1173 in range(_size1169):
+                        _key1174 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1175 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tblParams[_key1174] = _val1175
+                    iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
             else:
@@ -21308,13 +23562,21 @@ class FireEventRequest(object):
         if self.partitionVals is not None:
             oprot.writeFieldBegin('partitionVals', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionVals))
-            for iter1095 in self.partitionVals:
-                oprot.writeString(iter1095.encode('utf-8') if sys.version_info[0] == 2 else iter1095)
+            for iter1176 in self.partitionVals:
+                oprot.writeString(iter1176.encode('utf-8') if sys.version_info[0] == 2 else iter1176)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
             oprot.writeFieldBegin('catName', TType.STRING, 6)
             oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.tblParams is not None:
+            oprot.writeFieldBegin('tblParams', TType.MAP, 7)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.tblParams))
+            for kiter1177, viter1178 in self.tblParams.items():
+                oprot.writeString(kiter1177.encode('utf-8') if sys.version_info[0] == 2 else kiter1177)
+                oprot.writeString(viter1178.encode('utf-8') if sys.version_info[0] == 2 else viter1178)
+            oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
         oprot.writeStructEnd()
@@ -21361,10 +23623,10 @@ class FireEventResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.eventIds = []
-                    (_etype1099, _size1096) = iprot.readListBegin()
-                    for _i1100 in range(_size1096):
-                        _elem1101 = iprot.readI64()
-                        self.eventIds.append(_elem1101)
+                    (_etype1182, _size1179) = iprot.readListBegin()
+                    for _i1183 in range(_size1179):
+                        _elem1184 = iprot.readI64()
+                        self.eventIds.append(_elem1184)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -21381,8 +23643,8 @@ class FireEventResponse(object):
         if self.eventIds is not None:
             oprot.writeFieldBegin('eventIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.eventIds))
-            for iter1102 in self.eventIds:
-                oprot.writeI64(iter1102)
+            for iter1185 in self.eventIds:
+                oprot.writeI64(iter1185)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -21462,10 +23724,10 @@ class WriteNotificationLogRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.partitionVals = []
-                    (_etype1106, _size1103) = iprot.readListBegin()
-                    for _i1107 in range(_size1103):
-                        _elem1108 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVals.append(_elem1108)
+                    (_etype1189, _size1186) = iprot.readListBegin()
+                    for _i1190 in range(_size1186):
+                        _elem1191 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVals.append(_elem1191)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -21502,8 +23764,8 @@ class WriteNotificationLogRequest(object):
         if self.partitionVals is not None:
             oprot.writeFieldBegin('partitionVals', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.partitionVals))
-            for iter1109 in self.partitionVals:
-                oprot.writeString(iter1109.encode('utf-8') if sys.version_info[0] == 2 else iter1109)
+            for iter1192 in self.partitionVals:
+                oprot.writeString(iter1192.encode('utf-8') if sys.version_info[0] == 2 else iter1192)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -21618,11 +23880,11 @@ class WriteNotificationLogBatchRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.requestList = []
-                    (_etype1113, _size1110) = iprot.readListBegin()
-                    for _i1114 in range(_size1110):
-                        _elem1115 = WriteNotificationLogRequest()
-                        _elem1115.read(iprot)
-                        self.requestList.append(_elem1115)
+                    (_etype1196, _size1193) = iprot.readListBegin()
+                    for _i1197 in range(_size1193):
+                        _elem1198 = WriteNotificationLogRequest()
+                        _elem1198.read(iprot)
+                        self.requestList.append(_elem1198)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -21651,8 +23913,8 @@ class WriteNotificationLogBatchRequest(object):
         if self.requestList is not None:
             oprot.writeFieldBegin('requestList', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.requestList))
-            for iter1116 in self.requestList:
-                iter1116.write(oprot)
+            for iter1199 in self.requestList:
+                iter1199.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -22480,6 +24742,5874 @@ class GetRuntimeStatsRequest(object):
             raise TProtocolException(message='Required field maxWeight is unset!')
         if self.maxCreateTime is None:
             raise TProtocolException(message='Required field maxCreateTime is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetFileMetadataByExprRequest(object):
+    """
+    Attributes:
+     - fileIds
+     - expr
+     - doGetFooters
+     - type
+
+    """
+
+
+    def __init__(self, fileIds=None, expr=None, doGetFooters=None, type=None,):
+        self.fileIds = fileIds
+        self.expr = expr
+        self.doGetFooters = doGetFooters
+        self.type = type
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.fileIds = []
+                    (_etype1203, _size1200) = iprot.readListBegin()
+                    for _i1204 in range(_size1200):
+                        _elem1205 = iprot.readI64()
+                        self.fileIds.append(_elem1205)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.expr = iprot.readBinary()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.doGetFooters = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.type = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetFileMetadataByExprRequest')
+        if self.fileIds is not None:
+            oprot.writeFieldBegin('fileIds', TType.LIST, 1)
+            oprot.writeListBegin(TType.I64, len(self.fileIds))
+            for iter1206 in self.fileIds:
+                oprot.writeI64(iter1206)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.expr is not None:
+            oprot.writeFieldBegin('expr', TType.STRING, 2)
+            oprot.writeBinary(self.expr)
+            oprot.writeFieldEnd()
+        if self.doGetFooters is not None:
+            oprot.writeFieldBegin('doGetFooters', TType.BOOL, 3)
+            oprot.writeBool(self.doGetFooters)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.I32, 4)
+            oprot.writeI32(self.type)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.fileIds is None:
+            raise TProtocolException(message='Required field fileIds is unset!')
+        if self.expr is None:
+            raise TProtocolException(message='Required field expr is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MetadataPpdResult(object):
+    """
+    Attributes:
+     - metadata
+     - includeBitset
+
+    """
+
+
+    def __init__(self, metadata=None, includeBitset=None,):
+        self.metadata = metadata
+        self.includeBitset = includeBitset
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.metadata = iprot.readBinary()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.includeBitset = iprot.readBinary()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MetadataPpdResult')
+        if self.metadata is not None:
+            oprot.writeFieldBegin('metadata', TType.STRING, 1)
+            oprot.writeBinary(self.metadata)
+            oprot.writeFieldEnd()
+        if self.includeBitset is not None:
+            oprot.writeFieldBegin('includeBitset', TType.STRING, 2)
+            oprot.writeBinary(self.includeBitset)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetFileMetadataByExprResult(object):
+    """
+    Attributes:
+     - metadata
+     - isSupported
+
+    """
+
+
+    def __init__(self, metadata=None, isSupported=None,):
+        self.metadata = metadata
+        self.isSupported = isSupported
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.MAP:
+                    self.metadata = {}
+                    (_ktype1208, _vtype1209, _size1207) = iprot.readMapBegin()
+                    for _i1211 in range(_size1207):
+                        _key1212 = iprot.readI64()
+                        _val1213 = MetadataPpdResult()
+                        _val1213.read(iprot)
+                        self.metadata[_key1212] = _val1213
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.isSupported = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetFileMetadataByExprResult')
+        if self.metadata is not None:
+            oprot.writeFieldBegin('metadata', TType.MAP, 1)
+            oprot.writeMapBegin(TType.I64, TType.STRUCT, len(self.metadata))
+            for kiter1214, viter1215 in self.metadata.items():
+                oprot.writeI64(kiter1214)
+                viter1215.write(oprot)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.isSupported is not None:
+            oprot.writeFieldBegin('isSupported', TType.BOOL, 2)
+            oprot.writeBool(self.isSupported)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.metadata is None:
+            raise TProtocolException(message='Required field metadata is unset!')
+        if self.isSupported is None:
+            raise TProtocolException(message='Required field isSupported is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetFileMetadataRequest(object):
+    """
+    Attributes:
+     - fileIds
+
+    """
+
+
+    def __init__(self, fileIds=None,):
+        self.fileIds = fileIds
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.fileIds = []
+                    (_etype1219, _size1216) = iprot.readListBegin()
+                    for _i1220 in range(_size1216):
+                        _elem1221 = iprot.readI64()
+                        self.fileIds.append(_elem1221)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetFileMetadataRequest')
+        if self.fileIds is not None:
+            oprot.writeFieldBegin('fileIds', TType.LIST, 1)
+            oprot.writeListBegin(TType.I64, len(self.fileIds))
+            for iter1222 in self.fileIds:
+                oprot.writeI64(iter1222)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.fileIds is None:
+            raise TProtocolException(message='Required field fileIds is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetFileMetadataResult(object):
+    """
+    Attributes:
+     - metadata
+     - isSupported
+
+    """
+
+
+    def __init__(self, metadata=None, isSupported=None,):
+        self.metadata = metadata
+        self.isSupported = isSupported
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.MAP:
+                    self.metadata = {}
+                    (_ktype1224, _vtype1225, _size1223) = iprot.readMapBegin()
+                    for _i1227 in range(_size1223):
+                        _key1228 = iprot.readI64()
+                        _val1229 = iprot.readBinary()
+                        self.metadata[_key1228] = _val1229
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.isSupported = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetFileMetadataResult')
+        if self.metadata is not None:
+            oprot.writeFieldBegin('metadata', TType.MAP, 1)
+            oprot.writeMapBegin(TType.I64, TType.STRING, len(self.metadata))
+            for kiter1230, viter1231 in self.metadata.items():
+                oprot.writeI64(kiter1230)
+                oprot.writeBinary(viter1231)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        if self.isSupported is not None:
+            oprot.writeFieldBegin('isSupported', TType.BOOL, 2)
+            oprot.writeBool(self.isSupported)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.metadata is None:
+            raise TProtocolException(message='Required field metadata is unset!')
+        if self.isSupported is None:
+            raise TProtocolException(message='Required field isSupported is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class PutFileMetadataRequest(object):
+    """
+    Attributes:
+     - fileIds
+     - metadata
+     - type
+
+    """
+
+
+    def __init__(self, fileIds=None, metadata=None, type=None,):
+        self.fileIds = fileIds
+        self.metadata = metadata
+        self.type = type
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.fileIds = []
+                    (_etype1235, _size1232) = iprot.readListBegin()
+                    for _i1236 in range(_size1232):
+                        _elem1237 = iprot.readI64()
+                        self.fileIds.append(_elem1237)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.metadata = []
+                    (_etype1241, _size1238) = iprot.readListBegin()
+                    for _i1242 in range(_size1238):
+                        _elem1243 = iprot.readBinary()
+                        self.metadata.append(_elem1243)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I32:
+                    self.type = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('PutFileMetadataRequest')
+        if self.fileIds is not None:
+            oprot.writeFieldBegin('fileIds', TType.LIST, 1)
+            oprot.writeListBegin(TType.I64, len(self.fileIds))
+            for iter1244 in self.fileIds:
+                oprot.writeI64(iter1244)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.metadata is not None:
+            oprot.writeFieldBegin('metadata', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRING, len(self.metadata))
+            for iter1245 in self.metadata:
+                oprot.writeBinary(iter1245)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.I32, 3)
+            oprot.writeI32(self.type)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.fileIds is None:
+            raise TProtocolException(message='Required field fileIds is unset!')
+        if self.metadata is None:
+            raise TProtocolException(message='Required field metadata is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class PutFileMetadataResult(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('PutFileMetadataResult')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ClearFileMetadataRequest(object):
+    """
+    Attributes:
+     - fileIds
+
+    """
+
+
+    def __init__(self, fileIds=None,):
+        self.fileIds = fileIds
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.fileIds = []
+                    (_etype1249, _size1246) = iprot.readListBegin()
+                    for _i1250 in range(_size1246):
+                        _elem1251 = iprot.readI64()
+                        self.fileIds.append(_elem1251)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ClearFileMetadataRequest')
+        if self.fileIds is not None:
+            oprot.writeFieldBegin('fileIds', TType.LIST, 1)
+            oprot.writeListBegin(TType.I64, len(self.fileIds))
+            for iter1252 in self.fileIds:
+                oprot.writeI64(iter1252)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.fileIds is None:
+            raise TProtocolException(message='Required field fileIds is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ClearFileMetadataResult(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ClearFileMetadataResult')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CacheFileMetadataRequest(object):
+    """
+    Attributes:
+     - dbName
+     - tblName
+     - partName
+     - isAllParts
+
+    """
+
+
+    def __init__(self, dbName=None, tblName=None, partName=None, isAllParts=None,):
+        self.dbName = dbName
+        self.tblName = tblName
+        self.partName = partName
+        self.isAllParts = isAllParts
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.tblName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.partName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.isAllParts = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CacheFileMetadataRequest')
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 1)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.tblName is not None:
+            oprot.writeFieldBegin('tblName', TType.STRING, 2)
+            oprot.writeString(self.tblName.encode('utf-8') if sys.version_info[0] == 2 else self.tblName)
+            oprot.writeFieldEnd()
+        if self.partName is not None:
+            oprot.writeFieldBegin('partName', TType.STRING, 3)
+            oprot.writeString(self.partName.encode('utf-8') if sys.version_info[0] == 2 else self.partName)
+            oprot.writeFieldEnd()
+        if self.isAllParts is not None:
+            oprot.writeFieldBegin('isAllParts', TType.BOOL, 4)
+            oprot.writeBool(self.isAllParts)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.tblName is None:
+            raise TProtocolException(message='Required field tblName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class CacheFileMetadataResult(object):
+    """
+    Attributes:
+     - isSupported
+
+    """
+
+
+    def __init__(self, isSupported=None,):
+        self.isSupported = isSupported
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.BOOL:
+                    self.isSupported = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('CacheFileMetadataResult')
+        if self.isSupported is not None:
+            oprot.writeFieldBegin('isSupported', TType.BOOL, 1)
+            oprot.writeBool(self.isSupported)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.isSupported is None:
+            raise TProtocolException(message='Required field isSupported is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ReplicationMetrics(object):
+    """
+    Attributes:
+     - scheduledExecutionId
+     - policy
+     - dumpExecutionId
+     - metadata
+     - progress
+     - messageFormat
+
+    """
+
+
+    def __init__(self, scheduledExecutionId=None, policy=None, dumpExecutionId=None, metadata=None, progress=None, messageFormat=None,):
+        self.scheduledExecutionId = scheduledExecutionId
+        self.policy = policy
+        self.dumpExecutionId = dumpExecutionId
+        self.metadata = metadata
+        self.progress = progress
+        self.messageFormat = messageFormat
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.I64:
+                    self.scheduledExecutionId = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.policy = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.dumpExecutionId = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.metadata = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.progress = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.messageFormat = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ReplicationMetrics')
+        if self.scheduledExecutionId is not None:
+            oprot.writeFieldBegin('scheduledExecutionId', TType.I64, 1)
+            oprot.writeI64(self.scheduledExecutionId)
+            oprot.writeFieldEnd()
+        if self.policy is not None:
+            oprot.writeFieldBegin('policy', TType.STRING, 2)
+            oprot.writeString(self.policy.encode('utf-8') if sys.version_info[0] == 2 else self.policy)
+            oprot.writeFieldEnd()
+        if self.dumpExecutionId is not None:
+            oprot.writeFieldBegin('dumpExecutionId', TType.I64, 3)
+            oprot.writeI64(self.dumpExecutionId)
+            oprot.writeFieldEnd()
+        if self.metadata is not None:
+            oprot.writeFieldBegin('metadata', TType.STRING, 4)
+            oprot.writeString(self.metadata.encode('utf-8') if sys.version_info[0] == 2 else self.metadata)
+            oprot.writeFieldEnd()
+        if self.progress is not None:
+            oprot.writeFieldBegin('progress', TType.STRING, 5)
+            oprot.writeString(self.progress.encode('utf-8') if sys.version_info[0] == 2 else self.progress)
+            oprot.writeFieldEnd()
+        if self.messageFormat is not None:
+            oprot.writeFieldBegin('messageFormat', TType.STRING, 6)
+            oprot.writeString(self.messageFormat.encode('utf-8') if sys.version_info[0] == 2 else self.messageFormat)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.scheduledExecutionId is None:
+            raise TProtocolException(message='Required field scheduledExecutionId is unset!')
+        if self.policy is None:
+            raise TProtocolException(message='Required field policy is unset!')
+        if self.dumpExecutionId is None:
+            raise TProtocolException(message='Required field dumpExecutionId is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ReplicationMetricList(object):
+    """
+    Attributes:
+     - replicationMetricList
+
+    """
+
+
+    def __init__(self, replicationMetricList=None,):
+        self.replicationMetricList = replicationMetricList
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.replicationMetricList = []
+                    (_etype1256, _size1253) = iprot.readListBegin()
+                    for _i1257 in range(_size1253):
+                        _elem1258 = ReplicationMetrics()
+                        _elem1258.read(iprot)
+                        self.replicationMetricList.append(_elem1258)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ReplicationMetricList')
+        if self.replicationMetricList is not None:
+            oprot.writeFieldBegin('replicationMetricList', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRUCT, len(self.replicationMetricList))
+            for iter1259 in self.replicationMetricList:
+                iter1259.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.replicationMetricList is None:
+            raise TProtocolException(message='Required field replicationMetricList is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetReplicationMetricsRequest(object):
+    """
+    Attributes:
+     - scheduledExecutionId
+     - policy
+     - dumpExecutionId
+
+    """
+
+
+    def __init__(self, scheduledExecutionId=None, policy=None, dumpExecutionId=None,):
+        self.scheduledExecutionId = scheduledExecutionId
+        self.policy = policy
+        self.dumpExecutionId = dumpExecutionId
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.I64:
+                    self.scheduledExecutionId = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.policy = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.dumpExecutionId = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetReplicationMetricsRequest')
+        if self.scheduledExecutionId is not None:
+            oprot.writeFieldBegin('scheduledExecutionId', TType.I64, 1)
+            oprot.writeI64(self.scheduledExecutionId)
+            oprot.writeFieldEnd()
+        if self.policy is not None:
+            oprot.writeFieldBegin('policy', TType.STRING, 2)
+            oprot.writeString(self.policy.encode('utf-8') if sys.version_info[0] == 2 else self.policy)
+            oprot.writeFieldEnd()
+        if self.dumpExecutionId is not None:
+            oprot.writeFieldBegin('dumpExecutionId', TType.I64, 3)
+            oprot.writeI64(self.dumpExecutionId)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMResourcePlan(object):
+    """
+    Attributes:
+     - name
+     - status
+     - queryParallelism
+     - defaultPoolPath
+     - ns
+
+    """
+
+
+    def __init__(self, name=None, status=None, queryParallelism=None, defaultPoolPath=None, ns=None,):
+        self.name = name
+        self.status = status
+        self.queryParallelism = queryParallelism
+        self.defaultPoolPath = defaultPoolPath
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.status = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I32:
+                    self.queryParallelism = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.defaultPoolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMResourcePlan')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.status is not None:
+            oprot.writeFieldBegin('status', TType.I32, 2)
+            oprot.writeI32(self.status)
+            oprot.writeFieldEnd()
+        if self.queryParallelism is not None:
+            oprot.writeFieldBegin('queryParallelism', TType.I32, 3)
+            oprot.writeI32(self.queryParallelism)
+            oprot.writeFieldEnd()
+        if self.defaultPoolPath is not None:
+            oprot.writeFieldBegin('defaultPoolPath', TType.STRING, 4)
+            oprot.writeString(self.defaultPoolPath.encode('utf-8') if sys.version_info[0] == 2 else self.defaultPoolPath)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 5)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.name is None:
+            raise TProtocolException(message='Required field name is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMNullableResourcePlan(object):
+    """
+    Attributes:
+     - name
+     - status
+     - queryParallelism
+     - isSetQueryParallelism
+     - defaultPoolPath
+     - isSetDefaultPoolPath
+     - ns
+
+    """
+
+
+    def __init__(self, name=None, status=None, queryParallelism=None, isSetQueryParallelism=None, defaultPoolPath=None, isSetDefaultPoolPath=None, ns=None,):
+        self.name = name
+        self.status = status
+        self.queryParallelism = queryParallelism
+        self.isSetQueryParallelism = isSetQueryParallelism
+        self.defaultPoolPath = defaultPoolPath
+        self.isSetDefaultPoolPath = isSetDefaultPoolPath
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.status = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.queryParallelism = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.BOOL:
+                    self.isSetQueryParallelism = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.defaultPoolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.BOOL:
+                    self.isSetDefaultPoolPath = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMNullableResourcePlan')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.status is not None:
+            oprot.writeFieldBegin('status', TType.I32, 2)
+            oprot.writeI32(self.status)
+            oprot.writeFieldEnd()
+        if self.queryParallelism is not None:
+            oprot.writeFieldBegin('queryParallelism', TType.I32, 4)
+            oprot.writeI32(self.queryParallelism)
+            oprot.writeFieldEnd()
+        if self.isSetQueryParallelism is not None:
+            oprot.writeFieldBegin('isSetQueryParallelism', TType.BOOL, 5)
+            oprot.writeBool(self.isSetQueryParallelism)
+            oprot.writeFieldEnd()
+        if self.defaultPoolPath is not None:
+            oprot.writeFieldBegin('defaultPoolPath', TType.STRING, 6)
+            oprot.writeString(self.defaultPoolPath.encode('utf-8') if sys.version_info[0] == 2 else self.defaultPoolPath)
+            oprot.writeFieldEnd()
+        if self.isSetDefaultPoolPath is not None:
+            oprot.writeFieldBegin('isSetDefaultPoolPath', TType.BOOL, 7)
+            oprot.writeBool(self.isSetDefaultPoolPath)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 8)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMPool(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - poolPath
+     - allocFraction
+     - queryParallelism
+     - schedulingPolicy
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, poolPath=None, allocFraction=None, queryParallelism=None, schedulingPolicy=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.poolPath = poolPath
+        self.allocFraction = allocFraction
+        self.queryParallelism = queryParallelism
+        self.schedulingPolicy = schedulingPolicy
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.DOUBLE:
+                    self.allocFraction = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.queryParallelism = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.schedulingPolicy = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMPool')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 2)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        if self.allocFraction is not None:
+            oprot.writeFieldBegin('allocFraction', TType.DOUBLE, 3)
+            oprot.writeDouble(self.allocFraction)
+            oprot.writeFieldEnd()
+        if self.queryParallelism is not None:
+            oprot.writeFieldBegin('queryParallelism', TType.I32, 4)
+            oprot.writeI32(self.queryParallelism)
+            oprot.writeFieldEnd()
+        if self.schedulingPolicy is not None:
+            oprot.writeFieldBegin('schedulingPolicy', TType.STRING, 5)
+            oprot.writeString(self.schedulingPolicy.encode('utf-8') if sys.version_info[0] == 2 else self.schedulingPolicy)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 6)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.resourcePlanName is None:
+            raise TProtocolException(message='Required field resourcePlanName is unset!')
+        if self.poolPath is None:
+            raise TProtocolException(message='Required field poolPath is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMNullablePool(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - poolPath
+     - allocFraction
+     - queryParallelism
+     - schedulingPolicy
+     - isSetSchedulingPolicy
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, poolPath=None, allocFraction=None, queryParallelism=None, schedulingPolicy=None, isSetSchedulingPolicy=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.poolPath = poolPath
+        self.allocFraction = allocFraction
+        self.queryParallelism = queryParallelism
+        self.schedulingPolicy = schedulingPolicy
+        self.isSetSchedulingPolicy = isSetSchedulingPolicy
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.DOUBLE:
+                    self.allocFraction = iprot.readDouble()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.I32:
+                    self.queryParallelism = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.schedulingPolicy = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.BOOL:
+                    self.isSetSchedulingPolicy = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMNullablePool')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 2)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        if self.allocFraction is not None:
+            oprot.writeFieldBegin('allocFraction', TType.DOUBLE, 3)
+            oprot.writeDouble(self.allocFraction)
+            oprot.writeFieldEnd()
+        if self.queryParallelism is not None:
+            oprot.writeFieldBegin('queryParallelism', TType.I32, 4)
+            oprot.writeI32(self.queryParallelism)
+            oprot.writeFieldEnd()
+        if self.schedulingPolicy is not None:
+            oprot.writeFieldBegin('schedulingPolicy', TType.STRING, 5)
+            oprot.writeString(self.schedulingPolicy.encode('utf-8') if sys.version_info[0] == 2 else self.schedulingPolicy)
+            oprot.writeFieldEnd()
+        if self.isSetSchedulingPolicy is not None:
+            oprot.writeFieldBegin('isSetSchedulingPolicy', TType.BOOL, 6)
+            oprot.writeBool(self.isSetSchedulingPolicy)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 7)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.resourcePlanName is None:
+            raise TProtocolException(message='Required field resourcePlanName is unset!')
+        if self.poolPath is None:
+            raise TProtocolException(message='Required field poolPath is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMTrigger(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - triggerName
+     - triggerExpression
+     - actionExpression
+     - isInUnmanaged
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, triggerName=None, triggerExpression=None, actionExpression=None, isInUnmanaged=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.triggerName = triggerName
+        self.triggerExpression = triggerExpression
+        self.actionExpression = actionExpression
+        self.isInUnmanaged = isInUnmanaged
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.triggerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.triggerExpression = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.actionExpression = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.BOOL:
+                    self.isInUnmanaged = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMTrigger')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.triggerName is not None:
+            oprot.writeFieldBegin('triggerName', TType.STRING, 2)
+            oprot.writeString(self.triggerName.encode('utf-8') if sys.version_info[0] == 2 else self.triggerName)
+            oprot.writeFieldEnd()
+        if self.triggerExpression is not None:
+            oprot.writeFieldBegin('triggerExpression', TType.STRING, 3)
+            oprot.writeString(self.triggerExpression.encode('utf-8') if sys.version_info[0] == 2 else self.triggerExpression)
+            oprot.writeFieldEnd()
+        if self.actionExpression is not None:
+            oprot.writeFieldBegin('actionExpression', TType.STRING, 4)
+            oprot.writeString(self.actionExpression.encode('utf-8') if sys.version_info[0] == 2 else self.actionExpression)
+            oprot.writeFieldEnd()
+        if self.isInUnmanaged is not None:
+            oprot.writeFieldBegin('isInUnmanaged', TType.BOOL, 5)
+            oprot.writeBool(self.isInUnmanaged)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 6)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.resourcePlanName is None:
+            raise TProtocolException(message='Required field resourcePlanName is unset!')
+        if self.triggerName is None:
+            raise TProtocolException(message='Required field triggerName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMMapping(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - entityType
+     - entityName
+     - poolPath
+     - ordering
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, entityType=None, entityName=None, poolPath=None, ordering=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.entityType = entityType
+        self.entityName = entityName
+        self.poolPath = poolPath
+        self.ordering = ordering
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.entityType = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.entityName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I32:
+                    self.ordering = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMMapping')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.entityType is not None:
+            oprot.writeFieldBegin('entityType', TType.STRING, 2)
+            oprot.writeString(self.entityType.encode('utf-8') if sys.version_info[0] == 2 else self.entityType)
+            oprot.writeFieldEnd()
+        if self.entityName is not None:
+            oprot.writeFieldBegin('entityName', TType.STRING, 3)
+            oprot.writeString(self.entityName.encode('utf-8') if sys.version_info[0] == 2 else self.entityName)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 4)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        if self.ordering is not None:
+            oprot.writeFieldBegin('ordering', TType.I32, 5)
+            oprot.writeI32(self.ordering)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 6)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.resourcePlanName is None:
+            raise TProtocolException(message='Required field resourcePlanName is unset!')
+        if self.entityType is None:
+            raise TProtocolException(message='Required field entityType is unset!')
+        if self.entityName is None:
+            raise TProtocolException(message='Required field entityName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMPoolTrigger(object):
+    """
+    Attributes:
+     - pool
+     - trigger
+     - ns
+
+    """
+
+
+    def __init__(self, pool=None, trigger=None, ns=None,):
+        self.pool = pool
+        self.trigger = trigger
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.pool = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.trigger = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMPoolTrigger')
+        if self.pool is not None:
+            oprot.writeFieldBegin('pool', TType.STRING, 1)
+            oprot.writeString(self.pool.encode('utf-8') if sys.version_info[0] == 2 else self.pool)
+            oprot.writeFieldEnd()
+        if self.trigger is not None:
+            oprot.writeFieldBegin('trigger', TType.STRING, 2)
+            oprot.writeString(self.trigger.encode('utf-8') if sys.version_info[0] == 2 else self.trigger)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 3)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.pool is None:
+            raise TProtocolException(message='Required field pool is unset!')
+        if self.trigger is None:
+            raise TProtocolException(message='Required field trigger is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMFullResourcePlan(object):
+    """
+    Attributes:
+     - plan
+     - pools
+     - mappings
+     - triggers
+     - poolTriggers
+
+    """
+
+
+    def __init__(self, plan=None, pools=None, mappings=None, triggers=None, poolTriggers=None,):
+        self.plan = plan
+        self.pools = pools
+        self.mappings = mappings
+        self.triggers = triggers
+        self.poolTriggers = poolTriggers
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.plan = WMResourcePlan()
+                    self.plan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.pools = []
+                    (_etype1263, _size1260) = iprot.readListBegin()
+                    for _i1264 in range(_size1260):
+                        _elem1265 = WMPool()
+                        _elem1265.read(iprot)
+                        self.pools.append(_elem1265)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.LIST:
+                    self.mappings = []
+                    (_etype1269, _size1266) = iprot.readListBegin()
+                    for _i1270 in range(_size1266):
+                        _elem1271 = WMMapping()
+                        _elem1271.read(iprot)
+                        self.mappings.append(_elem1271)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.triggers = []
+                    (_etype1275, _size1272) = iprot.readListBegin()
+                    for _i1276 in range(_size1272):
+                        _elem1277 = WMTrigger()
+                        _elem1277.read(iprot)
+                        self.triggers.append(_elem1277)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.LIST:
+                    self.poolTriggers = []
+                    (_etype1281, _size1278) = iprot.readListBegin()
+                    for _i1282 in range(_size1278):
+                        _elem1283 = WMPoolTrigger()
+                        _elem1283.read(iprot)
+                        self.poolTriggers.append(_elem1283)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMFullResourcePlan')
+        if self.plan is not None:
+            oprot.writeFieldBegin('plan', TType.STRUCT, 1)
+            self.plan.write(oprot)
+            oprot.writeFieldEnd()
+        if self.pools is not None:
+            oprot.writeFieldBegin('pools', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRUCT, len(self.pools))
+            for iter1284 in self.pools:
+                iter1284.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.mappings is not None:
+            oprot.writeFieldBegin('mappings', TType.LIST, 3)
+            oprot.writeListBegin(TType.STRUCT, len(self.mappings))
+            for iter1285 in self.mappings:
+                iter1285.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.triggers is not None:
+            oprot.writeFieldBegin('triggers', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRUCT, len(self.triggers))
+            for iter1286 in self.triggers:
+                iter1286.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.poolTriggers is not None:
+            oprot.writeFieldBegin('poolTriggers', TType.LIST, 5)
+            oprot.writeListBegin(TType.STRUCT, len(self.poolTriggers))
+            for iter1287 in self.poolTriggers:
+                iter1287.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.plan is None:
+            raise TProtocolException(message='Required field plan is unset!')
+        if self.pools is None:
+            raise TProtocolException(message='Required field pools is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateResourcePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlan
+     - copyFrom
+
+    """
+
+
+    def __init__(self, resourcePlan=None, copyFrom=None,):
+        self.resourcePlan = resourcePlan
+        self.copyFrom = copyFrom
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.resourcePlan = WMResourcePlan()
+                    self.resourcePlan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.copyFrom = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateResourcePlanRequest')
+        if self.resourcePlan is not None:
+            oprot.writeFieldBegin('resourcePlan', TType.STRUCT, 1)
+            self.resourcePlan.write(oprot)
+            oprot.writeFieldEnd()
+        if self.copyFrom is not None:
+            oprot.writeFieldBegin('copyFrom', TType.STRING, 2)
+            oprot.writeString(self.copyFrom.encode('utf-8') if sys.version_info[0] == 2 else self.copyFrom)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateResourcePlanResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateResourcePlanResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetActiveResourcePlanRequest(object):
+    """
+    Attributes:
+     - ns
+
+    """
+
+
+    def __init__(self, ns=None,):
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetActiveResourcePlanRequest')
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 1)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetActiveResourcePlanResponse(object):
+    """
+    Attributes:
+     - resourcePlan
+
+    """
+
+
+    def __init__(self, resourcePlan=None,):
+        self.resourcePlan = resourcePlan
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.resourcePlan = WMFullResourcePlan()
+                    self.resourcePlan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetActiveResourcePlanResponse')
+        if self.resourcePlan is not None:
+            oprot.writeFieldBegin('resourcePlan', TType.STRUCT, 1)
+            self.resourcePlan.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetResourcePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetResourcePlanRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 2)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetResourcePlanResponse(object):
+    """
+    Attributes:
+     - resourcePlan
+
+    """
+
+
+    def __init__(self, resourcePlan=None,):
+        self.resourcePlan = resourcePlan
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.resourcePlan = WMFullResourcePlan()
+                    self.resourcePlan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetResourcePlanResponse')
+        if self.resourcePlan is not None:
+            oprot.writeFieldBegin('resourcePlan', TType.STRUCT, 1)
+            self.resourcePlan.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetAllResourcePlanRequest(object):
+    """
+    Attributes:
+     - ns
+
+    """
+
+
+    def __init__(self, ns=None,):
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetAllResourcePlanRequest')
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 1)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetAllResourcePlanResponse(object):
+    """
+    Attributes:
+     - resourcePlans
+
+    """
+
+
+    def __init__(self, resourcePlans=None,):
+        self.resourcePlans = resourcePlans
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.resourcePlans = []
+                    (_etype1291, _size1288) = iprot.readListBegin()
+                    for _i1292 in range(_size1288):
+                        _elem1293 = WMResourcePlan()
+                        _elem1293.read(iprot)
+                        self.resourcePlans.append(_elem1293)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetAllResourcePlanResponse')
+        if self.resourcePlans is not None:
+            oprot.writeFieldBegin('resourcePlans', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRUCT, len(self.resourcePlans))
+            for iter1294 in self.resourcePlans:
+                iter1294.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterResourcePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - resourcePlan
+     - isEnableAndActivate
+     - isForceDeactivate
+     - isReplace
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, resourcePlan=None, isEnableAndActivate=None, isForceDeactivate=None, isReplace=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.resourcePlan = resourcePlan
+        self.isEnableAndActivate = isEnableAndActivate
+        self.isForceDeactivate = isForceDeactivate
+        self.isReplace = isReplace
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRUCT:
+                    self.resourcePlan = WMNullableResourcePlan()
+                    self.resourcePlan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.BOOL:
+                    self.isEnableAndActivate = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.isForceDeactivate = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.BOOL:
+                    self.isReplace = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterResourcePlanRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.resourcePlan is not None:
+            oprot.writeFieldBegin('resourcePlan', TType.STRUCT, 2)
+            self.resourcePlan.write(oprot)
+            oprot.writeFieldEnd()
+        if self.isEnableAndActivate is not None:
+            oprot.writeFieldBegin('isEnableAndActivate', TType.BOOL, 3)
+            oprot.writeBool(self.isEnableAndActivate)
+            oprot.writeFieldEnd()
+        if self.isForceDeactivate is not None:
+            oprot.writeFieldBegin('isForceDeactivate', TType.BOOL, 4)
+            oprot.writeBool(self.isForceDeactivate)
+            oprot.writeFieldEnd()
+        if self.isReplace is not None:
+            oprot.writeFieldBegin('isReplace', TType.BOOL, 5)
+            oprot.writeBool(self.isReplace)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 6)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterResourcePlanResponse(object):
+    """
+    Attributes:
+     - fullResourcePlan
+
+    """
+
+
+    def __init__(self, fullResourcePlan=None,):
+        self.fullResourcePlan = fullResourcePlan
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.fullResourcePlan = WMFullResourcePlan()
+                    self.fullResourcePlan.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterResourcePlanResponse')
+        if self.fullResourcePlan is not None:
+            oprot.writeFieldBegin('fullResourcePlan', TType.STRUCT, 1)
+            self.fullResourcePlan.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMValidateResourcePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMValidateResourcePlanRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 2)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMValidateResourcePlanResponse(object):
+    """
+    Attributes:
+     - errors
+     - warnings
+
+    """
+
+
+    def __init__(self, errors=None, warnings=None,):
+        self.errors = errors
+        self.warnings = warnings
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.errors = []
+                    (_etype1298, _size1295) = iprot.readListBegin()
+                    for _i1299 in range(_size1295):
+                        _elem1300 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.errors.append(_elem1300)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.LIST:
+                    self.warnings = []
+                    (_etype1304, _size1301) = iprot.readListBegin()
+                    for _i1305 in range(_size1301):
+                        _elem1306 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.warnings.append(_elem1306)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMValidateResourcePlanResponse')
+        if self.errors is not None:
+            oprot.writeFieldBegin('errors', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRING, len(self.errors))
+            for iter1307 in self.errors:
+                oprot.writeString(iter1307.encode('utf-8') if sys.version_info[0] == 2 else iter1307)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.warnings is not None:
+            oprot.writeFieldBegin('warnings', TType.LIST, 2)
+            oprot.writeListBegin(TType.STRING, len(self.warnings))
+            for iter1308 in self.warnings:
+                oprot.writeString(iter1308.encode('utf-8') if sys.version_info[0] == 2 else iter1308)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropResourcePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropResourcePlanRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 2)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropResourcePlanResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropResourcePlanResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateTriggerRequest(object):
+    """
+    Attributes:
+     - trigger
+
+    """
+
+
+    def __init__(self, trigger=None,):
+        self.trigger = trigger
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.trigger = WMTrigger()
+                    self.trigger.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateTriggerRequest')
+        if self.trigger is not None:
+            oprot.writeFieldBegin('trigger', TType.STRUCT, 1)
+            self.trigger.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateTriggerResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateTriggerResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterTriggerRequest(object):
+    """
+    Attributes:
+     - trigger
+
+    """
+
+
+    def __init__(self, trigger=None,):
+        self.trigger = trigger
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.trigger = WMTrigger()
+                    self.trigger.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterTriggerRequest')
+        if self.trigger is not None:
+            oprot.writeFieldBegin('trigger', TType.STRUCT, 1)
+            self.trigger.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterTriggerResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterTriggerResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropTriggerRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - triggerName
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, triggerName=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.triggerName = triggerName
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.triggerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropTriggerRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.triggerName is not None:
+            oprot.writeFieldBegin('triggerName', TType.STRING, 2)
+            oprot.writeString(self.triggerName.encode('utf-8') if sys.version_info[0] == 2 else self.triggerName)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 3)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropTriggerResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropTriggerResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetTriggersForResourePlanRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetTriggersForResourePlanRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 2)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMGetTriggersForResourePlanResponse(object):
+    """
+    Attributes:
+     - triggers
+
+    """
+
+
+    def __init__(self, triggers=None,):
+        self.triggers = triggers
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.triggers = []
+                    (_etype1312, _size1309) = iprot.readListBegin()
+                    for _i1313 in range(_size1309):
+                        _elem1314 = WMTrigger()
+                        _elem1314.read(iprot)
+                        self.triggers.append(_elem1314)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMGetTriggersForResourePlanResponse')
+        if self.triggers is not None:
+            oprot.writeFieldBegin('triggers', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRUCT, len(self.triggers))
+            for iter1315 in self.triggers:
+                iter1315.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreatePoolRequest(object):
+    """
+    Attributes:
+     - pool
+
+    """
+
+
+    def __init__(self, pool=None,):
+        self.pool = pool
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.pool = WMPool()
+                    self.pool.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreatePoolRequest')
+        if self.pool is not None:
+            oprot.writeFieldBegin('pool', TType.STRUCT, 1)
+            self.pool.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreatePoolResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreatePoolResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterPoolRequest(object):
+    """
+    Attributes:
+     - pool
+     - poolPath
+
+    """
+
+
+    def __init__(self, pool=None, poolPath=None,):
+        self.pool = pool
+        self.poolPath = poolPath
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.pool = WMNullablePool()
+                    self.pool.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterPoolRequest')
+        if self.pool is not None:
+            oprot.writeFieldBegin('pool', TType.STRUCT, 1)
+            self.pool.write(oprot)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 2)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMAlterPoolResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMAlterPoolResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropPoolRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - poolPath
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, poolPath=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.poolPath = poolPath
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropPoolRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 2)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 3)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropPoolResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropPoolResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateOrUpdateMappingRequest(object):
+    """
+    Attributes:
+     - mapping
+     - update
+
+    """
+
+
+    def __init__(self, mapping=None, update=None,):
+        self.mapping = mapping
+        self.update = update
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.mapping = WMMapping()
+                    self.mapping.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.BOOL:
+                    self.update = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateOrUpdateMappingRequest')
+        if self.mapping is not None:
+            oprot.writeFieldBegin('mapping', TType.STRUCT, 1)
+            self.mapping.write(oprot)
+            oprot.writeFieldEnd()
+        if self.update is not None:
+            oprot.writeFieldBegin('update', TType.BOOL, 2)
+            oprot.writeBool(self.update)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateOrUpdateMappingResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateOrUpdateMappingResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropMappingRequest(object):
+    """
+    Attributes:
+     - mapping
+
+    """
+
+
+    def __init__(self, mapping=None,):
+        self.mapping = mapping
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.mapping = WMMapping()
+                    self.mapping.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropMappingRequest')
+        if self.mapping is not None:
+            oprot.writeFieldBegin('mapping', TType.STRUCT, 1)
+            self.mapping.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMDropMappingResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMDropMappingResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateOrDropTriggerToPoolMappingRequest(object):
+    """
+    Attributes:
+     - resourcePlanName
+     - triggerName
+     - poolPath
+     - drop
+     - ns
+
+    """
+
+
+    def __init__(self, resourcePlanName=None, triggerName=None, poolPath=None, drop=None, ns=None,):
+        self.resourcePlanName = resourcePlanName
+        self.triggerName = triggerName
+        self.poolPath = poolPath
+        self.drop = drop
+        self.ns = ns
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.resourcePlanName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.triggerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.poolPath = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.BOOL:
+                    self.drop = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.ns = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateOrDropTriggerToPoolMappingRequest')
+        if self.resourcePlanName is not None:
+            oprot.writeFieldBegin('resourcePlanName', TType.STRING, 1)
+            oprot.writeString(self.resourcePlanName.encode('utf-8') if sys.version_info[0] == 2 else self.resourcePlanName)
+            oprot.writeFieldEnd()
+        if self.triggerName is not None:
+            oprot.writeFieldBegin('triggerName', TType.STRING, 2)
+            oprot.writeString(self.triggerName.encode('utf-8') if sys.version_info[0] == 2 else self.triggerName)
+            oprot.writeFieldEnd()
+        if self.poolPath is not None:
+            oprot.writeFieldBegin('poolPath', TType.STRING, 3)
+            oprot.writeString(self.poolPath.encode('utf-8') if sys.version_info[0] == 2 else self.poolPath)
+            oprot.writeFieldEnd()
+        if self.drop is not None:
+            oprot.writeFieldBegin('drop', TType.BOOL, 4)
+            oprot.writeBool(self.drop)
+            oprot.writeFieldEnd()
+        if self.ns is not None:
+            oprot.writeFieldBegin('ns', TType.STRING, 5)
+            oprot.writeString(self.ns.encode('utf-8') if sys.version_info[0] == 2 else self.ns)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class WMCreateOrDropTriggerToPoolMappingResponse(object):
+
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('WMCreateOrDropTriggerToPoolMappingResponse')
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ISchema(object):
+    """
+    Attributes:
+     - schemaType
+     - name
+     - catName
+     - dbName
+     - compatibility
+     - validationLevel
+     - canEvolve
+     - schemaGroup
+     - description
+
+    """
+
+
+    def __init__(self, schemaType=None, name=None, catName=None, dbName=None, compatibility=None, validationLevel=None, canEvolve=None, schemaGroup=None, description=None,):
+        self.schemaType = schemaType
+        self.name = name
+        self.catName = catName
+        self.dbName = dbName
+        self.compatibility = compatibility
+        self.validationLevel = validationLevel
+        self.canEvolve = canEvolve
+        self.schemaGroup = schemaGroup
+        self.description = description
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.I32:
+                    self.schemaType = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I32:
+                    self.compatibility = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.I32:
+                    self.validationLevel = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.BOOL:
+                    self.canEvolve = iprot.readBool()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.schemaGroup = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.description = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ISchema')
+        if self.schemaType is not None:
+            oprot.writeFieldBegin('schemaType', TType.I32, 1)
+            oprot.writeI32(self.schemaType)
+            oprot.writeFieldEnd()
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 2)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 3)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 4)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.compatibility is not None:
+            oprot.writeFieldBegin('compatibility', TType.I32, 5)
+            oprot.writeI32(self.compatibility)
+            oprot.writeFieldEnd()
+        if self.validationLevel is not None:
+            oprot.writeFieldBegin('validationLevel', TType.I32, 6)
+            oprot.writeI32(self.validationLevel)
+            oprot.writeFieldEnd()
+        if self.canEvolve is not None:
+            oprot.writeFieldBegin('canEvolve', TType.BOOL, 7)
+            oprot.writeBool(self.canEvolve)
+            oprot.writeFieldEnd()
+        if self.schemaGroup is not None:
+            oprot.writeFieldBegin('schemaGroup', TType.STRING, 8)
+            oprot.writeString(self.schemaGroup.encode('utf-8') if sys.version_info[0] == 2 else self.schemaGroup)
+            oprot.writeFieldEnd()
+        if self.description is not None:
+            oprot.writeFieldBegin('description', TType.STRING, 9)
+            oprot.writeString(self.description.encode('utf-8') if sys.version_info[0] == 2 else self.description)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ISchemaName(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - schemaName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, schemaName=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.schemaName = schemaName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.schemaName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ISchemaName')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.schemaName is not None:
+            oprot.writeFieldBegin('schemaName', TType.STRING, 3)
+            oprot.writeString(self.schemaName.encode('utf-8') if sys.version_info[0] == 2 else self.schemaName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class AlterISchemaRequest(object):
+    """
+    Attributes:
+     - name
+     - newSchema
+
+    """
+
+
+    def __init__(self, name=None, newSchema=None,):
+        self.name = name
+        self.newSchema = newSchema
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.name = ISchemaName()
+                    self.name.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRUCT:
+                    self.newSchema = ISchema()
+                    self.newSchema.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('AlterISchemaRequest')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRUCT, 1)
+            self.name.write(oprot)
+            oprot.writeFieldEnd()
+        if self.newSchema is not None:
+            oprot.writeFieldBegin('newSchema', TType.STRUCT, 3)
+            self.newSchema.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class SchemaVersion(object):
+    """
+    Attributes:
+     - schema
+     - version
+     - createdAt
+     - cols
+     - state
+     - description
+     - schemaText
+     - fingerprint
+     - name
+     - serDe
+
+    """
+
+
+    def __init__(self, schema=None, version=None, createdAt=None, cols=None, state=None, description=None, schemaText=None, fingerprint=None, name=None, serDe=None,):
+        self.schema = schema
+        self.version = version
+        self.createdAt = createdAt
+        self.cols = cols
+        self.state = state
+        self.description = description
+        self.schemaText = schemaText
+        self.fingerprint = fingerprint
+        self.name = name
+        self.serDe = serDe
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.schema = ISchemaName()
+                    self.schema.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.version = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.I64:
+                    self.createdAt = iprot.readI64()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.cols = []
+                    (_etype1319, _size1316) = iprot.readListBegin()
+                    for _i1320 in range(_size1316):
+                        _elem1321 = FieldSchema()
+                        _elem1321.read(iprot)
+                        self.cols.append(_elem1321)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.I32:
+                    self.state = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.description = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.STRING:
+                    self.schemaText = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 8:
+                if ftype == TType.STRING:
+                    self.fingerprint = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 9:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 10:
+                if ftype == TType.STRUCT:
+                    self.serDe = SerDeInfo()
+                    self.serDe.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('SchemaVersion')
+        if self.schema is not None:
+            oprot.writeFieldBegin('schema', TType.STRUCT, 1)
+            self.schema.write(oprot)
+            oprot.writeFieldEnd()
+        if self.version is not None:
+            oprot.writeFieldBegin('version', TType.I32, 2)
+            oprot.writeI32(self.version)
+            oprot.writeFieldEnd()
+        if self.createdAt is not None:
+            oprot.writeFieldBegin('createdAt', TType.I64, 3)
+            oprot.writeI64(self.createdAt)
+            oprot.writeFieldEnd()
+        if self.cols is not None:
+            oprot.writeFieldBegin('cols', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRUCT, len(self.cols))
+            for iter1322 in self.cols:
+                iter1322.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.state is not None:
+            oprot.writeFieldBegin('state', TType.I32, 5)
+            oprot.writeI32(self.state)
+            oprot.writeFieldEnd()
+        if self.description is not None:
+            oprot.writeFieldBegin('description', TType.STRING, 6)
+            oprot.writeString(self.description.encode('utf-8') if sys.version_info[0] == 2 else self.description)
+            oprot.writeFieldEnd()
+        if self.schemaText is not None:
+            oprot.writeFieldBegin('schemaText', TType.STRING, 7)
+            oprot.writeString(self.schemaText.encode('utf-8') if sys.version_info[0] == 2 else self.schemaText)
+            oprot.writeFieldEnd()
+        if self.fingerprint is not None:
+            oprot.writeFieldBegin('fingerprint', TType.STRING, 8)
+            oprot.writeString(self.fingerprint.encode('utf-8') if sys.version_info[0] == 2 else self.fingerprint)
+            oprot.writeFieldEnd()
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 9)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.serDe is not None:
+            oprot.writeFieldBegin('serDe', TType.STRUCT, 10)
+            self.serDe.write(oprot)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class SchemaVersionDescriptor(object):
+    """
+    Attributes:
+     - schema
+     - version
+
+    """
+
+
+    def __init__(self, schema=None, version=None,):
+        self.schema = schema
+        self.version = version
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.schema = ISchemaName()
+                    self.schema.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.version = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('SchemaVersionDescriptor')
+        if self.schema is not None:
+            oprot.writeFieldBegin('schema', TType.STRUCT, 1)
+            self.schema.write(oprot)
+            oprot.writeFieldEnd()
+        if self.version is not None:
+            oprot.writeFieldBegin('version', TType.I32, 2)
+            oprot.writeI32(self.version)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class FindSchemasByColsRqst(object):
+    """
+    Attributes:
+     - colName
+     - colNamespace
+     - type
+
+    """
+
+
+    def __init__(self, colName=None, colNamespace=None, type=None,):
+        self.colName = colName
+        self.colNamespace = colNamespace
+        self.type = type
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.colName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.colNamespace = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.type = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('FindSchemasByColsRqst')
+        if self.colName is not None:
+            oprot.writeFieldBegin('colName', TType.STRING, 1)
+            oprot.writeString(self.colName.encode('utf-8') if sys.version_info[0] == 2 else self.colName)
+            oprot.writeFieldEnd()
+        if self.colNamespace is not None:
+            oprot.writeFieldBegin('colNamespace', TType.STRING, 2)
+            oprot.writeString(self.colNamespace.encode('utf-8') if sys.version_info[0] == 2 else self.colNamespace)
+            oprot.writeFieldEnd()
+        if self.type is not None:
+            oprot.writeFieldBegin('type', TType.STRING, 3)
+            oprot.writeString(self.type.encode('utf-8') if sys.version_info[0] == 2 else self.type)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class FindSchemasByColsResp(object):
+    """
+    Attributes:
+     - schemaVersions
+
+    """
+
+
+    def __init__(self, schemaVersions=None,):
+        self.schemaVersions = schemaVersions
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.LIST:
+                    self.schemaVersions = []
+                    (_etype1326, _size1323) = iprot.readListBegin()
+                    for _i1327 in range(_size1323):
+                        _elem1328 = SchemaVersionDescriptor()
+                        _elem1328.read(iprot)
+                        self.schemaVersions.append(_elem1328)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('FindSchemasByColsResp')
+        if self.schemaVersions is not None:
+            oprot.writeFieldBegin('schemaVersions', TType.LIST, 1)
+            oprot.writeListBegin(TType.STRUCT, len(self.schemaVersions))
+            for iter1329 in self.schemaVersions:
+                iter1329.write(oprot)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class MapSchemaVersionToSerdeRequest(object):
+    """
+    Attributes:
+     - schemaVersion
+     - serdeName
+
+    """
+
+
+    def __init__(self, schemaVersion=None, serdeName=None,):
+        self.schemaVersion = schemaVersion
+        self.serdeName = serdeName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.schemaVersion = SchemaVersionDescriptor()
+                    self.schemaVersion.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.serdeName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('MapSchemaVersionToSerdeRequest')
+        if self.schemaVersion is not None:
+            oprot.writeFieldBegin('schemaVersion', TType.STRUCT, 1)
+            self.schemaVersion.write(oprot)
+            oprot.writeFieldEnd()
+        if self.serdeName is not None:
+            oprot.writeFieldBegin('serdeName', TType.STRING, 2)
+            oprot.writeString(self.serdeName.encode('utf-8') if sys.version_info[0] == 2 else self.serdeName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class SetSchemaVersionStateRequest(object):
+    """
+    Attributes:
+     - schemaVersion
+     - state
+
+    """
+
+
+    def __init__(self, schemaVersion=None, state=None,):
+        self.schemaVersion = schemaVersion
+        self.state = state
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRUCT:
+                    self.schemaVersion = SchemaVersionDescriptor()
+                    self.schemaVersion.read(iprot)
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.I32:
+                    self.state = iprot.readI32()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('SetSchemaVersionStateRequest')
+        if self.schemaVersion is not None:
+            oprot.writeFieldBegin('schemaVersion', TType.STRUCT, 1)
+            self.schemaVersion.write(oprot)
+            oprot.writeFieldEnd()
+        if self.state is not None:
+            oprot.writeFieldBegin('state', TType.I32, 2)
+            oprot.writeI32(self.state)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetSerdeRequest(object):
+    """
+    Attributes:
+     - serdeName
+
+    """
+
+
+    def __init__(self, serdeName=None,):
+        self.serdeName = serdeName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.serdeName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetSerdeRequest')
+        if self.serdeName is not None:
+            oprot.writeFieldBegin('serdeName', TType.STRING, 1)
+            oprot.writeString(self.serdeName.encode('utf-8') if sys.version_info[0] == 2 else self.serdeName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class StoredProcedureRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - procName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, procName=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.procName = procName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.procName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('StoredProcedureRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.procName is not None:
+            oprot.writeFieldBegin('procName', TType.STRING, 3)
+            oprot.writeString(self.procName.encode('utf-8') if sys.version_info[0] == 2 else self.procName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.catName is None:
+            raise TProtocolException(message='Required field catName is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.procName is None:
+            raise TProtocolException(message='Required field procName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ListStoredProcedureRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None,):
+        self.catName = catName
+        self.dbName = dbName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ListStoredProcedureRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.catName is None:
+            raise TProtocolException(message='Required field catName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class StoredProcedure(object):
+    """
+    Attributes:
+     - name
+     - dbName
+     - catName
+     - ownerName
+     - source
+
+    """
+
+
+    def __init__(self, name=None, dbName=None, catName=None, ownerName=None, source=None,):
+        self.name = name
+        self.dbName = dbName
+        self.catName = catName
+        self.ownerName = ownerName
+        self.source = source
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.name = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.source = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('StoredProcedure')
+        if self.name is not None:
+            oprot.writeFieldBegin('name', TType.STRING, 1)
+            oprot.writeString(self.name.encode('utf-8') if sys.version_info[0] == 2 else self.name)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 3)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 4)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.source is not None:
+            oprot.writeFieldBegin('source', TType.STRING, 5)
+            oprot.writeString(self.source.encode('utf-8') if sys.version_info[0] == 2 else self.source)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class AddPackageRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - packageName
+     - ownerName
+     - header
+     - body
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, packageName=None, ownerName=None, header=None, body=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.packageName = packageName
+        self.ownerName = ownerName
+        self.header = header
+        self.body = body
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.packageName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.header = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.body = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('AddPackageRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.packageName is not None:
+            oprot.writeFieldBegin('packageName', TType.STRING, 3)
+            oprot.writeString(self.packageName.encode('utf-8') if sys.version_info[0] == 2 else self.packageName)
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 4)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.header is not None:
+            oprot.writeFieldBegin('header', TType.STRING, 5)
+            oprot.writeString(self.header.encode('utf-8') if sys.version_info[0] == 2 else self.header)
+            oprot.writeFieldEnd()
+        if self.body is not None:
+            oprot.writeFieldBegin('body', TType.STRING, 6)
+            oprot.writeString(self.body.encode('utf-8') if sys.version_info[0] == 2 else self.body)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class GetPackageRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - packageName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, packageName=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.packageName = packageName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.packageName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('GetPackageRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.packageName is not None:
+            oprot.writeFieldBegin('packageName', TType.STRING, 3)
+            oprot.writeString(self.packageName.encode('utf-8') if sys.version_info[0] == 2 else self.packageName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.catName is None:
+            raise TProtocolException(message='Required field catName is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.packageName is None:
+            raise TProtocolException(message='Required field packageName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class DropPackageRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - packageName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, packageName=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.packageName = packageName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.packageName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('DropPackageRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.packageName is not None:
+            oprot.writeFieldBegin('packageName', TType.STRING, 3)
+            oprot.writeString(self.packageName.encode('utf-8') if sys.version_info[0] == 2 else self.packageName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.catName is None:
+            raise TProtocolException(message='Required field catName is unset!')
+        if self.dbName is None:
+            raise TProtocolException(message='Required field dbName is unset!')
+        if self.packageName is None:
+            raise TProtocolException(message='Required field packageName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class ListPackageRequest(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None,):
+        self.catName = catName
+        self.dbName = dbName
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('ListPackageRequest')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.catName is None:
+            raise TProtocolException(message='Required field catName is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class Package(object):
+    """
+    Attributes:
+     - catName
+     - dbName
+     - packageName
+     - ownerName
+     - header
+     - body
+
+    """
+
+
+    def __init__(self, catName=None, dbName=None, packageName=None, ownerName=None, header=None, body=None,):
+        self.catName = catName
+        self.dbName = dbName
+        self.packageName = packageName
+        self.ownerName = ownerName
+        self.header = header
+        self.body = body
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.dbName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.packageName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.STRING:
+                    self.ownerName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 5:
+                if ftype == TType.STRING:
+                    self.header = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 6:
+                if ftype == TType.STRING:
+                    self.body = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('Package')
+        if self.catName is not None:
+            oprot.writeFieldBegin('catName', TType.STRING, 1)
+            oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.dbName is not None:
+            oprot.writeFieldBegin('dbName', TType.STRING, 2)
+            oprot.writeString(self.dbName.encode('utf-8') if sys.version_info[0] == 2 else self.dbName)
+            oprot.writeFieldEnd()
+        if self.packageName is not None:
+            oprot.writeFieldBegin('packageName', TType.STRING, 3)
+            oprot.writeString(self.packageName.encode('utf-8') if sys.version_info[0] == 2 else self.packageName)
+            oprot.writeFieldEnd()
+        if self.ownerName is not None:
+            oprot.writeFieldBegin('ownerName', TType.STRING, 4)
+            oprot.writeString(self.ownerName.encode('utf-8') if sys.version_info[0] == 2 else self.ownerName)
+            oprot.writeFieldEnd()
+        if self.header is not None:
+            oprot.writeFieldBegin('header', TType.STRING, 5)
+            oprot.writeString(self.header.encode('utf-8') if sys.version_info[0] == 2 else self.header)
+            oprot.writeFieldEnd()
+        if self.body is not None:
+            oprot.writeFieldBegin('body', TType.STRING, 6)
+            oprot.writeString(self.body.encode('utf-8') if sys.version_info[0] == 2 else self.body)
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class PropertySetRequest(object):
+    """
+    Attributes:
+     - nameSpace
+     - propertyMap
+
+    """
+
+
+    def __init__(self, nameSpace=None, propertyMap=None,):
+        self.nameSpace = nameSpace
+        self.propertyMap = propertyMap
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.nameSpace = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.MAP:
+                    self.propertyMap = {}
+                    (_ktype1331, _vtype1332, _size1330) = iprot.readMapBegin()
+                    for _i1334 in range(_size1330):
+                        _key1335 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1336 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.propertyMap[_key1335] = _val1336
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('PropertySetRequest')
+        if self.nameSpace is not None:
+            oprot.writeFieldBegin('nameSpace', TType.STRING, 1)
+            oprot.writeString(self.nameSpace.encode('utf-8') if sys.version_info[0] == 2 else self.nameSpace)
+            oprot.writeFieldEnd()
+        if self.propertyMap is not None:
+            oprot.writeFieldBegin('propertyMap', TType.MAP, 2)
+            oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.propertyMap))
+            for kiter1337, viter1338 in self.propertyMap.items():
+                oprot.writeString(kiter1337.encode('utf-8') if sys.version_info[0] == 2 else kiter1337)
+                oprot.writeString(viter1338.encode('utf-8') if sys.version_info[0] == 2 else viter1338)
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.nameSpace is None:
+            raise TProtocolException(message='Required field nameSpace is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class PropertyGetRequest(object):
+    """
+    Attributes:
+     - nameSpace
+     - mapPrefix
+     - mapPredicate
+     - mapSelection
+
+    """
+
+
+    def __init__(self, nameSpace=None, mapPrefix=None, mapPredicate=None, mapSelection=None,):
+        self.nameSpace = nameSpace
+        self.mapPrefix = mapPrefix
+        self.mapPredicate = mapPredicate
+        self.mapSelection = mapSelection
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.STRING:
+                    self.nameSpace = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 2:
+                if ftype == TType.STRING:
+                    self.mapPrefix = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 3:
+                if ftype == TType.STRING:
+                    self.mapPredicate = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 4:
+                if ftype == TType.LIST:
+                    self.mapSelection = []
+                    (_etype1342, _size1339) = iprot.readListBegin()
+                    for _i1343 in range(_size1339):
+                        _elem1344 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.mapSelection.append(_elem1344)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('PropertyGetRequest')
+        if self.nameSpace is not None:
+            oprot.writeFieldBegin('nameSpace', TType.STRING, 1)
+            oprot.writeString(self.nameSpace.encode('utf-8') if sys.version_info[0] == 2 else self.nameSpace)
+            oprot.writeFieldEnd()
+        if self.mapPrefix is not None:
+            oprot.writeFieldBegin('mapPrefix', TType.STRING, 2)
+            oprot.writeString(self.mapPrefix.encode('utf-8') if sys.version_info[0] == 2 else self.mapPrefix)
+            oprot.writeFieldEnd()
+        if self.mapPredicate is not None:
+            oprot.writeFieldBegin('mapPredicate', TType.STRING, 3)
+            oprot.writeString(self.mapPredicate.encode('utf-8') if sys.version_info[0] == 2 else self.mapPredicate)
+            oprot.writeFieldEnd()
+        if self.mapSelection is not None:
+            oprot.writeFieldBegin('mapSelection', TType.LIST, 4)
+            oprot.writeListBegin(TType.STRING, len(self.mapSelection))
+            for iter1345 in self.mapSelection:
+                oprot.writeString(iter1345.encode('utf-8') if sys.version_info[0] == 2 else iter1345)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
+        if self.nameSpace is None:
+            raise TProtocolException(message='Required field nameSpace is unset!')
+        return
+
+    def __repr__(self):
+        L = ['%s=%r' % (key, value)
+             for key, value in self.__dict__.items()]
+        return '%s(%s)' % (self.__class__.__name__, ', '.join(L))
+
+    def __eq__(self, other):
+        return isinstance(other, self.__class__) and self.__dict__ == other.__dict__
+
+    def __ne__(self, other):
+        return not (self == other)
+
+
+class PropertyGetResponse(object):
+    """
+    Attributes:
+     - properties
+
+    """
+
+
+    def __init__(self, properties=None,):
+        self.properties = properties
+
+    def read(self, iprot):
+        if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
+            iprot._fast_decode(self, iprot, [self.__class__, self.thrift_spec])
+            return
+        iprot.readStructBegin()
+        while True:
+            (fname, ftype, fid) = iprot.readFieldBegin()
+            if ftype == TType.STOP:
+                break
+            if fid == 1:
+                if ftype == TType.MAP:
+                    self.properties = {}
+                    (_ktype1347, _vtype1348, _size1346) = iprot.readMapBegin()
+                    for _i1350 in range(_size1346):
+                        _key1351 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1352 = {}
+                        (_ktype1354, _vtype1355, _size1353) = iprot.readMapBegin()
+                        for _i1357 in range(_size1353):
+                            _key1358 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _val1359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _val1352[_key1358] = _val1359
+                        iprot.readMapEnd()
+                        self.properties[_key1351] = _val1352
+                    iprot.readMapEnd()
+                else:
+                    iprot.skip(ftype)
+            else:
+                iprot.skip(ftype)
+            iprot.readFieldEnd()
+        iprot.readStructEnd()
+
+    def write(self, oprot):
+        if oprot._fast_encode is not None and self.thrift_spec is not None:
+            oprot.trans.write(oprot._fast_encode(self, [self.__class__, self.thrift_spec]))
+            return
+        oprot.writeStructBegin('PropertyGetResponse')
+        if self.properties is not None:
+            oprot.writeFieldBegin('properties', TType.MAP, 1)
+            oprot.writeMapBegin(TType.STRING, TType.MAP, len(self.properties))
+            for kiter1360, viter1361 in self.properties.items():
+                oprot.writeString(kiter1360.encode('utf-8') if sys.version_info[0] == 2 else kiter1360)
+                oprot.writeMapBegin(TType.STRING, TType.STRING, len(viter1361))
+                for kiter1362, viter1363 in viter1361.items():
+                    oprot.writeString(kiter1362.encode('utf-8') if sys.version_info[0] == 2 else kiter1362)
+                    oprot.writeString(viter1363.encode('utf-8') if sys.version_info[0] == 2 else viter1363)
+                oprot.writeMapEnd()
+            oprot.writeMapEnd()
+            oprot.writeFieldEnd()
+        oprot.writeFieldStop()
+        oprot.writeStructEnd()
+
+    def validate(self):
         return
 
     def __repr__(self):
@@ -24035,6 +32165,64 @@ DropDatabaseRequest.thrift_spec = (
     (7, TType.I64, 'txnId', None, 0, ),  # 7
     (8, TType.BOOL, 'deleteManagedDir', None, True, ),  # 8
 )
+all_structs.append(CreateDatabaseRequest)
+CreateDatabaseRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'databaseName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'description', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'locationUri', 'UTF8', None, ),  # 3
+    (4, TType.MAP, 'parameters', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 4
+    (5, TType.STRUCT, 'privileges', [PrincipalPrivilegeSet, None], None, ),  # 5
+    (6, TType.STRING, 'ownerName', 'UTF8', None, ),  # 6
+    (7, TType.I32, 'ownerType', None, None, ),  # 7
+    (8, TType.STRING, 'catalogName', 'UTF8', None, ),  # 8
+    (9, TType.I32, 'createTime', None, None, ),  # 9
+    (10, TType.STRING, 'managedLocationUri', 'UTF8', None, ),  # 10
+    (11, TType.STRING, 'type', 'UTF8', None, ),  # 11
+    (12, TType.STRING, 'dataConnectorName', 'UTF8', None, ),  # 12
+    (13, TType.STRING, 'remote_dbname', 'UTF8', None, ),  # 13
+)
+all_structs.append(AlterDatabaseRequest)
+AlterDatabaseRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'oldDbName', 'UTF8', None, ),  # 1
+    (2, TType.STRUCT, 'newDb', [Database, None], None, ),  # 2
+)
+all_structs.append(DataConnector)
+DataConnector.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'type', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'url', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'description', 'UTF8', None, ),  # 4
+    (5, TType.MAP, 'parameters', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 5
+    (6, TType.STRING, 'ownerName', 'UTF8', None, ),  # 6
+    (7, TType.I32, 'ownerType', None, None, ),  # 7
+    (8, TType.I32, 'createTime', None, None, ),  # 8
+)
+all_structs.append(CreateDataConnectorRequest)
+CreateDataConnectorRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'connector', [DataConnector, None], None, ),  # 1
+)
+all_structs.append(GetDataConnectorRequest)
+GetDataConnectorRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'connectorName', 'UTF8', None, ),  # 1
+)
+all_structs.append(AlterDataConnectorRequest)
+AlterDataConnectorRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'connectorName', 'UTF8', None, ),  # 1
+    (2, TType.STRUCT, 'newConnector', [DataConnector, None], None, ),  # 2
+)
+all_structs.append(DropDataConnectorRequest)
+DropDataConnectorRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'connectorName', 'UTF8', None, ),  # 1
+    (2, TType.BOOL, 'ifNotExists', None, None, ),  # 2
+    (3, TType.BOOL, 'checkReferences', None, None, ),  # 3
+)
 all_structs.append(SerDeInfo)
 SerDeInfo.thrift_spec = (
     None,  # 0
@@ -24386,6 +32574,8 @@ TableMeta.thrift_spec = (
     (3, TType.STRING, 'tableType', 'UTF8', None, ),  # 3
     (4, TType.STRING, 'comments', 'UTF8', None, ),  # 4
     (5, TType.STRING, 'catName', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'ownerName', 'UTF8', None, ),  # 6
+    (7, TType.I32, 'ownerType', None, None, ),  # 7
 )
 all_structs.append(Materialization)
 Materialization.thrift_spec = (
@@ -24568,12 +32758,16 @@ PartitionsByExprRequest.thrift_spec = (
     (7, TType.STRING, 'order', 'UTF8', None, ),  # 7
     (8, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 8
     (9, TType.I64, 'id', None, -1, ),  # 9
+    (10, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 10
+    (11, TType.STRING, 'includeParamKeyPattern', 'UTF8', None, ),  # 11
+    (12, TType.STRING, 'excludeParamKeyPattern', 'UTF8', None, ),  # 12
 )
 all_structs.append(AddPartitionsResult)
 AddPartitionsResult.thrift_spec = (
     None,  # 0
     (1, TType.LIST, 'partitions', (TType.STRUCT, [Partition, None], False), None, ),  # 1
     (2, TType.BOOL, 'isStatsCompliant', None, None, ),  # 2
+    (3, TType.LIST, 'partitionColSchema', (TType.STRUCT, [FieldSchema, None], False), None, ),  # 3
 )
 all_structs.append(AddPartitionsRequest)
 AddPartitionsRequest.thrift_spec = (
@@ -24585,6 +32779,9 @@ AddPartitionsRequest.thrift_spec = (
     (5, TType.BOOL, 'needResult', None, True, ),  # 5
     (6, TType.STRING, 'catName', 'UTF8', None, ),  # 6
     (7, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 7
+    (8, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 8
+    (9, TType.LIST, 'partitionColSchema', (TType.STRUCT, [FieldSchema, None], False), None, ),  # 9
+    (10, TType.STRUCT, 'environmentContext', [EnvironmentContext, None], None, ),  # 10
 )
 all_structs.append(DropPartitionsResult)
 DropPartitionsResult.thrift_spec = (
@@ -24615,6 +32812,7 @@ DropPartitionsRequest.thrift_spec = (
     (7, TType.STRUCT, 'environmentContext', [EnvironmentContext, None], None, ),  # 7
     (8, TType.BOOL, 'needResult', None, True, ),  # 8
     (9, TType.STRING, 'catName', 'UTF8', None, ),  # 9
+    (10, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 10
 )
 all_structs.append(PartitionValuesRequest)
 PartitionValuesRequest.thrift_spec = (
@@ -24653,6 +32851,9 @@ GetPartitionsByNamesRequest.thrift_spec = (
     (8, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 8
     (9, TType.BOOL, 'getFileMetadata', None, None, ),  # 9
     (10, TType.I64, 'id', None, -1, ),  # 10
+    (11, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 11
+    (12, TType.STRING, 'includeParamKeyPattern', 'UTF8', None, ),  # 12
+    (13, TType.STRING, 'excludeParamKeyPattern', 'UTF8', None, ),  # 13
 )
 all_structs.append(GetPartitionsByNamesResult)
 GetPartitionsByNamesResult.thrift_spec = (
@@ -24670,6 +32871,8 @@ AlterPartitionsRequest.thrift_spec = (
     (5, TType.STRUCT, 'environmentContext', [EnvironmentContext, None], None, ),  # 5
     (6, TType.I64, 'writeId', None, -1, ),  # 6
     (7, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 7
+    (8, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 8
+    (9, TType.LIST, 'partitionColSchema', (TType.STRUCT, [FieldSchema, None], False), None, ),  # 9
 )
 all_structs.append(AlterPartitionsResponse)
 AlterPartitionsResponse.thrift_spec = (
@@ -24752,6 +32955,9 @@ PartitionsRequest.thrift_spec = (
     (4, TType.I16, 'maxParts', None, -1, ),  # 4
     (5, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 5
     (6, TType.I64, 'id', None, -1, ),  # 6
+    (7, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 7
+    (8, TType.STRING, 'includeParamKeyPattern', 'UTF8', None, ),  # 8
+    (9, TType.STRING, 'excludeParamKeyPattern', 'UTF8', None, ),  # 9
 )
 all_structs.append(PartitionsResponse)
 PartitionsResponse.thrift_spec = (
@@ -24786,11 +32992,48 @@ GetPartitionsPsWithAuthRequest.thrift_spec = (
     (7, TType.LIST, 'groupNames', (TType.STRING, 'UTF8', False), None, ),  # 7
     (8, TType.STRING, 'validWriteIdList', 'UTF8', None, ),  # 8
     (9, TType.I64, 'id', None, -1, ),  # 9
+    (10, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 10
+    (11, TType.STRING, 'includeParamKeyPattern', 'UTF8', None, ),  # 11
+    (12, TType.STRING, 'excludeParamKeyPattern', 'UTF8', None, ),  # 12
+    (13, TType.LIST, 'partNames', (TType.STRING, 'UTF8', False), None, ),  # 13
 )
 all_structs.append(GetPartitionsPsWithAuthResponse)
 GetPartitionsPsWithAuthResponse.thrift_spec = (
     None,  # 0
     (1, TType.LIST, 'partitions', (TType.STRUCT, [Partition, None], False), None, ),  # 1
+)
+all_structs.append(AppendPartitionsRequest)
+AppendPartitionsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catalogName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'tableName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'name', 'UTF8', None, ),  # 4
+    (5, TType.LIST, 'partVals', (TType.STRING, 'UTF8', False), None, ),  # 5
+    (6, TType.STRUCT, 'environmentContext', [EnvironmentContext, None], None, ),  # 6
+)
+all_structs.append(DropPartitionRequest)
+DropPartitionRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'tblName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'partName', 'UTF8', None, ),  # 4
+    (5, TType.LIST, 'partVals', (TType.STRING, 'UTF8', False), None, ),  # 5
+    (6, TType.BOOL, 'deleteData', None, None, ),  # 6
+    (7, TType.STRUCT, 'environmentContext', [EnvironmentContext, None], None, ),  # 7
+)
+all_structs.append(GetPartitionsByFilterRequest)
+GetPartitionsByFilterRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'tblName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'filter', 'UTF8', None, ),  # 4
+    (5, TType.I16, 'maxParts', None, -1, ),  # 5
+    (6, TType.BOOL, 'skipColumnSchemaForPartition', None, None, ),  # 6
+    (7, TType.STRING, 'includeParamKeyPattern', 'UTF8', None, ),  # 7
+    (8, TType.STRING, 'excludeParamKeyPattern', 'UTF8', None, ),  # 8
 )
 all_structs.append(ClientCapabilities)
 ClientCapabilities.thrift_spec = (
@@ -24885,6 +33128,16 @@ AlterTableRequest.thrift_spec = (
 )
 all_structs.append(AlterTableResponse)
 AlterTableResponse.thrift_spec = (
+)
+all_structs.append(DropTableRequest)
+DropTableRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catalogName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'tableName', 'UTF8', None, ),  # 3
+    (4, TType.BOOL, 'deleteData', None, None, ),  # 4
+    (5, TType.STRUCT, 'envContext', [EnvironmentContext, None], None, ),  # 5
+    (6, TType.BOOL, 'dropPartitions', None, None, ),  # 6
 )
 all_structs.append(GetFieldsRequest)
 GetFieldsRequest.thrift_spec = (
@@ -25130,6 +33383,16 @@ GetAllWriteEventInfoRequest.thrift_spec = (
     (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
     (3, TType.STRING, 'tableName', 'UTF8', None, ),  # 3
 )
+all_structs.append(BasicTxnInfo)
+BasicTxnInfo.thrift_spec = (
+    None,  # 0
+    (1, TType.BOOL, 'isnull', None, None, ),  # 1
+    (2, TType.I64, 'time', None, None, ),  # 2
+    (3, TType.I64, 'txnid', None, None, ),  # 3
+    (4, TType.STRING, 'dbname', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'tablename', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'partitionname', 'UTF8', None, ),  # 6
+)
 all_structs.append(LockComponent)
 LockComponent.thrift_spec = (
     None,  # 0
@@ -25349,6 +33612,42 @@ GetLatestCommittedCompactionInfoResponse.thrift_spec = (
     None,  # 0
     (1, TType.LIST, 'compactions', (TType.STRUCT, [CompactionInfoStruct, None], False), None, ),  # 1
 )
+all_structs.append(OptionalCompactionInfoStruct)
+OptionalCompactionInfoStruct.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'ci', [CompactionInfoStruct, None], None, ),  # 1
+)
+all_structs.append(FindNextCompactRequest)
+FindNextCompactRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'workerId', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'workerVersion', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'poolName', 'UTF8', None, ),  # 3
+)
+all_structs.append(CompactionMetricsDataStruct)
+CompactionMetricsDataStruct.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbname', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblname', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'partitionname', 'UTF8', None, ),  # 3
+    (4, TType.I32, 'type', None, None, ),  # 4
+    (5, TType.I32, 'metricvalue', None, None, ),  # 5
+    (6, TType.I32, 'version', None, None, ),  # 6
+    (7, TType.I32, 'threshold', None, None, ),  # 7
+)
+all_structs.append(CompactionMetricsDataResponse)
+CompactionMetricsDataResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'data', [CompactionMetricsDataStruct, None], None, ),  # 1
+)
+all_structs.append(CompactionMetricsDataRequest)
+CompactionMetricsDataRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'partitionName', 'UTF8', None, ),  # 3
+    (4, TType.I32, 'type', None, None, ),  # 4
+)
 all_structs.append(AddDynamicPartitions)
 AddDynamicPartitions.thrift_spec = (
     None,  # 0
@@ -25365,6 +33664,9 @@ NotificationEventRequest.thrift_spec = (
     (1, TType.I64, 'lastEvent', None, None, ),  # 1
     (2, TType.I32, 'maxEvents', None, None, ),  # 2
     (3, TType.LIST, 'eventTypeSkipList', (TType.STRING, 'UTF8', False), None, ),  # 3
+    (4, TType.STRING, 'catName', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'dbName', 'UTF8', None, ),  # 5
+    (6, TType.LIST, 'tableNames', (TType.STRING, 'UTF8', False), None, ),  # 6
 )
 all_structs.append(NotificationEvent)
 NotificationEvent.thrift_spec = (
@@ -25396,6 +33698,7 @@ NotificationEventsCountRequest.thrift_spec = (
     (3, TType.STRING, 'catName', 'UTF8', None, ),  # 3
     (4, TType.I64, 'toEventId', None, None, ),  # 4
     (5, TType.I64, 'limit', None, None, ),  # 5
+    (6, TType.LIST, 'tableNames', (TType.STRING, 'UTF8', False), None, ),  # 6
 )
 all_structs.append(NotificationEventsCountResponse)
 NotificationEventsCountResponse.thrift_spec = (
@@ -25416,6 +33719,7 @@ FireEventRequestData.thrift_spec = (
     None,  # 0
     (1, TType.STRUCT, 'insertData', [InsertEventRequestData, None], None, ),  # 1
     (2, TType.LIST, 'insertDatas', (TType.STRUCT, [InsertEventRequestData, None], False), None, ),  # 2
+    (3, TType.BOOL, 'refreshEvent', None, None, ),  # 3
 )
 all_structs.append(FireEventRequest)
 FireEventRequest.thrift_spec = (
@@ -25426,6 +33730,7 @@ FireEventRequest.thrift_spec = (
     (4, TType.STRING, 'tableName', 'UTF8', None, ),  # 4
     (5, TType.LIST, 'partitionVals', (TType.STRING, 'UTF8', False), None, ),  # 5
     (6, TType.STRING, 'catName', 'UTF8', None, ),  # 6
+    (7, TType.MAP, 'tblParams', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 7
 )
 all_structs.append(FireEventResponse)
 FireEventResponse.thrift_spec = (
@@ -25521,6 +33826,494 @@ GetRuntimeStatsRequest.thrift_spec = (
     None,  # 0
     (1, TType.I32, 'maxWeight', None, None, ),  # 1
     (2, TType.I32, 'maxCreateTime', None, None, ),  # 2
+)
+all_structs.append(GetFileMetadataByExprRequest)
+GetFileMetadataByExprRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'fileIds', (TType.I64, None, False), None, ),  # 1
+    (2, TType.STRING, 'expr', 'BINARY', None, ),  # 2
+    (3, TType.BOOL, 'doGetFooters', None, None, ),  # 3
+    (4, TType.I32, 'type', None, None, ),  # 4
+)
+all_structs.append(MetadataPpdResult)
+MetadataPpdResult.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'metadata', 'BINARY', None, ),  # 1
+    (2, TType.STRING, 'includeBitset', 'BINARY', None, ),  # 2
+)
+all_structs.append(GetFileMetadataByExprResult)
+GetFileMetadataByExprResult.thrift_spec = (
+    None,  # 0
+    (1, TType.MAP, 'metadata', (TType.I64, None, TType.STRUCT, [MetadataPpdResult, None], False), None, ),  # 1
+    (2, TType.BOOL, 'isSupported', None, None, ),  # 2
+)
+all_structs.append(GetFileMetadataRequest)
+GetFileMetadataRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'fileIds', (TType.I64, None, False), None, ),  # 1
+)
+all_structs.append(GetFileMetadataResult)
+GetFileMetadataResult.thrift_spec = (
+    None,  # 0
+    (1, TType.MAP, 'metadata', (TType.I64, None, TType.STRING, 'BINARY', False), None, ),  # 1
+    (2, TType.BOOL, 'isSupported', None, None, ),  # 2
+)
+all_structs.append(PutFileMetadataRequest)
+PutFileMetadataRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'fileIds', (TType.I64, None, False), None, ),  # 1
+    (2, TType.LIST, 'metadata', (TType.STRING, 'BINARY', False), None, ),  # 2
+    (3, TType.I32, 'type', None, None, ),  # 3
+)
+all_structs.append(PutFileMetadataResult)
+PutFileMetadataResult.thrift_spec = (
+)
+all_structs.append(ClearFileMetadataRequest)
+ClearFileMetadataRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'fileIds', (TType.I64, None, False), None, ),  # 1
+)
+all_structs.append(ClearFileMetadataResult)
+ClearFileMetadataResult.thrift_spec = (
+)
+all_structs.append(CacheFileMetadataRequest)
+CacheFileMetadataRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'dbName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'tblName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'partName', 'UTF8', None, ),  # 3
+    (4, TType.BOOL, 'isAllParts', None, None, ),  # 4
+)
+all_structs.append(CacheFileMetadataResult)
+CacheFileMetadataResult.thrift_spec = (
+    None,  # 0
+    (1, TType.BOOL, 'isSupported', None, None, ),  # 1
+)
+all_structs.append(ReplicationMetrics)
+ReplicationMetrics.thrift_spec = (
+    None,  # 0
+    (1, TType.I64, 'scheduledExecutionId', None, None, ),  # 1
+    (2, TType.STRING, 'policy', 'UTF8', None, ),  # 2
+    (3, TType.I64, 'dumpExecutionId', None, None, ),  # 3
+    (4, TType.STRING, 'metadata', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'progress', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'messageFormat', 'UTF8', None, ),  # 6
+)
+all_structs.append(ReplicationMetricList)
+ReplicationMetricList.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'replicationMetricList', (TType.STRUCT, [ReplicationMetrics, None], False), None, ),  # 1
+)
+all_structs.append(GetReplicationMetricsRequest)
+GetReplicationMetricsRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.I64, 'scheduledExecutionId', None, None, ),  # 1
+    (2, TType.STRING, 'policy', 'UTF8', None, ),  # 2
+    (3, TType.I64, 'dumpExecutionId', None, None, ),  # 3
+)
+all_structs.append(WMResourcePlan)
+WMResourcePlan.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.I32, 'status', None, None, ),  # 2
+    (3, TType.I32, 'queryParallelism', None, None, ),  # 3
+    (4, TType.STRING, 'defaultPoolPath', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'ns', 'UTF8', None, ),  # 5
+)
+all_structs.append(WMNullableResourcePlan)
+WMNullableResourcePlan.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.I32, 'status', None, None, ),  # 2
+    None,  # 3
+    (4, TType.I32, 'queryParallelism', None, None, ),  # 4
+    (5, TType.BOOL, 'isSetQueryParallelism', None, None, ),  # 5
+    (6, TType.STRING, 'defaultPoolPath', 'UTF8', None, ),  # 6
+    (7, TType.BOOL, 'isSetDefaultPoolPath', None, None, ),  # 7
+    (8, TType.STRING, 'ns', 'UTF8', None, ),  # 8
+)
+all_structs.append(WMPool)
+WMPool.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'poolPath', 'UTF8', None, ),  # 2
+    (3, TType.DOUBLE, 'allocFraction', None, None, ),  # 3
+    (4, TType.I32, 'queryParallelism', None, None, ),  # 4
+    (5, TType.STRING, 'schedulingPolicy', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'ns', 'UTF8', None, ),  # 6
+)
+all_structs.append(WMNullablePool)
+WMNullablePool.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'poolPath', 'UTF8', None, ),  # 2
+    (3, TType.DOUBLE, 'allocFraction', None, None, ),  # 3
+    (4, TType.I32, 'queryParallelism', None, None, ),  # 4
+    (5, TType.STRING, 'schedulingPolicy', 'UTF8', None, ),  # 5
+    (6, TType.BOOL, 'isSetSchedulingPolicy', None, None, ),  # 6
+    (7, TType.STRING, 'ns', 'UTF8', None, ),  # 7
+)
+all_structs.append(WMTrigger)
+WMTrigger.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'triggerName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'triggerExpression', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'actionExpression', 'UTF8', None, ),  # 4
+    (5, TType.BOOL, 'isInUnmanaged', None, None, ),  # 5
+    (6, TType.STRING, 'ns', 'UTF8', None, ),  # 6
+)
+all_structs.append(WMMapping)
+WMMapping.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'entityType', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'entityName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'poolPath', 'UTF8', None, ),  # 4
+    (5, TType.I32, 'ordering', None, None, ),  # 5
+    (6, TType.STRING, 'ns', 'UTF8', None, ),  # 6
+)
+all_structs.append(WMPoolTrigger)
+WMPoolTrigger.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'pool', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'trigger', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'ns', 'UTF8', None, ),  # 3
+)
+all_structs.append(WMFullResourcePlan)
+WMFullResourcePlan.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'plan', [WMResourcePlan, None], None, ),  # 1
+    (2, TType.LIST, 'pools', (TType.STRUCT, [WMPool, None], False), None, ),  # 2
+    (3, TType.LIST, 'mappings', (TType.STRUCT, [WMMapping, None], False), None, ),  # 3
+    (4, TType.LIST, 'triggers', (TType.STRUCT, [WMTrigger, None], False), None, ),  # 4
+    (5, TType.LIST, 'poolTriggers', (TType.STRUCT, [WMPoolTrigger, None], False), None, ),  # 5
+)
+all_structs.append(WMCreateResourcePlanRequest)
+WMCreateResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'resourcePlan', [WMResourcePlan, None], None, ),  # 1
+    (2, TType.STRING, 'copyFrom', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMCreateResourcePlanResponse)
+WMCreateResourcePlanResponse.thrift_spec = (
+)
+all_structs.append(WMGetActiveResourcePlanRequest)
+WMGetActiveResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'ns', 'UTF8', None, ),  # 1
+)
+all_structs.append(WMGetActiveResourcePlanResponse)
+WMGetActiveResourcePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'resourcePlan', [WMFullResourcePlan, None], None, ),  # 1
+)
+all_structs.append(WMGetResourcePlanRequest)
+WMGetResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'ns', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMGetResourcePlanResponse)
+WMGetResourcePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'resourcePlan', [WMFullResourcePlan, None], None, ),  # 1
+)
+all_structs.append(WMGetAllResourcePlanRequest)
+WMGetAllResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'ns', 'UTF8', None, ),  # 1
+)
+all_structs.append(WMGetAllResourcePlanResponse)
+WMGetAllResourcePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'resourcePlans', (TType.STRUCT, [WMResourcePlan, None], False), None, ),  # 1
+)
+all_structs.append(WMAlterResourcePlanRequest)
+WMAlterResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRUCT, 'resourcePlan', [WMNullableResourcePlan, None], None, ),  # 2
+    (3, TType.BOOL, 'isEnableAndActivate', None, None, ),  # 3
+    (4, TType.BOOL, 'isForceDeactivate', None, None, ),  # 4
+    (5, TType.BOOL, 'isReplace', None, None, ),  # 5
+    (6, TType.STRING, 'ns', 'UTF8', None, ),  # 6
+)
+all_structs.append(WMAlterResourcePlanResponse)
+WMAlterResourcePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'fullResourcePlan', [WMFullResourcePlan, None], None, ),  # 1
+)
+all_structs.append(WMValidateResourcePlanRequest)
+WMValidateResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'ns', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMValidateResourcePlanResponse)
+WMValidateResourcePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'errors', (TType.STRING, 'UTF8', False), None, ),  # 1
+    (2, TType.LIST, 'warnings', (TType.STRING, 'UTF8', False), None, ),  # 2
+)
+all_structs.append(WMDropResourcePlanRequest)
+WMDropResourcePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'ns', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMDropResourcePlanResponse)
+WMDropResourcePlanResponse.thrift_spec = (
+)
+all_structs.append(WMCreateTriggerRequest)
+WMCreateTriggerRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'trigger', [WMTrigger, None], None, ),  # 1
+)
+all_structs.append(WMCreateTriggerResponse)
+WMCreateTriggerResponse.thrift_spec = (
+)
+all_structs.append(WMAlterTriggerRequest)
+WMAlterTriggerRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'trigger', [WMTrigger, None], None, ),  # 1
+)
+all_structs.append(WMAlterTriggerResponse)
+WMAlterTriggerResponse.thrift_spec = (
+)
+all_structs.append(WMDropTriggerRequest)
+WMDropTriggerRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'triggerName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'ns', 'UTF8', None, ),  # 3
+)
+all_structs.append(WMDropTriggerResponse)
+WMDropTriggerResponse.thrift_spec = (
+)
+all_structs.append(WMGetTriggersForResourePlanRequest)
+WMGetTriggersForResourePlanRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'ns', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMGetTriggersForResourePlanResponse)
+WMGetTriggersForResourePlanResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'triggers', (TType.STRUCT, [WMTrigger, None], False), None, ),  # 1
+)
+all_structs.append(WMCreatePoolRequest)
+WMCreatePoolRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'pool', [WMPool, None], None, ),  # 1
+)
+all_structs.append(WMCreatePoolResponse)
+WMCreatePoolResponse.thrift_spec = (
+)
+all_structs.append(WMAlterPoolRequest)
+WMAlterPoolRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'pool', [WMNullablePool, None], None, ),  # 1
+    (2, TType.STRING, 'poolPath', 'UTF8', None, ),  # 2
+)
+all_structs.append(WMAlterPoolResponse)
+WMAlterPoolResponse.thrift_spec = (
+)
+all_structs.append(WMDropPoolRequest)
+WMDropPoolRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'poolPath', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'ns', 'UTF8', None, ),  # 3
+)
+all_structs.append(WMDropPoolResponse)
+WMDropPoolResponse.thrift_spec = (
+)
+all_structs.append(WMCreateOrUpdateMappingRequest)
+WMCreateOrUpdateMappingRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'mapping', [WMMapping, None], None, ),  # 1
+    (2, TType.BOOL, 'update', None, None, ),  # 2
+)
+all_structs.append(WMCreateOrUpdateMappingResponse)
+WMCreateOrUpdateMappingResponse.thrift_spec = (
+)
+all_structs.append(WMDropMappingRequest)
+WMDropMappingRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'mapping', [WMMapping, None], None, ),  # 1
+)
+all_structs.append(WMDropMappingResponse)
+WMDropMappingResponse.thrift_spec = (
+)
+all_structs.append(WMCreateOrDropTriggerToPoolMappingRequest)
+WMCreateOrDropTriggerToPoolMappingRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'resourcePlanName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'triggerName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'poolPath', 'UTF8', None, ),  # 3
+    (4, TType.BOOL, 'drop', None, None, ),  # 4
+    (5, TType.STRING, 'ns', 'UTF8', None, ),  # 5
+)
+all_structs.append(WMCreateOrDropTriggerToPoolMappingResponse)
+WMCreateOrDropTriggerToPoolMappingResponse.thrift_spec = (
+)
+all_structs.append(ISchema)
+ISchema.thrift_spec = (
+    None,  # 0
+    (1, TType.I32, 'schemaType', None, None, ),  # 1
+    (2, TType.STRING, 'name', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'catName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'dbName', 'UTF8', None, ),  # 4
+    (5, TType.I32, 'compatibility', None, None, ),  # 5
+    (6, TType.I32, 'validationLevel', None, None, ),  # 6
+    (7, TType.BOOL, 'canEvolve', None, None, ),  # 7
+    (8, TType.STRING, 'schemaGroup', 'UTF8', None, ),  # 8
+    (9, TType.STRING, 'description', 'UTF8', None, ),  # 9
+)
+all_structs.append(ISchemaName)
+ISchemaName.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'schemaName', 'UTF8', None, ),  # 3
+)
+all_structs.append(AlterISchemaRequest)
+AlterISchemaRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'name', [ISchemaName, None], None, ),  # 1
+    None,  # 2
+    (3, TType.STRUCT, 'newSchema', [ISchema, None], None, ),  # 3
+)
+all_structs.append(SchemaVersion)
+SchemaVersion.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'schema', [ISchemaName, None], None, ),  # 1
+    (2, TType.I32, 'version', None, None, ),  # 2
+    (3, TType.I64, 'createdAt', None, None, ),  # 3
+    (4, TType.LIST, 'cols', (TType.STRUCT, [FieldSchema, None], False), None, ),  # 4
+    (5, TType.I32, 'state', None, None, ),  # 5
+    (6, TType.STRING, 'description', 'UTF8', None, ),  # 6
+    (7, TType.STRING, 'schemaText', 'UTF8', None, ),  # 7
+    (8, TType.STRING, 'fingerprint', 'UTF8', None, ),  # 8
+    (9, TType.STRING, 'name', 'UTF8', None, ),  # 9
+    (10, TType.STRUCT, 'serDe', [SerDeInfo, None], None, ),  # 10
+)
+all_structs.append(SchemaVersionDescriptor)
+SchemaVersionDescriptor.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'schema', [ISchemaName, None], None, ),  # 1
+    (2, TType.I32, 'version', None, None, ),  # 2
+)
+all_structs.append(FindSchemasByColsRqst)
+FindSchemasByColsRqst.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'colName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'colNamespace', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'type', 'UTF8', None, ),  # 3
+)
+all_structs.append(FindSchemasByColsResp)
+FindSchemasByColsResp.thrift_spec = (
+    None,  # 0
+    (1, TType.LIST, 'schemaVersions', (TType.STRUCT, [SchemaVersionDescriptor, None], False), None, ),  # 1
+)
+all_structs.append(MapSchemaVersionToSerdeRequest)
+MapSchemaVersionToSerdeRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'schemaVersion', [SchemaVersionDescriptor, None], None, ),  # 1
+    (2, TType.STRING, 'serdeName', 'UTF8', None, ),  # 2
+)
+all_structs.append(SetSchemaVersionStateRequest)
+SetSchemaVersionStateRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRUCT, 'schemaVersion', [SchemaVersionDescriptor, None], None, ),  # 1
+    (2, TType.I32, 'state', None, None, ),  # 2
+)
+all_structs.append(GetSerdeRequest)
+GetSerdeRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'serdeName', 'UTF8', None, ),  # 1
+)
+all_structs.append(StoredProcedureRequest)
+StoredProcedureRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'procName', 'UTF8', None, ),  # 3
+)
+all_structs.append(ListStoredProcedureRequest)
+ListStoredProcedureRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+)
+all_structs.append(StoredProcedure)
+StoredProcedure.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'name', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'catName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'ownerName', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'source', 'UTF8', None, ),  # 5
+)
+all_structs.append(AddPackageRequest)
+AddPackageRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'packageName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'ownerName', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'header', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'body', 'UTF8', None, ),  # 6
+)
+all_structs.append(GetPackageRequest)
+GetPackageRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'packageName', 'UTF8', None, ),  # 3
+)
+all_structs.append(DropPackageRequest)
+DropPackageRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'packageName', 'UTF8', None, ),  # 3
+)
+all_structs.append(ListPackageRequest)
+ListPackageRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+)
+all_structs.append(Package)
+Package.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'catName', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'dbName', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'packageName', 'UTF8', None, ),  # 3
+    (4, TType.STRING, 'ownerName', 'UTF8', None, ),  # 4
+    (5, TType.STRING, 'header', 'UTF8', None, ),  # 5
+    (6, TType.STRING, 'body', 'UTF8', None, ),  # 6
+)
+all_structs.append(PropertySetRequest)
+PropertySetRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'nameSpace', 'UTF8', None, ),  # 1
+    (2, TType.MAP, 'propertyMap', (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), None, ),  # 2
+)
+all_structs.append(PropertyGetRequest)
+PropertyGetRequest.thrift_spec = (
+    None,  # 0
+    (1, TType.STRING, 'nameSpace', 'UTF8', None, ),  # 1
+    (2, TType.STRING, 'mapPrefix', 'UTF8', None, ),  # 2
+    (3, TType.STRING, 'mapPredicate', 'UTF8', None, ),  # 3
+    (4, TType.LIST, 'mapSelection', (TType.STRING, 'UTF8', False), None, ),  # 4
+)
+all_structs.append(PropertyGetResponse)
+PropertyGetResponse.thrift_spec = (
+    None,  # 0
+    (1, TType.MAP, 'properties', (TType.STRING, 'UTF8', TType.MAP, (TType.STRING, 'UTF8', TType.STRING, 'UTF8', False), False), None, ),  # 1
 )
 all_structs.append(MetaException)
 MetaException.thrift_spec = (
