@@ -70,8 +70,8 @@ from hms_txn.domain.event_messages.ddl import (
     create_database, create_function, create_table, drop_database, drop_function,
     drop_partitions, drop_table, insert, reload)
 from hms_txn.domain.event_messages.metadata import (
-    add_check_constraints, add_default_constraints, add_foreign_keys,
-    add_not_null_constraints, add_primary_keys, add_unique_constraints, delete_partition_column_stats,
+    add_check_constraints, add_default_constraints, add_foreign_keys, add_not_null_constraints,
+    add_primary_keys, add_unique_constraints, delete_partition_column_stats,
     delete_table_column_stats, drop_constraint, update_partition_column_stats,
     update_table_column_stats)
 from hms_txn.domain.event_messages.transactions import (

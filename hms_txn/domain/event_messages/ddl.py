@@ -199,7 +199,8 @@ def insert(ctx: MessageContext, table: Doc, partition: Doc | None, files: Sequen
     """
     message = {**ctx.head(), "cat": table.get("catName"), "db": table["dbName"],
                "table": table["tableName"], "tableType": table.get("tableType"),
-               "tableObjJson": ctx.obj("Table", table), "ptnObjJson": ctx.obj("Partition", partition),
+               "tableObjJson": ctx.obj("Table", table),
+               "ptnObjJson": ctx.obj("Partition", partition),
                "timestamp": ctx.now(), "replace": bool_text(replace),
                "files": encode_files(files, subdirs),
                "partKeyVals": partition_key_values(table, partition["values"]) if partition else {}}
