@@ -156,8 +156,9 @@ def alter_partitions(ctx: MessageContext, table: Doc, after: Sequence[Doc], *,
     of altered partitions, carrying only the partitions after the change; ``writeId`` is the
     first partition's. Hive writes it from ``alter_partitions`` when
     ``metastore.alterPartitions.notification.v2.enabled`` (default true) in the releases
-    that have it; Hive 2.3 readers do not know the type and Impala handles it since
-    IMPALA-13593. Our call sites write one ALTER_PARTITION per partition instead."""
+    that have it; Hive 2.3 readers do not know the type and Impala handles it only since
+    IMPALA-13593 (Dec 2024). hms-txn writes one ALTER_PARTITION per partition, which every
+    reader knows; this builder is there for a switch to Hive's batch event."""
     if not after:
         return None
     message = {**ctx.head(), "cat": table.get("catName"), "db": table["dbName"],
