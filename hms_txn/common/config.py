@@ -307,6 +307,35 @@ _key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),
 _key("hive.metastore.event.db.listener.timetolive", 86400.0, _seconds("s"),
      "Notification events older than this are purged.",
      "metastore.event.db.listener.timetolive")
+
+# The notification message formats (NOTIFICATION_LOG.MESSAGE_FORMAT) and the encoder classes
+# of hive.metastore.event.message.factory that write them: Hive 4's JSONMessageEncoder and
+# GzipJSONMessageEncoder, and JSONMessageFactory, the same json-0.2 format's class in Hive
+# 2.x/3.x site files.
+JSON_MESSAGE_FORMAT = "json-0.2"
+GZIP_MESSAGE_FORMAT = "gzip(json-2.0)"
+JSON_MESSAGE_ENCODER = "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageEncoder"
+GZIP_MESSAGE_ENCODER = "org.apache.hadoop.hive.metastore.messaging.json.gzip.GzipJSONMessageEncoder"
+MESSAGE_ENCODERS = {
+    JSON_MESSAGE_ENCODER: JSON_MESSAGE_FORMAT,
+    "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageFactory": JSON_MESSAGE_FORMAT,
+    GZIP_MESSAGE_ENCODER: GZIP_MESSAGE_FORMAT,
+}
+
+
+def _message_encoder(text: str) -> str:
+    value = text.strip()
+    if value not in MESSAGE_ENCODERS:
+        raise ValueError(f"expected one of {', '.join(MESSAGE_ENCODERS)}")
+    return value
+
+
+_key("hive.metastore.event.message.factory", JSON_MESSAGE_ENCODER, _message_encoder,
+     "Encoder of notification messages: JSONMessageEncoder writes json-0.2 (plain JSON, "
+     "which every reader decodes: Hive 2.x/3.x, Spark's Hive 2.3 classes, Impala's "
+     "apache-hive shims); GzipJSONMessageEncoder writes gzip(json-2.0) (base64 of gzipped "
+     "JSON, Hive 4's default), which only Hive 4 readers and readers configured for it "
+     "decode.", "metastore.event.message.factory")
 # Metadata cache (hms_txn.cache)
 _key("hms_txn.cache.enabled", True, parse_bool,
      "Serve get_table/get_table_req/get_partitions_by_names from an in-memory cache kept "
@@ -409,6 +438,10 @@ class Config:
         return PASSTHROUGH_DEFAULTS.get(canonical)
 
     # -- derived settings -----------------------------------------------------------------
+
+    def event_message_format(self) -> str:
+        """The MESSAGE_FORMAT of the notification events this server writes."""
+        return MESSAGE_ENCODERS[self["hive.metastore.event.message.factory"]]
 
     def database_url(self, data_dir: str) -> str:
         """SQLAlchemy URL of the backing database."""
