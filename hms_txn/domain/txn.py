@@ -43,7 +43,7 @@ from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID, NEXT_TX
                                         OPEN, TXN_ROW_LOCKED, UPDATE_DELETE, DataOp, TxnState,
                                         TxnType, abort_in, current_hwm, now_ms, raise_not_open,
                                         txn_id_str, txn_row)
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (completed_txn_components, hive_locks, next_txn_id,
                                   txn_components, txn_to_write_id, txns, write_set)
 from hms_txn.store.sql import insert_ignore, reserve_ids, writer_is_exclusive
@@ -60,19 +60,19 @@ _OP_LETTER = {int(DataOp.UPDATE): "u", int(DataOp.DELETE): "d", int(DataOp.INSER
 # ``open_txns`` may have handed out (see the module docstring).
 _RESERVED_ROW = 2
 _next_id = next_txn_id.c.next_id     # the counter column of both rows
-_RESERVED = Hot(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
-_SET_RESERVED = Hot(update(next_txn_id).where(next_txn_id.c.id == _RESERVED_ROW)
-                    .values(next_id=bindparam("p_reserved", type_=_next_id.type)))
-_SET_NEXT_TXN_ID = Hot(update(next_txn_id).where(next_txn_id.c.id == 1)
-                       .values(next_id=bindparam("p_next", type_=_next_id.type)))
+_RESERVED = Prepared(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
+_SET_RESERVED = Prepared(update(next_txn_id).where(next_txn_id.c.id == _RESERVED_ROW)
+                         .values(next_id=bindparam("p_reserved", type_=_next_id.type)))
+_SET_NEXT_TXN_ID = Prepared(update(next_txn_id).where(next_txn_id.c.id == 1)
+                            .values(next_id=bindparam("p_next", type_=_next_id.type)))
 # How far ahead of the ids handed out a durable commit reserves: one extra fsync per this
 # many lazily opened transactions, and at most this many ids skipped after a power cut.
 RESERVE_AHEAD = 1000
-_INSERT_TXNS = Hot(insert(txns))
-_COUNT_OPEN = Hot(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
-_TXN_COMPONENTS = Hot(select(txn_components)
-                      .where(txn_components.c.txn_id == bindparam("p_txn"))
-                      .order_by(txn_components.c.id))
+_INSERT_TXNS = Prepared(insert(txns))
+_COUNT_OPEN = Prepared(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
+_TXN_COMPONENTS = Prepared(select(txn_components)
+                           .where(txn_components.c.txn_id == bindparam("p_txn"))
+                           .order_by(txn_components.c.id))
 # commit_txn's first look where the writer is exclusive (SQLite): the transaction's row
 # and whether it has write components and write ids, in one statement (three on a
 # read-only query's commit before). Only there are the flags current: on PostgreSQL a
@@ -80,32 +80,33 @@ _TXN_COMPONENTS = Hot(select(txn_components)
 # left it but evaluates an EXISTS on its own older snapshot, so there the row is locked
 # first and the rest read by statements of their own. (The flags are typed as integers: a
 # Boolean column has a result processor on SQLite, which would keep the statement off
-# Hot's direct path.)
+# Prepared's direct path.)
 _has_write_ids = select(txn_to_write_id.c.write_id).where(
     txn_to_write_id.c.txn_id == txns.c.txn_id).exists()
-_TXN_TO_COMMIT = Hot(
+_TXN_TO_COMMIT = Prepared(
     select(txns,
            type_coerce(select(txn_components.c.id)
                        .where(txn_components.c.txn_id == txns.c.txn_id).exists(),
                        Integer).label("has_components"),
            type_coerce(_has_write_ids, Integer).label("has_write_ids"))
     .where(txns.c.txn_id == bindparam("p_txn")))
-_HAS_WRITE_IDS = Hot(select(type_coerce(select(txn_to_write_id.c.write_id).where(
+_HAS_WRITE_IDS = Prepared(select(type_coerce(select(txn_to_write_id.c.write_id).where(
     txn_to_write_id.c.txn_id == bindparam("p_txn")).exists(), Integer)))
-_DELETE_TXN_COMPONENTS = Hot(delete(txn_components)
-                             .where(txn_components.c.txn_id == bindparam("p_txn")))
-_INSERT_COMPLETED = Hot(insert(completed_txn_components))
-_INSERT_WRITE_SET = Hot(insert(write_set))
-_MARK_COMMITTED = Hot(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
-                      .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
-                              ended_ms=bindparam("p_now")))
-_RELEASE_TXN_LOCKS = Hot(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
+_DELETE_TXN_COMPONENTS = Prepared(delete(txn_components)
+                                  .where(txn_components.c.txn_id == bindparam("p_txn")))
+_INSERT_COMPLETED = Prepared(insert(completed_txn_components))
+_INSERT_WRITE_SET = Prepared(insert(write_set))
+_MARK_COMMITTED = Prepared(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+                           .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
+                                   ended_ms=bindparam("p_now")))
+_RELEASE_TXN_LOCKS = Prepared(delete(hive_locks)
+                              .where(hive_locks.c.txn_id == bindparam("p_txn")))
 # Every reader's snapshot runs this, and it returns a row per open or aborted transaction.
 # Two equalities, not IN: an IN list is an expanding parameter, which keeps a statement off
-# hms_txn.store.hot's direct path (SQLite turns the OR into the same index lookups).
-_OPEN_AND_ABORTED = Hot(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
-                        .where(or_(txns.c.state == OPEN, txns.c.state == ABORTED))
-                        .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))
+# hms_txn.store.prepared's direct path (SQLite turns the OR into the same index lookups).
+_OPEN_AND_ABORTED = Prepared(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
+                             .where(or_(txns.c.state == OPEN, txns.c.state == ABORTED))
+                             .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))
 
 
 # ------------------------------------------------------------------------------- values
