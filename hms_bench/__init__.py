@@ -1,0 +1,1 @@
+"""Benchmarks of hms-txn: kept out of the product's import path (the `hms-txn bench` command is a plugin)."""
