@@ -17,14 +17,15 @@ introduced: CPU per open+commit 455 -> 227 us, per writer operation 1,373 -> 643
 (in-process, SQLite; docs/benchmarks-history.md, "the transaction path").
 
 Why not SQLAlchemy's public execution API. Measured 2026-11-25 on SQLAlchemy 2.1.9,
-CPython 3.11, 2 shared cores busy with other work (load average 2.5-9.8, so wall times are
+CPython 3.11, 2 shared cores busy with other work (load average 2.5-14, so wall times are
 noise; compare the CPU rows, not absolute numbers): in-process open_txns + commit_txn on
-SQLite, process CPU per pair, best of 5 rounds of 1,500-2,000 pairs, 4-6 runs per route
-(``python -m hms_bench.prepared_path {prepared,driver_sql,execute}``):
+SQLite, process CPU per pair, best of 5 rounds of 1,500-2,000 pairs, 6-9 runs per route,
+the routes run one after the other (``python -m hms_bench.prepared_path
+{prepared,driver_sql,execute}``):
 
     this module's direct path                        590-690 us/pair
-    conn.exec_driver_sql(SQL compiled once)        1,160-1,340 us/pair   (+75-100%)
-    conn.execute(stmt) (compiled cache on)         1,395-1,690 us/pair   (+130-150%)
+    conn.exec_driver_sql(SQL compiled once)        1,130-1,340 us/pair   (+70-110%)
+    conn.execute(stmt) (compiled cache on)         1,395-1,690 us/pair   (+120-180%)
 
 and per statement in one transaction, best of 5 x 20,000, one-row SELECT by key / one-row
 UPDATE (``python -m hms_bench.prepared_path --statement``, the calmest run): conn.execute
@@ -32,7 +33,7 @@ UPDATE (``python -m hms_bench.prepared_path --statement``, the calmest run): con
 sqlite3 alone 10.5 / 6.3 us. ``exec_driver_sql`` still builds an execution context,
 dispatches events and wraps the result (for a SELECT, without the compiled statement's
 result map, it is slower than ``conn.execute``), so the public route costs far more than
-the 5% of an open+commit pair the architecture allows (issue 29); the direct path stays,
+the 5% of an open+commit pair that issue 29 allows a public route; the direct path stays,
 confined to this module.
 
 What this module relies on. No underscore name of SQLAlchemy, but these attributes of the
