@@ -32,9 +32,9 @@ UPDATE (``python -m hms_bench.prepared_path --statement``, the calmest run): con
 64 / 54 us, exec_driver_sql with the SQL compiled once 88 / 28 us, this module 17 / 10.5 us,
 sqlite3 alone 10.5 / 6.3 us. ``exec_driver_sql`` still builds an execution context,
 dispatches events and wraps the result (for a SELECT, without the compiled statement's
-result map, it is slower than ``conn.execute``), so the public route costs far more than
-the 5% of an open+commit pair that issue 29 allows a public route; the direct path stays,
-confined to this module.
+result map, it is slower than ``conn.execute``). Issue 29 would have taken the public route
+had it cost at most ~5% more per open+commit pair; it costs 70% or more, so the direct path
+stays, confined to this module.
 
 What this module relies on. No underscore name of SQLAlchemy, but these attributes of the
 compiled statement, documented by SQLAlchemy as Core internals (``SQLCompiler``), not as
