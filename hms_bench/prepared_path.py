@@ -90,6 +90,23 @@ def pairs(variant: str, count: int, rounds: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+def _routes(conn, stmt, params) -> dict:
+    """Ways to run ``stmt`` with ``params(i)`` and take its rows (or its row count)."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    sql, order = compiled.string, compiled.positiontup
+    prepared = Prepared(stmt)
+    driver = conn.connection.driver_connection
+    take = (lambda r: r.all()) if stmt.is_select else (lambda r: r.rowcount)
+    raw = (lambda c: c.fetchall()) if stmt.is_select else (lambda c: c.rowcount)
+    return {
+        "conn.execute(stmt)": lambda i: take(conn.execute(stmt, params(i))),
+        "conn.exec_driver_sql(compiled once)": lambda i: take(conn.exec_driver_sql(
+            sql, tuple(params(i)[n] for n in order))),
+        "Prepared (direct path)": lambda i: take(_direct_execute(prepared, conn, params(i))),
+        "sqlite3 alone": lambda i: raw(driver.execute(sql, [params(i)[n] for n in order])),
+    }
+
+
 def statements(count: int = 20000) -> None:
     """One one-row SELECT by key and one one-row UPDATE, in one transaction, every route."""
     from sqlalchemy import bindparam, create_engine, insert, select, update
@@ -104,23 +121,11 @@ def statements(count: int = 20000) -> None:
         conn.execute(insert(txns), [dict(txn_id=i, state="o", txn_type=0, started_ms=0,
                                          last_heartbeat_ms=0, heartbeat_count=0, user_name="u",
                                          host="h") for i in range(10)])
-        driver = conn.connection.driver_connection
-        for name, stmt, params in (("SELECT one row", sel, lambda i: {"p_txn": i % 10}),
-                                   ("UPDATE one row", upd, lambda i: {"p_txn": i % 10, "p_now": i})):
-            compiled = stmt.compile(dialect=conn.dialect)
-            sql, order = compiled.string, compiled.positiontup
-            prepared = Prepared(stmt)
-            take = (lambda r: r.all()) if stmt.is_select else (lambda r: r.rowcount)
-            raw = (lambda c: c.fetchall()) if stmt.is_select else (lambda c: c.rowcount)
-            routes = {
-                "conn.execute(stmt)": lambda i: take(conn.execute(stmt, params(i))),
-                "conn.exec_driver_sql(compiled once)": lambda i: take(conn.exec_driver_sql(
-                    sql, tuple(params(i)[n] for n in order))),
-                "Prepared (direct path)": lambda i: take(_direct_execute(prepared, conn, params(i))),
-                "sqlite3 alone": lambda i: raw(driver.execute(sql, [params(i)[n] for n in order])),
-            }
+        cases = (("SELECT one row", sel, lambda i: {"p_txn": i % 10}),
+                 ("UPDATE one row", upd, lambda i: {"p_txn": i % 10, "p_now": i}))
+        for name, stmt, params in cases:
             print(name)
-            for route, run in routes.items():
+            for route, run in _routes(conn, stmt, params).items():
                 best = float("inf")
                 for _ in range(5):
                     t0 = time.perf_counter()
