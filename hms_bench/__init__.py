@@ -1,1 +1,1 @@
-"""Benchmarks of hms-txn: kept out of the product's import path (the `hms-txn bench` command is a plugin)."""
+"""Benchmarks of hms-txn, outside the product's import path (`hms-txn bench` is a plugin)."""
