@@ -107,9 +107,27 @@ def build_parser() -> argparse.ArgumentParser:
     register_compact_commands(sub)
     from hms_txn.cli.token import register_token_commands
     register_token_commands(sub)
-    from hms_txn.bench.cli import add_parser as add_bench_parser
-    add_bench_parser(sub)
+    add_plugin_commands(sub)
     return parser
+
+
+PLUGIN_GROUP = "hms_txn.commands"
+
+
+def add_plugin_commands(sub) -> None:
+    """The commands other installed packages add: each entry point of the group
+    ``hms_txn.commands`` is a function that takes the subparsers and adds its command
+    (``hms-txn bench`` comes from hms_bench this way, which hms_txn never imports)."""
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        try:
+            add = entry.load()
+        except ImportError as err:   # a plugin whose own dependencies are missing
+            print(f"hms-txn: command {entry.name!r} ({entry.value}) is unavailable: {err}",
+                  file=sys.stderr)
+            continue
+        add(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, NoSuchLock, TxnOpen
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_lock_id, txn_components, txn_to_write_id
 from hms_txn.domain.txn_records import (DataOp, TxnType, heartbeat_txn_in, lock_id_str, now_ms,
                                         require_open_heartbeat, txn_id_str)
@@ -156,7 +156,7 @@ def conflicts(req: _Row, ex: _Row) -> bool:
     return True
 
 
-def _rows(conn: Connection, query: "Hot", params: dict) -> list[_Row]:
+def _rows(conn: Connection, query: "Prepared", params: dict) -> list[_Row]:
     return [_Row(r.ext_id, r.int_id, r.txn_id, r.db_name, r.tbl_name, r.part_name, r.state,
                  r.lock_type) for r in query.execute(conn, params)]
 
@@ -165,32 +165,34 @@ def _rows(conn: Connection, query: "Hot", params: dict) -> list[_Row]:
 # hms_txn.txn: building a Core statement per call costs more than executing it).
 _hl = hive_locks.c
 _lock_rows = select(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
-_LOCK_ROWS = Hot(_lock_rows)
-_LOCK_ROWS_LOCKED = Hot(_lock_rows.with_for_update())
+_LOCK_ROWS = Prepared(_lock_rows)
+_LOCK_ROWS_LOCKED = Prepared(_lock_rows.with_for_update())
 _earlier_locks = select(hive_locks).where(_hl.ext_id < bindparam("p_ext"))
 _order = (_hl.ext_id, _hl.int_id)
 # The locks a request queues behind: those on the databases of its components (one
 # database, the usual case, has its own statement: an IN list needs SQLAlchemy's expansion).
-_EARLIER_LOCKS_DB = Hot(_earlier_locks.where(_hl.db_name == bindparam("p_db")).order_by(*_order))
-_EARLIER_LOCKS_DBS = Hot(_earlier_locks.where(_hl.db_name.in_(bindparam("p_dbs", expanding=True)))
-                         .order_by(*_order))
-_INSERT_LOCKS = Hot(insert(hive_locks))
-_GRANT = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
-             .values(state=int(LockState.ACQUIRED), acquired_ms=bindparam("p_now"),
-                     blocked_by_ext_id=None, blocked_by_int_id=None))
-_BLOCKED_BY = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
-                  .where(_hl.int_id == bindparam("p_int"))
-                  .values(blocked_by_ext_id=bindparam("p_by_ext"),
-                          blocked_by_int_id=bindparam("p_by_int")))
-_DELETE_LOCK = Hot(delete(hive_locks).where(_hl.ext_id == bindparam("p_ext")))
-_HEARTBEAT_LOCK = Hot(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
-                      .values(last_heartbeat_ms=bindparam("p_now"),
-                              heartbeat_count=_hl.heartbeat_count + 1))
-_TXN_WRITE_ID = Hot(select(txn_to_write_id.c.write_id)
-                    .where(txn_to_write_id.c.txn_id == bindparam("p_txn"))
-                    .where(txn_to_write_id.c.db_name == bindparam("p_db"))
-                    .where(txn_to_write_id.c.tbl_name == bindparam("p_tbl")))
-_INSERT_COMPONENTS = Hot(insert(txn_components))
+_EARLIER_LOCKS_DB = Prepared(_earlier_locks.where(_hl.db_name == bindparam("p_db"))
+                             .order_by(*_order))
+_EARLIER_LOCKS_DBS = Prepared(_earlier_locks
+                              .where(_hl.db_name.in_(bindparam("p_dbs", expanding=True)))
+                              .order_by(*_order))
+_INSERT_LOCKS = Prepared(insert(hive_locks))
+_GRANT = Prepared(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+                  .values(state=int(LockState.ACQUIRED), acquired_ms=bindparam("p_now"),
+                          blocked_by_ext_id=None, blocked_by_int_id=None))
+_BLOCKED_BY = Prepared(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+                       .where(_hl.int_id == bindparam("p_int"))
+                       .values(blocked_by_ext_id=bindparam("p_by_ext"),
+                               blocked_by_int_id=bindparam("p_by_int")))
+_DELETE_LOCK = Prepared(delete(hive_locks).where(_hl.ext_id == bindparam("p_ext")))
+_HEARTBEAT_LOCK = Prepared(update(hive_locks).where(_hl.ext_id == bindparam("p_ext"))
+                           .values(last_heartbeat_ms=bindparam("p_now"),
+                                   heartbeat_count=_hl.heartbeat_count + 1))
+_TXN_WRITE_ID = Prepared(select(txn_to_write_id.c.write_id)
+                         .where(txn_to_write_id.c.txn_id == bindparam("p_txn"))
+                         .where(txn_to_write_id.c.db_name == bindparam("p_db"))
+                         .where(txn_to_write_id.c.tbl_name == bindparam("p_tbl")))
+_INSERT_COMPONENTS = Prepared(insert(txn_components))
 
 
 def heartbeat_lock_in(conn: Connection, lock_id: int, now: int | None = None) -> None:

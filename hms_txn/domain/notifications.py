@@ -16,7 +16,7 @@ from typing import Any, Iterable, NamedTuple
 from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import reserve_ids
 from hms_txn.store.schema import notification_log, notification_sequence
 
@@ -88,7 +88,7 @@ def take_written(conn: Connection) -> list[Written]:
     return conn.info.pop(_WRITTEN_KEY, None) or []
 
 
-_INSERT_EVENT = Hot(insert(notification_log))
+_INSERT_EVENT = Prepared(insert(notification_log))
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
@@ -97,8 +97,8 @@ _nl = notification_log.c
 _EVENT_COLUMNS = (_nl.event_id, _nl.event_time, _nl.event_type, _nl.db_name, _nl.tbl_name,
                   _nl.message, _nl.message_format, _nl.cat_name)
 # The tailer's query (next_events without skip_types), built once.
-_NEXT_EVENTS = Hot(select(*_EVENT_COLUMNS).where(_nl.event_id > bindparam("p_after"))
-                    .order_by(_nl.event_id).limit(bindparam("p_limit")))
+_NEXT_EVENTS = Prepared(select(*_EVENT_COLUMNS).where(_nl.event_id > bindparam("p_after"))
+                         .order_by(_nl.event_id).limit(bindparam("p_limit")))
 
 
 def _event(row) -> Event:

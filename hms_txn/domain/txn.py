@@ -41,7 +41,7 @@ from hms_txn.domain import notifications
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID, OPEN, TxnState,
                                         TxnType, abort_in, current_hwm, now_ms, raise_not_open,
                                         txn_id_str, txn_row)
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (next_txn_id,
                                   txns)
 from hms_txn.store.sql import insert_ignore, reserve_ids
@@ -55,20 +55,20 @@ STATE_CODE_TO_ENUM = {OPEN: TxnState.OPEN, ABORTED: TxnState.ABORTED,
 # ``open_txns`` may have handed out (see the module docstring).
 _RESERVED_ROW = 2
 _next_id = next_txn_id.c.next_id     # the counter column of both rows
-_RESERVED = Hot(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
-_SET_RESERVED = Hot(update(next_txn_id).where(next_txn_id.c.id == _RESERVED_ROW)
+_RESERVED = Prepared(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
+_SET_RESERVED = Prepared(update(next_txn_id).where(next_txn_id.c.id == _RESERVED_ROW)
                     .values(next_id=bindparam("p_reserved", type_=_next_id.type)))
-_SET_NEXT_TXN_ID = Hot(update(next_txn_id).where(next_txn_id.c.id == 1)
+_SET_NEXT_TXN_ID = Prepared(update(next_txn_id).where(next_txn_id.c.id == 1)
                        .values(next_id=bindparam("p_next", type_=_next_id.type)))
 # How far ahead of the ids handed out a durable commit reserves: one extra fsync per this
 # many lazily opened transactions, and at most this many ids skipped after a power cut.
 RESERVE_AHEAD = 1000
-_INSERT_TXNS = Hot(insert(txns))
-_COUNT_OPEN = Hot(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
+_INSERT_TXNS = Prepared(insert(txns))
+_COUNT_OPEN = Prepared(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
 # Every reader's snapshot runs this, and it returns a row per open or aborted transaction.
 # Two equalities, not IN: an IN list is an expanding parameter, which keeps a statement off
 # hms_txn.store.hot's direct path (SQLite turns the OR into the same index lookups).
-_OPEN_AND_ABORTED = Hot(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
+_OPEN_AND_ABORTED = Prepared(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
                         .where(or_(txns.c.state == OPEN, txns.c.state == ABORTED))
                         .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))
 

@@ -17,7 +17,7 @@ from hms_txn.domain.catalog import set_table_parameter_in
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,
                                         UPDATE_DELETE, DataOp, TxnType, abort_in, now_ms,
                                         raise_not_open, txn_id_str)
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (completed_txn_components, hive_locks, txn_components,
                                   txn_to_write_id, txns, write_set)
 from hms_txn.store.sql import writer_is_exclusive
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # Table parameters a commit may set through CommitTxnRequest.keyValue (Hive's TXN_KEY_START).
 TXN_KEY_PREFIX = "_meta"
 _OP_LETTER = {int(DataOp.UPDATE): "u", int(DataOp.DELETE): "d", int(DataOp.INSERT): "i"}
-_TXN_COMPONENTS = Hot(select(txn_components)
+_TXN_COMPONENTS = Prepared(select(txn_components)
                       .where(txn_components.c.txn_id == bindparam("p_txn"))
                       .order_by(txn_components.c.id))
 # commit_txn's first look where the writer is exclusive (SQLite): the transaction's row
@@ -37,26 +37,26 @@ _TXN_COMPONENTS = Hot(select(txn_components)
 # left it but evaluates an EXISTS on its own older snapshot, so there the row is locked
 # first and the rest read by statements of their own. (The flags are typed as integers: a
 # Boolean column has a result processor on SQLite, which would keep the statement off
-# Hot's direct path.)
+# Prepared's direct path.)
 _has_write_ids = select(txn_to_write_id.c.write_id).where(
     txn_to_write_id.c.txn_id == txns.c.txn_id).exists()
-_TXN_TO_COMMIT = Hot(
+_TXN_TO_COMMIT = Prepared(
     select(txns,
            type_coerce(select(txn_components.c.id)
                        .where(txn_components.c.txn_id == txns.c.txn_id).exists(),
                        Integer).label("has_components"),
            type_coerce(_has_write_ids, Integer).label("has_write_ids"))
     .where(txns.c.txn_id == bindparam("p_txn")))
-_HAS_WRITE_IDS = Hot(select(type_coerce(select(txn_to_write_id.c.write_id).where(
+_HAS_WRITE_IDS = Prepared(select(type_coerce(select(txn_to_write_id.c.write_id).where(
     txn_to_write_id.c.txn_id == bindparam("p_txn")).exists(), Integer)))
-_DELETE_TXN_COMPONENTS = Hot(delete(txn_components)
+_DELETE_TXN_COMPONENTS = Prepared(delete(txn_components)
                              .where(txn_components.c.txn_id == bindparam("p_txn")))
-_INSERT_COMPLETED = Hot(insert(completed_txn_components))
-_INSERT_WRITE_SET = Hot(insert(write_set))
-_MARK_COMMITTED = Hot(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+_INSERT_COMPLETED = Prepared(insert(completed_txn_components))
+_INSERT_WRITE_SET = Prepared(insert(write_set))
+_MARK_COMMITTED = Prepared(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
                       .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
                               ended_ms=bindparam("p_now")))
-_RELEASE_TXN_LOCKS = Hot(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
+_RELEASE_TXN_LOCKS = Prepared(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
 
 
 @dataclass

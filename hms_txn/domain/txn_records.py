@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import NoSuchTxn, TxnAborted
 from hms_txn.domain import notifications
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_txn_id, txns
 
 OPEN, ABORTED, COMMITTED = "o", "a", "c"
@@ -76,21 +76,21 @@ def lock_id_str(lock_id: int) -> str:
 
 
 # Statements every caller runs, built once and executed with bound values: building a Core
-# statement per call costs several times more than executing it, and on SQLite a ``Hot``
-# statement also skips SQLAlchemy's per-execution overhead (see hms_txn.store.hot).
+# statement per call costs several times more than executing it, and on SQLite a ``Prepared``
+# statement also skips SQLAlchemy's per-execution overhead (see hms_txn.store.prepared).
 _next_txn_id = select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1)
-NEXT_TXN_ID = Hot(_next_txn_id)
-NEXT_TXN_ID_LOCKED = Hot(_next_txn_id.with_for_update())
+NEXT_TXN_ID = Prepared(_next_txn_id)
+NEXT_TXN_ID_LOCKED = Prepared(_next_txn_id.with_for_update())
 _txn_row = select(txns).where(txns.c.txn_id == bindparam("p_txn"))
-_TXN_ROW = Hot(_txn_row)
-TXN_ROW_LOCKED = Hot(_txn_row.with_for_update())
+_TXN_ROW = Prepared(_txn_row)
+TXN_ROW_LOCKED = Prepared(_txn_row.with_for_update())
 _heartbeat_open = (update(txns).where(txns.c.txn_id == bindparam("p_txn"))
                    .where(txns.c.state == OPEN)
                    .values(last_heartbeat_ms=bindparam("p_now"),
                            heartbeat_count=txns.c.heartbeat_count + 1))
-_HEARTBEAT_OPEN = Hot(_heartbeat_open)
+_HEARTBEAT_OPEN = Prepared(_heartbeat_open)
 # Heartbeat and lock an open transaction's row in one statement, returning its type.
-_HEARTBEAT_OPEN_RETURNING = Hot(_heartbeat_open.returning(txns.c.txn_type))
+_HEARTBEAT_OPEN_RETURNING = Prepared(_heartbeat_open.returning(txns.c.txn_type))
 
 
 def current_hwm(conn: Connection) -> int:

@@ -20,7 +20,7 @@ from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
 
 from hms_txn.domain import notifications
 from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import ListQuery, reserve_ids
 from hms_txn.store.schema import next_write_id, txn_components, txn_to_write_id, txns, write_set
 from hms_txn.domain.txn import TxnManager
@@ -31,17 +31,20 @@ log = logging.getLogger(__name__)
 
 # Statements of allocate_table_write_ids, built once and executed with bound values (see
 # hms_txn.txn). One transaction, the usual request, has its own statements: an IN list needs
-# SQLAlchemy's parameter expansion, which hms_txn.store.hot leaves to conn.execute.
+# SQLAlchemy's parameter expansion, which hms_txn.store.prepared leaves to conn.execute.
 _txn_states = select(txns.c.txn_id, txns.c.state, txns.c.txn_type).order_by(txns.c.txn_id)
-_TXN_STATE_LOCKED = Hot(_txn_states.where(txns.c.txn_id == bindparam("p_txn")).with_for_update())
-_TXN_STATES_LOCKED = Hot(_txn_states.where(txns.c.txn_id.in_(bindparam("p_txns", expanding=True)))
-                         .with_for_update())
+_TXN_STATE_LOCKED = Prepared(_txn_states.where(txns.c.txn_id == bindparam("p_txn"))
+                             .with_for_update())
+_TXN_STATES_LOCKED = Prepared(_txn_states
+                              .where(txns.c.txn_id.in_(bindparam("p_txns", expanding=True)))
+                              .with_for_update())
 _t2w = txn_to_write_id.c
 _write_ids = (select(_t2w.txn_id, _t2w.write_id).where(_t2w.db_name == bindparam("p_db"))
               .where(_t2w.tbl_name == bindparam("p_tbl")))
-_EXISTING_WRITE_ID = Hot(_write_ids.where(_t2w.txn_id == bindparam("p_txn")))
-_EXISTING_WRITE_IDS = Hot(_write_ids.where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True))))
-_INSERT_WRITE_IDS = Hot(insert(txn_to_write_id))
+_EXISTING_WRITE_ID = Prepared(_write_ids.where(_t2w.txn_id == bindparam("p_txn")))
+_EXISTING_WRITE_IDS = Prepared(_write_ids
+                               .where(_t2w.txn_id.in_(bindparam("p_txns", expanding=True))))
+_INSERT_WRITE_IDS = Prepared(insert(txn_to_write_id))
 # get_valid_write_ids (see _snapshot_write_ids): three statements for all the tables asked
 # about together. Tables are named by two bound lists, their databases and their names; the
 # pairs asked for are picked out of that cross product in Python.
@@ -62,7 +65,7 @@ _WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.tx
 # Beyond this many exceptions in a snapshot, reading each table's ids up to its high
 # watermark beats looking each exception up.
 _MAX_EXCEPTIONS_LOOKED_UP = 1000
-_WRITE_IDS_UP_TO = Hot(_write_ids.where(_t2w.write_id <= bindparam("p_wid")))
+_WRITE_IDS_UP_TO = Prepared(_write_ids.where(_t2w.write_id <= bindparam("p_wid")))
 
 
 @dataclass

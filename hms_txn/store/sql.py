@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from hms_txn.store.hot import Hot
+from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import txn_mutex
 
 
@@ -56,8 +56,8 @@ def reserve_ids(conn: Connection, counter, count: int, *, key: dict | None = Non
 _SINGLETON_KEY = {"id": 1}
 # (counter table, column, key columns) -> its UPDATE ... RETURNING. Built once and executed
 # with bound values: building a Core statement per call costs more than running it (and see
-# hms_txn.store.hot).
-_BUMPS: dict[tuple, Hot] = {}
+# hms_txn.store.prepared).
+_BUMPS: dict[tuple, Prepared] = {}
 
 
 def _bump_statement(counter, column: str, key_columns: tuple[str, ...]):
@@ -66,8 +66,8 @@ def _bump_statement(counter, column: str, key_columns: tuple[str, ...]):
     if stmt is None:
         col = counter.c[column]
         cond = and_(*[counter.c[k] == bindparam("k_" + k) for k in key_columns])
-        stmt = Hot(update(counter).where(cond)
-                   .values({column: col + bindparam("count", type_=col.type)}).returning(col))
+        stmt = Prepared(update(counter).where(cond)
+                        .values({column: col + bindparam("count", type_=col.type)}).returning(col))
         _BUMPS[cache_key] = stmt
     return stmt
 
@@ -82,7 +82,7 @@ class ListQuery:
     that for each table it was asked about. Here a list is a single value instead, a JSON
     array read by ``json_each`` on SQLite and an array compared with ``= ANY`` on
     PostgreSQL, so the SQL is fixed and compiled once per dialect (and on SQLite runs on the
-    direct path of hms_txn.store.hot). Both forms still walk the column's index once per
+    direct path of hms_txn.store.prepared). Both forms still walk the column's index once per
     value.
 
     ``lists`` names the statement's list parameters and their element types (``BigInteger``
@@ -95,7 +95,7 @@ class ListQuery:
     def __init__(self, build: Callable[[Callable], object], lists: dict[str, object]):
         self._build = build
         self._lists = dict(lists)
-        self._by_form: dict[str, Hot] = {}   # "json", "array" or "expanding" -> statement
+        self._by_form: dict[str, Prepared] = {}   # "json", "array" or "expanding" -> statement
 
     @staticmethod
     def bind(conn: Connection, values: Iterable) -> object:
@@ -108,7 +108,7 @@ class ListQuery:
         if stmt is None:
             def in_list(column, name: str):
                 return _in_list(column, name, self._lists[name], form)
-            stmt = self._by_form[form] = Hot(self._build(in_list))
+            stmt = self._by_form[form] = Prepared(self._build(in_list))
         return stmt.execute(conn, params)
 
 
@@ -141,8 +141,8 @@ def _in_list(column, name: str, item_type, form: str):
     return column.in_(bindparam(name, expanding=True))
 
 
-_MUTEX_ROW_LOCKED = Hot(select(txn_mutex.c.name).where(txn_mutex.c.name == bindparam("p_name"))
-                        .with_for_update())
+_MUTEX_ROW_LOCKED = Prepared(select(txn_mutex.c.name).where(txn_mutex.c.name == bindparam("p_name"))
+                             .with_for_update())
 
 
 def lock_mutex(conn: Connection, name: str) -> None:

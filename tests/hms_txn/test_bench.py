@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from hms_txn.bench import runner
-from hms_txn.bench.cli import WORKLOAD_NAMES
-from hms_txn.bench.workloads import ALL
+from hms_bench import runner
+from hms_bench.cli import WORKLOAD_NAMES
+from hms_bench.workloads import ALL
 
 
 def test_cli_lists_every_workload():

@@ -572,7 +572,7 @@ def test_compactor_keys_have_hives_defaults():
 
 
 def test_compaction_benchmark_smoke(tmp_path):
-    from hms_txn.bench.compaction import run
+    from hms_bench.compaction import run
     r = run(deltas=12, rows=200, repeat=1, workdir=str(tmp_path))
     assert r["dirs_before"] == 12
     assert r["minor"]["outputs"] == ["delta_0000001_0000012_v0000100",

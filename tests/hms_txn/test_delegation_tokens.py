@@ -518,7 +518,7 @@ def test_hadoop_and_hive_read_our_tokens(tmp_path, tokens):
     java = shutil.which("java")
     require(java is not None, "java is not installed")
     try:
-        from hms_txn.bench.javahms import pyspark_jars
+        from hms_bench.javahms import pyspark_jars
         jars = pyspark_jars()
     except (ImportError, RuntimeError):
         jars = None

@@ -507,7 +507,7 @@ def test_unreachable_upstream_is_a_clear_meta_exception(tmp_path):
 def java_upstream(tmp_path_factory):
     """The Java metastore 2.3 (one for the module; ``restart()`` keeps its Derby database
     and port) and one extension-mode hms-txn in front of it."""
-    from hms_txn.bench.javahms import start_java_metastore
+    from hms_bench.javahms import start_java_metastore
     root = tmp_path_factory.mktemp("ext-java")
     port = free_port()
     workdir = str(root / "hms")

@@ -148,21 +148,21 @@ def test_write_transactions_serialize(store):
         assert conn.execute(select(notification_sequence.c.next_event_id)).scalar_one() == 200
 
 
-def test_hot_statements_match_conn_execute(store):
-    """A Hot statement returns what conn.execute returns (SQLite takes the driver path)."""
+def test_prepared_statements_match_conn_execute(store):
+    """A Prepared statement returns what conn.execute returns (SQLite takes the driver path)."""
     from sqlalchemy.exc import IntegrityError
 
-    from hms_txn.store.hot import Hot
+    from hms_txn.store.prepared import Prepared
     from hms_txn.store.schema import txns
     ensure_schema(store)
     row = {"txn_id": 7, "state": "o", "txn_type": 0, "started_ms": 1, "last_heartbeat_ms": 1,
            "heartbeat_count": 0, "user_name": "u", "host": "h", "agent_info": None}
-    ins = Hot(insert(txns))
-    sel = Hot(select(txns.c.txn_id, txns.c.state, txns.c.agent_info)
-              .where(txns.c.txn_id >= bindparam("p_min")).order_by(txns.c.txn_id))
-    bump = Hot(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
-               .where(txns.c.state == "o")
-               .values(heartbeat_count=txns.c.heartbeat_count + 1).returning(txns.c.txn_type))
+    ins = Prepared(insert(txns))
+    sel = Prepared(select(txns.c.txn_id, txns.c.state, txns.c.agent_info)
+                   .where(txns.c.txn_id >= bindparam("p_min")).order_by(txns.c.txn_id))
+    bump = Prepared(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+                    .where(txns.c.state == "o")
+                    .values(heartbeat_count=txns.c.heartbeat_count + 1).returning(txns.c.txn_type))
     with store.write() as conn:
         ins.execute(conn, row)
         ins.execute(conn, [dict(row, txn_id=8), dict(row, txn_id=9, agent_info="a")])

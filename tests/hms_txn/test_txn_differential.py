@@ -28,7 +28,7 @@ SELECT, INSERT, UPDATE = 1, 2, 3
 def java_hms(tmp_path_factory):
     require(shutil.which("java") is not None, "java is not installed")
     pytest.importorskip("pyspark")
-    from hms_txn.bench.javahms import start_java_metastore
+    from hms_bench.javahms import start_java_metastore
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
     yield server
     server.stop()

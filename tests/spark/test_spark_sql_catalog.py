@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from hms_txn.bench.javahms import start_java_metastore
+from hms_bench.javahms import start_java_metastore
 from tests.support.postgres import free_port
 from tests.support.servers import ServerProcess, client_for
 from tests.support.spark import normalize, rows_of, run_scenario

@@ -1,6 +1,6 @@
 """Extension mode's forwarding overhead: per-call latency through hms-txn vs direct.
 
-    python -m hms_txn.bench.forwarding [--upstream thrift://host:port] [--calls 2000]
+    python -m hms_bench.forwarding [--upstream thrift://host:port] [--calls 2000]
                                        [--workdir DIR] [--json OUT]
 
 Without ``--upstream`` the reference Java metastore 2.3 is started (PySpark's jars, about a
@@ -46,7 +46,7 @@ def _start_ours(upstream: str, workdir: str) -> tuple[subprocess.Popen, int]:
         f.write('<?xml version="1.0"?>\n<configuration>\n' + "".join(
             f"<property><name>{k}</name><value>{v}</value></property>\n" for k, v in conf.items())
             + "</configuration>\n")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen(
         [sys.executable, "-m", "hms_txn.cli", "--log-level", "WARNING", "serve", "--conf", site,
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             import socket
 
-            from hms_txn.bench.javahms import start_java_metastore
+            from hms_bench.javahms import start_java_metastore
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 free = s.getsockname()[1]

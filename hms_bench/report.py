@@ -1,6 +1,6 @@
 """Render a ``results.json`` of ``hms-txn bench`` as Markdown (for docs/benchmarks.md).
 
-    python -m hms_txn.bench.report bench-results/results.json > table.md
+    python -m hms_bench.report bench-results/results.json > table.md
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with open(argv[0]) as f:
         results = json.load(f)
-    from hms_txn.bench.runner import evaluate_targets, ratios
+    from hms_bench.runner import evaluate_targets, ratios
     ratios(results["cells"])
     rss = [c["server_rss_mb"] for c in results["cells"]
            if c["server"].startswith("hms-") and c.get("server_rss_mb")]

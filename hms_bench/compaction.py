@@ -1,4 +1,4 @@
-"""Compaction benchmark: ``python -m hms_txn.bench.compaction [--deltas 50] [--rows 20000]``.
+"""Compaction benchmark: ``python -m hms_bench.compaction [--deltas 50] [--rows 20000]``.
 
 Builds an ACID table directory with N small writes (by default 50 deltas: every 10th write
 a DELETE of 1% of the live rows, the others INSERTs of ``--rows`` rows over 2 buckets), then
@@ -110,7 +110,7 @@ def run(deltas: int = 50, rows: int = 20000, repeat: int = 3, workdir: str | Non
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hms_txn.bench.compaction",
+    p = argparse.ArgumentParser(prog="python -m hms_bench.compaction",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--deltas", type=int, default=50, help="writes (delta directories), default 50")
     p.add_argument("--rows", type=int, default=20000, help="rows per INSERT, default 20000")

@@ -7,6 +7,7 @@ nothing downloaded. Differential tests and the benchmark suite use it as the pee
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -31,8 +32,12 @@ rootLogger.appenderRef.console.ref = console
 
 
 def pyspark_jars() -> str:
-    import pyspark
-    jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    """The jars directory of the installed pyspark wheel, found without importing pyspark
+    (only spark/ imports it)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("pyspark is not installed: the Java metastore runs from its jars")
+    jars = os.path.join(list(spec.submodule_search_locations)[0], "jars")
     if not os.path.isdir(jars):
         raise RuntimeError(f"pyspark has no jars directory at {jars}")
     return jars

@@ -121,7 +121,7 @@ class JavaServer:
     kind = "java"
 
     def __init__(self, name: str, workdir: str, *, heap: str = "1g"):
-        from hms_txn.bench.javahms import start_java_metastore
+        from hms_bench.javahms import start_java_metastore
         self.name = name
         self.workdir = workdir
         self.port = free_port()

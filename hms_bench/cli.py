@@ -7,7 +7,7 @@ WORKLOAD_NAMES = ("open_commit", "writer", "valid_write_ids", "get_table", "part
 
 
 def _run(args) -> int:
-    from hms_txn.bench.runner import run
+    from hms_bench.runner import run
     return run(args)
 
 

@@ -1,4 +1,4 @@
-"""Streaming ingest benchmark: ``python -m hms_txn.bench.streaming [--seconds 20]
+"""Streaming ingest benchmark: ``python -m hms_bench.streaming [--seconds 20]
 [--rows-per-txn 10000] [--batch 10] [--uri thrift://host:port]``.
 
 One writer (``hms_txn.streaming``) commits transactions back to back for ``--seconds``
@@ -56,8 +56,8 @@ def _snapshot(client, full_name: str):
 
 def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
     import orc_acid
-    from hms_txn.clients.streaming_ingest import _open_client
-    client = _open_client(uri, 600)
+    from hms_txn.wire.client import connect
+    client = connect(uri, timeout=600)
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("name", pa.string()),
                         ("payload", pa.string())])
     polls = []                       # (time the read finished, highest txn seq visible)
@@ -74,10 +74,12 @@ def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
 
 def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = True) -> dict:
     from hms_txn.clients import streaming_ingest as streaming
+    from hms_txn.wire.client import connect as connect_client
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     import orc_acid.streaming  # noqa: F401  (imports outside the timed window)
+    from orc_acid.layout import location_path
     import pyarrow.orc  # noqa: F401
-    client = streaming._open_client(uri, 600)
+    client = connect_client(uri, timeout=600)
     db, name = TABLE.split(".")
     try:
         client.drop_table(db, name, True)
@@ -93,7 +95,7 @@ def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = T
     client.create_table(T.Table(tableName=name, dbName=db, owner="bench", sd=sd,
                                 partitionKeys=[], tableType="MANAGED_TABLE",
                                 parameters={"transactional": "true"}))
-    location = streaming._local(client.get_table(db, name).sd.location)
+    location = location_path(client.get_table(db, name).sd.location)
 
     rng = np.random.default_rng(7)
     payload = pa.array([rng.bytes(24).hex() for _ in range(rows_per_txn)])
@@ -143,7 +145,7 @@ def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = T
     d = np.array(delays) if delays else np.array([float("nan")])
     poll_gaps = np.diff([p[0] for p in polls]) if len(polls) > 1 else np.array([float("nan")])
     deltas = len([n for n in os.listdir(location) if n.startswith("delta_")])
-    streaming._close_client(client)
+    client.close()
     rows = k * rows_per_txn
     return {
         "rows_per_txn": rows_per_txn, "batch": batch, "fsync": fsync,
@@ -175,7 +177,7 @@ def main(argv=None) -> int:
     server = None
     uri = args.uri
     if uri is None:
-        from hms_txn.bench.servers import OurServer
+        from hms_bench.servers import OurServer
         tmp = tempfile.mkdtemp(prefix="hms-stream-bench-")
         server = OurServer("hms-txn", tmp, {
             "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp}/metastore.sqlite"})

@@ -1,26 +1,62 @@
-"""Hot statements: the few Core statements that transaction calls run on every call.
+"""Prepared statements: the few Core statements that transaction calls run on every call,
+compiled once and run on SQLite's driver directly.
 
-``Hot(stmt)`` wraps a SQLAlchemy Core statement built once (at import, with ``bindparam``
-placeholders); ``Hot.execute(conn, params)`` runs it like ``conn.execute(stmt, params)``
-and returns an object with the same ``first``/``scalar``/``scalar_one``/``all``/
-``rowcount``/iteration interface.
+``Prepared(stmt)`` wraps a SQLAlchemy Core statement built once (at import, with
+``bindparam`` placeholders); ``Prepared.execute(conn, params)`` runs it like
+``conn.execute(stmt, params)`` and returns an object with the same ``first``/``scalar``/
+``scalar_one``/``all``/``rowcount``/iteration interface.
 
 Why this exists. On the embedded default (SQLite) open_txns, commit_txn, write id
 allocation and lock are CPU-bound, and SQLAlchemy's execution path (execution context,
-event dispatch, parameter processing, result wrapping) costs ~20 µs of Python per statement
-where sqlite3 itself needs ~4 µs. open_txns + commit_txn run 9 statements, the writer path
-(open, allocate write id, lock, commit) about 25. So on SQLite a hot statement is compiled
-once by SQLAlchemy for the dialect and its SQL is run on the DBAPI connection of the
-caller's SQLAlchemy ``Connection`` (inside the caller's transaction). Measured: CPU per
-open+commit 455 -> 227 us, per writer operation 1,373 -> 643 us (in-process, SQLite); see
-docs/benchmarks-history.md, "the transaction path".
+event dispatch, parameter processing, result wrapping) costs several times what sqlite3
+itself needs per statement. open_txns + commit_txn run 10 statements, the writer path
+(open, allocate write id, lock, commit) about 25. So on SQLite a prepared statement is
+compiled once by SQLAlchemy for the dialect and its SQL is run on the DBAPI connection of
+the caller's SQLAlchemy ``Connection`` (inside the caller's transaction). When it was
+introduced: CPU per open+commit 455 -> 227 us, per writer operation 1,373 -> 643 us
+(in-process, SQLite; docs/benchmarks-history.md, "the transaction path").
+
+Why not SQLAlchemy's public execution API. Measured 2026-11-25 on SQLAlchemy 2.1.9,
+CPython 3.11, 2 shared cores busy with other work (load average 2.5-14, so wall times are
+noise; compare the CPU rows, not absolute numbers): in-process open_txns + commit_txn on
+SQLite, process CPU per pair, best of 5 rounds of 1,500-2,000 pairs, 6-9 runs per route,
+the routes run one after the other (``python -m hms_bench.prepared_path
+{prepared,driver_sql,execute}``):
+
+    this module's direct path                        590-690 us/pair
+    conn.exec_driver_sql(SQL compiled once)        1,130-1,340 us/pair   (+70-110%)
+    conn.execute(stmt) (compiled cache on)         1,395-1,690 us/pair   (+120-180%)
+
+and per statement in one transaction, best of 5 x 20,000, one-row SELECT by key / one-row
+UPDATE (``python -m hms_bench.prepared_path --statement``, the calmest run): conn.execute
+64 / 54 us, exec_driver_sql with the SQL compiled once 88 / 28 us, this module 17 / 10.5 us,
+sqlite3 alone 10.5 / 6.3 us. ``exec_driver_sql`` still builds an execution context,
+dispatches events and wraps the result (for a SELECT, without the compiled statement's
+result map, it is slower than ``conn.execute``). Issue 29 would have taken the public route
+had it cost at most ~5% more per open+commit pair; it costs 70% or more, so the direct path
+stays, confined to this module.
+
+What this module relies on. No underscore name of SQLAlchemy, but these attributes of the
+compiled statement, documented by SQLAlchemy as Core internals (``SQLCompiler``), not as
+stable API: ``string``, ``positiontup``, ``binds``, ``insert_prefetch``,
+``update_prefetch``, ``post_compile_params``, ``literal_execute_params``; plus
+``BindParameter.callable/expanding/required/value/type``, ``TypeEngine.dialect_impl``/
+``bind_processor``/``result_processor``, ``exported_columns``, ``DBAPIError.instance``,
+``Connection.connection.driver_connection`` and ``Dialect.loaded_dbapi``.
+tests/hms_txn/test_prepared_contract.py checks each of them against the installed
+SQLAlchemy and fails naming what changed; pyproject pins SQLAlchemy to the minor it was
+checked on. This is the only module of hms_txn that reads a compiled statement; the
+engine (store/engine.py) also sends its transaction control (BEGIN, SAVEPOINT, the
+durability marker) to the driver connection, through the same public
+``driver_connection``.
 
 What the shortcut leaves out is only what these statements do not use, and a statement
 that would need it is executed through ``conn.execute`` instead (decided once per
 statement): bind or result type processing (none exists for integers and strings on
 sqlite3), Python-side column defaults (an INSERT must supply every column it compiles),
 expanding IN lists and other post-compile parameters, and cursor-execute events (nothing in
-hms-txn listens to them; ``echo`` does not log these statements). Driver errors are
+hms-txn listens to them; ``echo`` does not log these statements). Rows are named after the
+cursor's column names, which are the keys ``conn.execute`` gives them. Driver errors are
 wrapped into SQLAlchemy's ``DBAPIError`` subclasses as ``conn.execute`` wraps them, so
 retries and error handling see the same exceptions. Other databases always go through
 ``conn.execute``: a client/server round trip dwarfs SQLAlchemy's overhead there.
@@ -35,7 +71,7 @@ from sqlalchemy import exc
 from sqlalchemy.engine import Connection
 
 
-class Hot:
+class Prepared:
     """A prebuilt Core statement with a direct path to the sqlite3 driver."""
 
     __slots__ = ("stmt", "_plans")
@@ -62,6 +98,18 @@ class Hot:
             return conn.execute(self.stmt, params)
         return plan.run(conn, params, many)
 
+    def runs_on_driver(self, dialect, column_keys: Sequence[str] | None = None) -> bool:
+        """Whether ``execute`` runs this statement on the driver directly for ``dialect``
+        inside a transaction (an INSERT: with values for ``column_keys``), rather than
+        through ``conn.execute``."""
+        if dialect.name != "sqlite" or dialect.driver != "pysqlite":
+            return False
+        key = tuple(column_keys) if self.stmt.is_insert and column_keys else None
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan.build(self.stmt, dialect, key)
+        return plan is not False
+
     def rows(self, conn: Connection, params: dict | None = None) -> list:
         """All rows, as tuples to unpack (not to read by name): the driver's own tuples on
         the direct path, SQLAlchemy's rows otherwise."""
@@ -70,20 +118,19 @@ class Hot:
 
 
 class _Plan:
-    __slots__ = ("sql", "order", "defaults", "row_type")
+    __slots__ = ("sql", "order", "defaults", "make_row")
 
-    def __init__(self, sql: str, order: tuple, defaults: dict, row_type):
+    def __init__(self, sql: str, order: tuple, defaults: dict):
         self.sql = sql
         self.order = order
         self.defaults = defaults
-        self.row_type = row_type
+        self.make_row = None        # named tuples of the cursor's columns, made on first use
 
     @classmethod
     def build(cls, stmt, dialect, column_keys):
         """Compile ``stmt`` once; False if it needs what the direct path does not do."""
         compiled = stmt.compile(dialect=dialect, column_keys=list(column_keys or ()) or None)
-        if (compiled._bind_processors or getattr(compiled, "insert_prefetch", None)
-                or getattr(compiled, "update_prefetch", None)
+        if (compiled.insert_prefetch or compiled.update_prefetch
                 or compiled.post_compile_params or compiled.literal_execute_params
                 or compiled.positiontup is None):
             return False
@@ -92,18 +139,15 @@ class _Plan:
         defaults = {}
         for name in order:
             bind = binds[name]
-            if bind.callable is not None or bind.expanding:
+            if (bind.callable is not None or bind.expanding
+                    or bind.type.dialect_impl(dialect).bind_processor(dialect) is not None):
                 return False
             if not bind.required:
                 defaults[name] = bind.value
-        row_type = None
-        columns = compiled._result_columns
-        if columns:
-            for keyname, _name, _objects, type_ in columns:
-                if type_._cached_result_processor(dialect, None) is not None:
-                    return False
-            row_type = namedtuple("Row", [c[0] for c in columns], rename=True)
-        return cls(compiled.string, order, defaults, row_type)
+        for column in stmt.exported_columns:
+            if column.type.dialect_impl(dialect).result_processor(dialect, None) is not None:
+                return False
+        return cls(compiled.string, order, defaults)
 
     def _args(self, params: dict | None) -> list:
         if not params:
@@ -122,9 +166,14 @@ class _Plan:
             else:
                 args = self._args(params)
                 cursor = driver.execute(self.sql, args)
-            if self.row_type is None:
+            description = cursor.description
+            if description is None:
                 return _Result(None, None, cursor.rowcount)
-            return _Result(cursor.fetchall(), self.row_type._make, cursor.rowcount)
+            make = self.make_row
+            if make is None:
+                make = self.make_row = namedtuple(
+                    "Row", [column[0] for column in description], rename=True)._make
+            return _Result(cursor.fetchall(), make, cursor.rowcount)
         except dbapi.Error as err:
             raise exc.DBAPIError.instance(self.sql, args, err, dbapi.Error,
                                           dialect=conn.dialect) from err
@@ -134,7 +183,7 @@ class _Result:
     """The part of SQLAlchemy's ``Result`` interface the domain modules use.
 
     Rows become named tuples only when asked for (``first``, ``all``, iteration); ``scalar``
-    and ``Hot.rows`` use the driver's plain tuples, which for a thousand rows saves the
+    and ``Prepared.rows`` use the driver's plain tuples, which for a thousand rows saves the
     ~0.3 ms of building them.
     """
 

@@ -41,8 +41,8 @@ from typing import Any
 from thrift.transport.TTransport import TTransportException
 
 from hms_txn.common.config import ConfigError, parse_overrides
-from hms_txn.bench.servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
-from hms_txn.bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
+from hms_bench.servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
+from hms_bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
 
 # ------------------------------------------------------------------ schedules
 
@@ -68,7 +68,7 @@ def code_version() -> dict[str, Any]:
     (``dirty`` when files differ from it), so a results file names what it measured."""
     from hms_txn import __version__
     info: dict[str, Any] = {"version": __version__}
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=30)
@@ -303,7 +303,7 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
 def _fill_worker(port: int, count: int, java: bool, tables: list[str], db: str, batch: int,
                  out_q) -> None:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
-    from hms_txn.bench.workloads import HOST, USER
+    from hms_bench.workloads import HOST, USER
     client = connect(port)
     done = 0
     try:
@@ -360,7 +360,7 @@ def scale_curve(server, target: Target, checkpoints: list[int], samples: int, nf
                 log) -> dict[str, Any]:
     """Latency of get_open_txns / get_valid_write_ids as committed history grows."""
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
-    from hms_txn.bench.workloads import (HOST, USER, ensure_database, ensure_table, make_table, valid_txn_list)
+    from hms_bench.workloads import (HOST, USER, ensure_database, ensure_table, make_table, valid_txn_list)
     db = "bench_scale"
     tables = [f"t{i}" for i in range(10)]
     full = [f"{db}.{x}" for x in tables]

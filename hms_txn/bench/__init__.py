@@ -1,1 +1,0 @@
-"""Benchmarks and the launcher for the reference Java metastore they compare against."""
