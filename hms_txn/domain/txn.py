@@ -67,7 +67,7 @@ _INSERT_TXNS = Prepared(insert(txns))
 _COUNT_OPEN = Prepared(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
 # Every reader's snapshot runs this, and it returns a row per open or aborted transaction.
 # Two equalities, not IN: an IN list is an expanding parameter, which keeps a statement off
-# hms_txn.store.hot's direct path (SQLite turns the OR into the same index lookups).
+# hms_txn.store.prepared's direct path (SQLite turns the OR into the same index lookups).
 _OPEN_AND_ABORTED = Prepared(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
                         .where(or_(txns.c.state == OPEN, txns.c.state == ABORTED))
                         .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))

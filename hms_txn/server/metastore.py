@@ -24,7 +24,8 @@ from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.service.catalog import CatalogService
-from hms_txn.service.forwarding import ForwardingService, owned_methods
+from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
+from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
 from hms_txn.common.config import Config
@@ -108,10 +109,9 @@ class Metastore:
             return Handler([*services, self.catalog_service])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
-        forwarding = ForwardingService(self.units, self.upstream, self.cache,
-                                       ForwardedEvents(self._object_json),
-                                       owned_methods(served))
-        return Handler([*services, forwarding], fallback=forwarding)
+        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))
+        forwarding = ForwardingService(fwd, owned_methods(served))
+        return Handler([*services, PartitionForwarding(fwd), forwarding], fallback=forwarding)
 
     def counters(self) -> dict[str, int]:
         """fb303 getCounters: the cache's, and those of the server's parts that add theirs
