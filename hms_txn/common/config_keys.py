@@ -1,0 +1,393 @@
+"""The configuration keys hms-txn honours: each declared once in ``KEYS`` with its
+default, its parser, what it means, and its ``metastore.*`` alias (the names Hive 3's
+standalone metastore uses in ``metastore-site.xml``); and the parsers of their values.
+``Config`` (``config``) reads them."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file or key."""
+
+
+# ---------------------------------------------------------------------------- value parsers
+
+_TIME_UNITS = {
+    "ns": 1e-9, "nsec": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "usec": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "msec": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+_TIME_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_duration(text: str, default_unit: str = "s") -> float:
+    """Parse Hive's time values ("300", "300s", "5m", "1500ms") into seconds."""
+    match = _TIME_RE.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 300s, 5m, 1500ms)")
+    number, unit = match.groups()
+    unit = (unit or default_unit).lower()
+    if unit not in _TIME_UNITS:
+        raise ValueError(f"unknown time unit {unit!r} in {text!r}")
+    seconds = float(number) * _TIME_UNITS[unit]
+    if seconds < 0:
+        raise ValueError(f"negative duration: {text!r}")
+    return seconds
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r} (use true or false)")
+
+
+def parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def parse_nonneg_int(text: str) -> int:
+    value = int(text.strip())
+    if value < 0:
+        raise ValueError(f"must not be negative: {text!r}")
+    return value
+
+
+def parse_positive_int(text: str) -> int:
+    value = int(text.strip())
+    if value <= 0:
+        raise ValueError(f"must be positive: {text!r}")
+    return value
+
+
+def parse_port(text: str) -> int:
+    value = int(text.strip())
+    if not 0 <= value <= 65535:
+        raise ValueError(f"not a TCP port: {text!r}")
+    return value
+
+
+def parse_float(text: str) -> float:
+    return float(text.strip())
+
+
+def parse_str(text: str) -> str:
+    return text.strip()
+
+
+AUTH_MODES = ("NOSASL", "NONE", "CONFIG", "KERBEROS", "LDAP", "CUSTOM")
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """"" (no pinning) or CPU numbers and ranges: "0", "2,3", "0-3,6"."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            first = last = -1
+        if first < 0 or last < first:
+            raise ValueError(f"not a CPU number or range: {part!r} (use e.g. 0 or 2-3)")
+        cpus.update(range(first, last + 1))
+    return tuple(sorted(cpus))
+
+
+def _choice(text: str, choices: tuple[str, ...]) -> str:
+    value = text.strip().upper()
+    if value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}")
+    return value
+
+
+# ---------------------------------------------------------------------------- declared keys
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    doc: str
+    aliases: tuple[str, ...] = ()
+
+
+def _seconds(default_unit: str = "s") -> Callable[[str], float]:
+    return lambda text: parse_duration(text, default_unit)
+
+
+KEYS: dict[str, Key] = {}
+
+
+def _key(name: str, default: Any, parse: Callable[[str], Any], doc: str, *aliases: str) -> None:
+    KEYS[name] = Key(name, default, parse, doc, tuple(aliases))
+
+
+# Server
+_key("hive.metastore.port", 9083, parse_port, "Port `hms-txn serve` listens on.",
+     "metastore.thrift.port")
+_key("hive.metastore.bind.host", "0.0.0.0", parse_str, "Address to listen on.",
+     "metastore.thrift.bind.host")
+_key("hive.metastore.warehouse.dir", None, parse_str,
+     "Root of managed databases and tables (a local path or file:// URL).",
+     "metastore.warehouse.dir")
+_key("hive.metastore.thrift.framed.transport.enabled", False, parse_bool,
+     "Use the framed transport instead of the plain socket stream.",
+     "metastore.thrift.framed.transport.enabled")
+_key("hive.metastore.thrift.compact.protocol.enabled", False, parse_bool,
+     "Use the compact protocol instead of the binary protocol.",
+     "metastore.thrift.compact.protocol.enabled")
+_key("hive.metastore.server.max.threads", 1000, parse_positive_int,
+     "Maximum number of concurrent client connections.", "metastore.server.max.threads")
+_key("hive.metastore.client.socket.timeout", 600.0, _seconds("s"),
+     "Idle time after which a silent client connection is closed.",
+     "metastore.client.socket.timeout")
+_key("hive.metastore.server.max.message.size", 100 * 1024 * 1024, parse_positive_int,
+     "Largest Thrift message (bytes) a client may send; larger ones close that connection.",
+     "metastore.server.max.message.size")
+_key("hms_txn.connection.idle.timeout", 3600.0, _seconds("s"),
+     "A client connection idle for this long is closed (0 = never); clients reconnect.")
+_key("hms_txn.server.cpu.affinity", (), parse_cpu_list,
+     "CPUs every thread of the server process is pinned to (e.g. 0 or 2-3; empty: no "
+     "pinning). With a thread per connection, one CPU saves the cross-CPU wake-ups between "
+     "connection threads (docs/benchmarks-history.md: +44% open+commit with 16 clients); the "
+     "transaction loop (hms_txn.server.txn.loop) already runs the hot path on one thread.")
+_key("hms_txn.server.txn.loop", True, parse_bool,
+     "Serve client connections from one event-loop thread that runs the transaction calls "
+     "ready at the same time as one batch (one SQLite transaction, one fsync) and hands "
+     "other calls to a thread pool. Applies to the embedded SQLite database with the "
+     "default unframed binary transport and no SASL; off: a thread per connection.")
+_key("hms_txn.server.txn.loop.spin", 200e-6, _seconds("us"),
+     "After serving a call, the transaction loop looks for the next one without sleeping "
+     "for up to this long (default 200us; 0: sleep at once). Saves the kernel's wake-up of "
+     "a sleeping thread, ~0.05-0.1 ms per call in a VM; costs at most this much CPU per "
+     "burst of calls. Plain numbers are microseconds.")
+# Authentication
+_key("hive.metastore.sasl.enabled", False, parse_bool,
+     "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "
+     "delegation tokens).", "metastore.sasl.enabled")
+_key("hive.metastore.authentication", "NOSASL", lambda v: _choice(v, AUTH_MODES),
+     "NOSASL, NONE or CONFIG (SASL PLAIN against configured users). KERBEROS and LDAP are "
+     "not supported yet.", "metastore.authentication")
+_key("hive.metastore.authentication.config.username", None, parse_str,
+     "User accepted by CONFIG authentication.", "metastore.authentication.config.username")
+_key("hive.metastore.authentication.config.password", None, lambda v: v,
+     "Password of that user.", "metastore.authentication.config.password")
+_key("hms_txn.authentication.users.file", None, parse_str,
+     "File of `user:password` or `user:sha256:<hex>` lines accepted by SASL PLAIN.")
+# Hive 2 reads these as plain milliseconds; Hive 3+ also accepts "1d", "7d", ...
+_key("hive.cluster.delegation.token.renew-interval", 86400.0, _seconds("ms"),
+     "A delegation token expires this long after it was issued or last renewed.",
+     "metastore.cluster.delegation.token.renew-interval")
+_key("hive.cluster.delegation.token.max-lifetime", 7 * 86400.0, _seconds("ms"),
+     "No renewal keeps a delegation token valid longer than this after its issue.",
+     "metastore.cluster.delegation.token.max-lifetime")
+# Observability
+_key("hms_txn.metrics.enabled", False, parse_bool,
+     "Serve /metrics (Prometheus) and /health over HTTP.")
+_key("hms_txn.metrics.port", 9084, parse_port,
+     "Port of the /metrics and /health endpoint (0 = any free port).")
+_key("hms_txn.log.format", "text", lambda v: _choice(v, ("TEXT", "JSON")).lower(),
+     "Server log lines as text or as one JSON object per line; either way each record of a "
+     "transaction call carries its method, txnid, lockid and authenticated user.")
+# Database
+_key("javax.jdo.option.ConnectionURL", None, parse_str,
+     "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",
+     "metastore.jdo.option.ConnectionURL")
+_key("javax.jdo.option.ConnectionUserName", None, parse_str, "Database user.")
+_key("javax.jdo.option.ConnectionPassword", None, parse_str, "Database password.")
+_key("hms_txn.sqlite.synchronous", "FULL", lambda v: _choice(v, ("FULL", "NORMAL")),
+     "FULL: every acknowledged call survives a process, OS or power failure. NORMAL: it "
+     "survives the process being killed (kill -9) but the last calls may be lost if the OS "
+     "crashes or power fails; several times more writes per second.")
+_key("hms_txn.db.pool.size", 10, parse_positive_int,
+     "Connections kept open to a client/server database (PostgreSQL, MySQL).")
+_key("hms_txn.schema.auto.upgrade", True, parse_bool,
+     "Upgrade an older metastore schema at start-up (false: refuse to start).")
+# Transactions
+_key("hive.txn.timeout", 300.0, _seconds("s"),
+     "A transaction or txn-less lock not heartbeated for this long is aborted.",
+     "metastore.txn.timeout")
+_key("hive.timedout.txn.reaper.start", 100.0, _seconds("ms"),
+     "Delay before the first timed-out transaction sweep.",
+     "metastore.timedout.txn.reaper.start")
+_key("hive.timedout.txn.reaper.interval", 180.0, _seconds("ms"),
+     "Interval between timed-out transaction sweeps.",
+     "metastore.timedout.txn.reaper.interval")
+_key("hive.txn.max.open.batch", 1000, parse_positive_int,
+     "Most transactions one open_txns call may open.", "metastore.txn.max.open.batch")
+_key("hive.max.open.txns", 100000, parse_positive_int,
+     "Open transactions allowed at once; new ones are refused until below 90%.",
+     "metastore.max.open.txns")
+_key("hms_txn.hive2.open.txns.as.set", False, parse_bool,
+     "Answer get_open_txns in Hive 2.x's shape (open_txns as a set, no abortedBits), for "
+     "servers whose transactional clients are Hive 2.3 (e.g. Spark's HiveMetaStoreClient).")
+# Compaction (hms_txn.compactor): Hive's keys and defaults
+_key("hive.compactor.initiator.on", False, parse_bool,
+     "Run the Initiator in this server: find tables/partitions due for compaction.",
+     "metastore.compactor.initiator.on")
+_key("hive.compactor.cleaner.on", False, parse_bool,
+     "Run the Cleaner in this server: delete compacted-away and aborted directories.",
+     "metastore.compactor.cleaner.on")
+_key("hive.compactor.worker.threads", 0, parse_nonneg_int,
+     "Compaction worker threads in this server (0: this server runs no compactions).",
+     "metastore.compactor.worker.threads")
+_key("hive.compactor.worker.timeout", 86400.0, _seconds("s"),
+     "A compaction still 'working' after this long is declared failed and re-queued.",
+     "metastore.compactor.worker.timeout")
+_key("hive.compactor.worker.sleep.time", 10.8, _seconds("ms"),
+     "How long an idle worker waits before looking at the queue again.",
+     "metastore.compactor.worker.sleep.time")
+_key("hive.compactor.check.interval", 300.0, _seconds("s"),
+     "Time between the Initiator's checks for tables/partitions needing compaction.",
+     "metastore.compactor.check.interval")
+_key("hive.compactor.cleaner.run.interval", 5.0, _seconds("ms"),
+     "Time between runs of the Cleaner.", "metastore.compactor.cleaner.run.interval")
+_key("hive.compactor.delta.num.threshold", 10, parse_nonneg_int,
+     "More delta directories than this in a table/partition trigger a minor compaction.",
+     "metastore.compactor.delta.num.threshold")
+_key("hive.compactor.delta.pct.threshold", 0.1, parse_float,
+     "Delta size / base size above this triggers a major compaction (0.1 = 10%).",
+     "metastore.compactor.delta.pct.threshold")
+_key("hive.compactor.abortedtxn.threshold", 1000, parse_nonneg_int,
+     "More aborted transactions than this on a table/partition trigger a major compaction.",
+     "metastore.compactor.abortedtxn.threshold")
+_key("hive.compactor.initiator.failed.compacts.threshold", 2, parse_positive_int,
+     "After this many consecutive failed compactions of a table/partition the Initiator "
+     "stops scheduling it (manual requests still run; a success resumes it).",
+     "metastore.compactor.initiator.failed.compacts.threshold")
+_key("hive.compactor.history.retention.succeeded", 3, parse_nonneg_int,
+     "Succeeded compactions kept in the history per table/partition.",
+     "metastore.compactor.history.retention.succeeded")
+_key("hive.compactor.history.retention.failed", 3, parse_nonneg_int,
+     "Failed compactions kept in the history per table/partition.",
+     "metastore.compactor.history.retention.failed")
+_key("hive.compactor.history.retention.attempted", 2, parse_nonneg_int,
+     "Attempted (check failed) entries kept in the history per table/partition.",
+     "metastore.compactor.history.retention.attempted")
+_key("hive.compactor.history.retention.did.not.initiate", 2, parse_nonneg_int,
+     "'did not initiate' / 'refused' entries kept in the history per table/partition.",
+     "metastore.compactor.history.retention.did.not.initiate")
+_key("hive.compactor.history.reaper.interval", 120.0, _seconds("ms"),
+     "Time between purges of the compaction history beyond the retention counts.",
+     "metastore.compactor.history.reaper.interval")
+
+
+def _compactor_engine(text: str) -> str:
+    value = text.strip().upper()
+    if value == "SPARK":
+        raise ValueError("SPARK (compaction as a Spark job) is not implemented yet; use LOCAL")
+    return _choice(value, ("LOCAL",))
+
+
+_key("hms_txn.compactor.engine", "LOCAL", _compactor_engine,
+     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid). A Spark "
+     "job variant (SPARK) is not implemented yet.")
+_key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),
+     "Test hook: a worker sleeps this long after writing the (invisible) output and before "
+     "committing the compaction transaction (crash-safety tests).")
+# Notifications
+_key("hive.metastore.event.db.listener.timetolive", 86400.0, _seconds("s"),
+     "Notification events older than this are purged.",
+     "metastore.event.db.listener.timetolive")
+
+# The notification message formats (NOTIFICATION_LOG.MESSAGE_FORMAT) and the encoder classes
+# of hive.metastore.event.message.factory that write them: Hive 4's JSONMessageEncoder and
+# GzipJSONMessageEncoder, and JSONMessageFactory, the same json-0.2 format's class in Hive
+# 2.x/3.x site files.
+JSON_MESSAGE_FORMAT = "json-0.2"
+GZIP_MESSAGE_FORMAT = "gzip(json-2.0)"
+JSON_MESSAGE_ENCODER = "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageEncoder"
+GZIP_MESSAGE_ENCODER = "org.apache.hadoop.hive.metastore.messaging.json.gzip.GzipJSONMessageEncoder"
+MESSAGE_ENCODERS = {
+    JSON_MESSAGE_ENCODER: JSON_MESSAGE_FORMAT,
+    "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageFactory": JSON_MESSAGE_FORMAT,
+    GZIP_MESSAGE_ENCODER: GZIP_MESSAGE_FORMAT,
+}
+
+
+def _message_encoder(text: str) -> str:
+    value = text.strip()
+    if value not in MESSAGE_ENCODERS:
+        raise ValueError(f"expected one of {', '.join(MESSAGE_ENCODERS)}")
+    return value
+
+
+_key("hive.metastore.event.message.factory", JSON_MESSAGE_ENCODER, _message_encoder,
+     "Encoder of notification messages: JSONMessageEncoder writes json-0.2 (plain JSON, "
+     "which every reader decodes: Hive 2.x/3.x, Spark's Hive 2.3 classes, Impala's "
+     "apache-hive shims); GzipJSONMessageEncoder writes gzip(json-2.0) (base64 of gzipped "
+     "JSON, Hive 4's default), which only Hive 4 readers and readers configured for it "
+     "decode.", "metastore.event.message.factory")
+# Metadata cache (hms_txn.cache)
+_key("hms_txn.cache.enabled", True, parse_bool,
+     "Serve get_table/get_table_req/get_partitions_by_names from an in-memory cache kept "
+     "current by tailing the notification log (false: every read goes to the database).")
+_key("hms_txn.cache.tail.interval", 0.1, _seconds("s"),
+     "How often the cache's log tailer polls the notification log for new events.")
+_key("hms_txn.cache.max.entries", 10000, parse_positive_int,
+     "Most tables the cache holds; least recently used tables are dropped beyond it.")
+_key("hms_txn.cache.max.bytes", 256 * 1024 * 1024, parse_positive_int,
+     "Estimated memory bound of the cache (tables and partitions, with their wire forms).")
+_key("hms_txn.cache.strict.writeids", False, parse_bool,
+     "Reject get_table_req on a transactional table that carries no validWriteIdList "
+     "(the original design's rule); by default such reads are answered from the database.")
+_key("hms_txn.cache.tailer.pausable", False, parse_bool,
+     "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
+     "pause and resume the cache's log tailer.")
+# Extension mode (hms_txn.upstream, hms_txn.extension; docs/extension-mode.md)
+_key("hms_txn.upstream.uris", None, parse_str,
+     "Comma-separated thrift://host:port URIs of an existing metastore (e.g. Hive 2.x): "
+     "turns on extension mode (catalog calls forwarded there; transactions, write ids, "
+     "locks, notifications and the cache served here).")
+_key("hms_txn.upstream.sasl.enabled", False, parse_bool,
+     "Authenticate to the upstream with SASL PLAIN (thrift-sasl).")
+_key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the upstream.")
+_key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
+_key("hms_txn.upstream.framed", False, parse_bool,
+     "Framed transport to the upstream (always framed with SASL).")
+_key("hms_txn.upstream.socket.timeout", 60.0, _seconds("s"),
+     "Socket timeout of upstream connections (connect and each call).")
+_key("hms_txn.upstream.retries", 2, parse_nonneg_int,
+     "Extra attempts when the upstream cannot be reached (each tries every URI).")
+_key("hms_txn.upstream.retry.delay", 0.2, _seconds("s"),
+     "Pause between those attempts.")
+_key("hms_txn.upstream.pool.size", 16, parse_positive_int,
+     "Idle upstream connections kept open for re-use.")
+_key("hms_txn.upstream.cache.ttl", 5.0, _seconds("s"),
+     "Upstream tables in the metadata cache are re-read after this long (changes made "
+     "directly on the upstream are seen within it; 0 = every read goes upstream).")
+_key("hms_txn.upstream.cache.max.partitions", 10000, parse_nonneg_int,
+     "Partition reads of an upstream table are answered from the cache when the table has "
+     "at most this many partitions (all are read once per cache entry); larger tables are "
+     "forwarded. 0 = always forward partition reads. At most 32766.")
+_key("hms_txn.upstream.events.enabled", False, parse_bool,
+     "Tail the upstream's own notification log (needs DbNotificationListener there) and "
+     "evict tables it reports changed.")
+_key("hms_txn.upstream.events.interval", 1.0, _seconds("s"),
+     "How often the upstream's notification log is polled.")
+
+# Keys handed out by get_config_value / getMetaConf even though the server itself does not
+# act on them; clients read them to decide features.
+PASSTHROUGH_DEFAULTS: dict[str, str] = {
+    "hive.metastore.try.direct.sql": "true",
+    "hive.metastore.try.direct.sql.ddl": "true",
+    "hive.metastore.client.capability.check": "false",
+    "hive.metastore.disallow.incompatible.col.type.changes": "true",
+    "hive.support.concurrency": "true",
+    "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+    "hive.metastore.batch.retrieve.max": "300",
+    "hive.exec.default.partition.name": "__HIVE_DEFAULT_PARTITION__",
+}
+
+ALIAS_TO_KEY = {alias: key.name for key in KEYS.values() for alias in key.aliases}
+
+
