@@ -29,7 +29,7 @@ def loop_server(tmp_path):
         "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite",
         "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"),
     })
-    assert server.server.loop is not None
+    assert server.server.transport.loop is not None
     yield server
     server.stop()
 
@@ -82,7 +82,7 @@ def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
         except BaseException as err:  # reported below
             errors.append(err)
 
-    before = (loop_server.server.loop.batches, loop_server.server.loop.batched_calls)
+    before = (loop_server.server.transport.loop.batches, loop_server.server.transport.loop.batched_calls)
     threads = [threading.Thread(target=worker) for _ in range(16)]
     for th in threads:
         th.start()
@@ -95,8 +95,8 @@ def test_concurrent_transaction_calls_share_batches_and_all_commit(loop_server):
     assert {s.name for s in states} == {"COMMITTED"}
     with client_for(loop_server.port) as c:
         assert not c.show_locks(t.ShowLocksRequest()).locks
-    batches = loop_server.server.loop.batches - before[0]
-    calls = loop_server.server.loop.batched_calls - before[1]
+    batches = loop_server.server.transport.loop.batches - before[0]
+    calls = loop_server.server.transport.loop.batched_calls - before[1]
     assert calls == 16 * 25 * 4
     assert batches < calls, "no two calls ever shared a batch"
     with client_for(loop_server.port) as c:     # the same numbers in fb303 counters
@@ -199,9 +199,9 @@ def test_a_long_write_elsewhere_holds_up_only_the_calls_that_need_the_writer(loo
                 waiting.open_txns(t.OpenTxnRequest(2, "u", "h")).txn_ids))
             opener.start()
             deadline = time.monotonic() + 10
-            while not loop_server.server.loop._away and time.monotonic() < deadline:
+            while not loop_server.server.transport.loop._away and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert loop_server.server.loop._away, "open_txns was not handed to a pool thread"
+            assert loop_server.server.transport.loop._away, "open_txns was not handed to a pool thread"
             for _ in range(20):      # the loop is not blocked behind the writer
                 assert reader.get_table("default", "busy").tableName == "busy"
                 assert reader.get_database("default").name == "default"
@@ -214,7 +214,7 @@ def test_a_long_write_elsewhere_holds_up_only_the_calls_that_need_the_writer(loo
             waiting.abort_txn(t.AbortTxnRequest(txnid=opened[1]))
             assert inprocess(loop_server.ms).txn_state(opened[0]).name == "COMMITTED"
             assert inprocess(loop_server.ms).txn_state(opened[1]).name == "ABORTED"
-            assert not loop_server.server.loop._away
+            assert not loop_server.server.transport.loop._away
     finally:
         release.set()
         writer.join(30)
@@ -236,7 +236,7 @@ def test_thread_per_connection_when_switched_off_or_framed(tmp_path, conf):
         "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite",
         "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"), **conf})
     try:
-        assert server.server.loop is None
+        assert server.server.transport.loop is None
         framed = conf.get("hive.metastore.thrift.framed.transport.enabled") == "true"
         with client_for(server.port, framed=framed) as c:
             txn = c.open_txns(t.OpenTxnRequest(1, "u", "h")).txn_ids[0]
@@ -257,9 +257,9 @@ def test_stop_with_connections_open_returns(loop_server):
     stalled = socket.create_connection(("127.0.0.1", loop_server.port))
     stalled.sendall(half[:len(half) // 2])
     deadline = time.monotonic() + 10
-    while not loop_server.server.loop._away and time.monotonic() < deadline:
+    while not loop_server.server.transport.loop._away and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert loop_server.server.loop._away, "the catalog call did not reach a pool thread"
+    assert loop_server.server.transport.loop._away, "the catalog call did not reach a pool thread"
     began = time.monotonic()
     loop_server.stop()
     assert time.monotonic() - began < 5
@@ -298,7 +298,7 @@ def _thread_cpu_seconds(native_id: int) -> float:
 def test_the_loop_spins_only_right_after_serving(loop_server):
     """After a call the loop looks for the next one for a moment without sleeping
     (hms_txn.server.txn.loop.spin, 200 µs by default); an idle loop sleeps."""
-    loop = loop_server.server.loop
+    loop = loop_server.server.transport.loop
     assert loop.spin == pytest.approx(200e-6)
     with client_for(loop_server.port) as c:
         for _ in range(50):
