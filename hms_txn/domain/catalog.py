@@ -731,3 +731,26 @@ class Catalog:
     def count_tables(self) -> int:
         with self.store.read() as conn:
             return conn.execute(select(func.count()).select_from(tbls)).scalar_one()
+
+
+# ------------------------------------------------------------------ reads on a connection
+
+# For code that reads the catalog inside a unit of work of its own (the compactor). The
+# ``Catalog`` helpers these use keep no state (no store, no warehouse).
+_ON_CONN = Catalog.__new__(Catalog)
+
+
+def get_table(conn: Connection, db: str, name: str) -> Doc:
+    """The table ``db.name``; raises NoSuchObject."""
+    return _ON_CONN._require_table(conn, names.lower(db), names.lower(name))[1]
+
+
+def get_partition_by_name(conn: Connection, db: str, table_name: str, part_name: str) -> Doc:
+    """The partition ``part_name`` (``k1=v1/k2=v2``) of ``db.table_name``; raises NoSuchObject."""
+    tbl_id, table = _ON_CONN._require_table(conn, names.lower(db), names.lower(table_name))
+    values = names.partition_values_from_name(Catalog._keys(table), part_name)
+    rows = _ON_CONN._partition_rows(conn, tbl_id, [_ON_CONN._partition_name(table, values)])
+    if not rows:
+        raise NoSuchObject(f"partition {part_name} of table "
+                           f"{table['dbName']}.{table['tableName']} does not exist")
+    return rows[0][1]

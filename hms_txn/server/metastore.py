@@ -144,7 +144,7 @@ class Metastore:
         # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
         if not any(getattr(t, "is_compactor", False) for t in self._threads):
             from hms_txn.service.compactor import start_compactor
-            self.compactor = start_compactor(self)
+            self.compactor = start_compactor(self.config, self.units, self.txns)
             self._threads.append(self.compactor)
 
     def health(self) -> dict:
