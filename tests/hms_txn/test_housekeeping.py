@@ -61,7 +61,8 @@ def test_sweep_purges_old_events(hms_factory):
     client = hms.client()
     client.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h"))
     from hms_txn.service.housekeeping import Housekeeper
-    keeper = Housekeeper(hms.ms)
+    keeper = Housekeeper(hms.ms.config, hms.ms.units, hms.ms.txn_service,
+                         hms.ms.lock_service)
     assert keeper.run_once()["purged_events"] == 0
     time.sleep(2.1)
     assert keeper.run_once()["purged_events"] == 1
