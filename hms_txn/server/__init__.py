@@ -52,7 +52,8 @@ class MetastoreServer:
         self.idle_timeout = idle if idle > 0 else None
         # SASL (PLAIN, or DIGEST-MD5 with a delegation token) wraps every message in a
         # length-prefixed frame after the handshake.
-        self.sasl = (SaslServer(PasswordBook.from_config(config), ms.tokens)
+        self.sasl = (SaslServer(PasswordBook.from_config(config),
+                                ms.token_service.sasl_credential)
                      if config.sasl_required() else None)
         limits = {"string_length_limit": self.max_message, "container_length_limit": self.max_message}
         self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact

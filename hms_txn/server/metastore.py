@@ -17,9 +17,11 @@ from sqlalchemy import text
 
 from hms_txn.domain.catalog import Catalog
 from hms_txn.common.config import Config
+from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService
+from hms_txn.service.tokens import TokenService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
@@ -56,8 +58,7 @@ class Metastore:
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
-        from hms_txn.domain.delegation_tokens import DelegationTokens
-        self.tokens = DelegationTokens.from_config(self.store, config)
+        self.token_service = TokenService(self.units, DelegationTokens.from_config(config))
         self.observability = Observability()
         # Notification calls and the metadata cache (hms_txn.notifications / hms_txn.cache).
         from hms_txn.domain.cache import MetadataCache
@@ -83,18 +84,17 @@ class Metastore:
         from hms_txn.service.fb303 import ServiceCalls
         from hms_txn.service.handler import Handler
         from hms_txn.service.notifications import NotificationCalls
-        from hms_txn.service.tokens import TokenCalls
         legacy = []
         catalog_cls = CatalogCalls
         if self.upstream is not None:  # extension mode (docs/extension-mode.md)
             from hms_txn.service.forwarding import ForwardingCalls
             catalog_cls = ForwardingCalls
-        for cls in (ServiceCalls, catalog_cls, NotificationCalls, TokenCalls):
+        for cls in (ServiceCalls, catalog_cls, NotificationCalls):
             obj = cls.__new__(cls)
             obj.ms = self
             legacy.append(obj)
         services = [legacy[0], self.txn_service, self.lock_service, self.compaction_service,
-                    *legacy[1:]]
+                    *legacy[1:], self.token_service]
         fallback = legacy[1] if self.upstream is not None else None
         return Handler(services, fallback=fallback)
 

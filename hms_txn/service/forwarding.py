@@ -44,7 +44,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import _cached_table, _converted
 from hms_txn.service.notifications import NotificationCalls
 from hms_txn.service.fb303 import ServiceCalls
-from hms_txn.service.tokens import TokenCalls
+from hms_txn.service.tokens import TokenService
 from hms_txn.service.locks import CompactionService, LockService
 from hms_txn.service.transactions import TxnService
 from hms_txn.wire.codec import from_doc, to_doc
@@ -60,7 +60,7 @@ _OWNED_PATTERN = re.compile(
 
 def _owned() -> frozenset[str]:
     mine = {m for cls in (TxnService, LockService, CompactionService, NotificationCalls, ServiceCalls,
-                              TokenCalls) for m in vars(cls)
+                              TokenService) for m in vars(cls)
             if not m.startswith("_")}
     idl = {m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_")}
     return frozenset(mine | {m for m in idl if _OWNED_PATTERN.search(m)})
