@@ -81,7 +81,7 @@ class Metastore:
     def handler(self):
         """The Thrift handler over this metastore's services (``service.handler``)."""
         from hms_txn.service.catalog import CatalogCalls
-        from hms_txn.service.fb303 import ServiceCalls
+        from hms_txn.service.fb303 import Fb303Service
         from hms_txn.service.handler import Handler
         from hms_txn.service.notifications import NotificationCalls
         legacy = []
@@ -89,13 +89,15 @@ class Metastore:
         if self.upstream is not None:  # extension mode (docs/extension-mode.md)
             from hms_txn.service.forwarding import ForwardingCalls
             catalog_cls = ForwardingCalls
-        for cls in (ServiceCalls, catalog_cls, NotificationCalls):
+        for cls in (catalog_cls, NotificationCalls):
             obj = cls.__new__(cls)
             obj.ms = self
             legacy.append(obj)
-        services = [legacy[0], self.txn_service, self.lock_service, self.compaction_service,
-                    *legacy[1:], self.token_service]
-        fallback = legacy[1] if self.upstream is not None else None
+        fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
+                             self.db_uuid)
+        services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
+                    *legacy, self.token_service]
+        fallback = legacy[0] if self.upstream is not None else None
         return Handler(services, fallback=fallback)
 
     # Read paths the metadata cache answers from memory when it may (hms_txn.cache).

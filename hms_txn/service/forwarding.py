@@ -3,7 +3,7 @@
 ``make_processor`` uses this mixin instead of ``CatalogCalls`` when
 ``hms_txn.upstream.uris`` is set (docs/extension-mode.md). Transactions, write ids, locks,
 compaction, the notification log and fb303 stay ours (``TxnCalls``, ``NotificationCalls``,
-``ServiceCalls``); every other method of the IDL goes to the upstream:
+``Fb303Service``); every other method of the IDL goes to the upstream:
 
 * Generic forwarding (``__getattr__``): the call is sent as is and the upstream's answer
   or declared exception comes back unchanged. Newer structs sent to an older upstream lose
@@ -43,7 +43,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import _cached_table, _converted
 from hms_txn.service.notifications import NotificationCalls
-from hms_txn.service.fb303 import ServiceCalls
+from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.tokens import TokenService
 from hms_txn.service.locks import CompactionService, LockService
 from hms_txn.service.transactions import TxnService
@@ -59,7 +59,7 @@ _OWNED_PATTERN = re.compile(
 
 
 def _owned() -> frozenset[str]:
-    mine = {m for cls in (TxnService, LockService, CompactionService, NotificationCalls, ServiceCalls,
+    mine = {m for cls in (TxnService, LockService, CompactionService, NotificationCalls, Fb303Service,
                               TokenService) for m in vars(cls)
             if not m.startswith("_")}
     idl = {m for m in vars(ThriftHiveMetastore.Iface) if not m.startswith("_")}
