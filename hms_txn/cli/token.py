@@ -18,7 +18,8 @@ import sys
 
 from hms_txn.cli.connection import add_connection_args, client_for
 from hms_txn.wire.client import SaslPlain
-from hms_txn.domain.delegation_tokens import (DEFAULT_ALIAS, KIND, Token, read_credentials, write_credentials_file)
+from hms_txn.domain.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
+                                        write_credentials_file)
 
 EPILOG = """\
 Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's

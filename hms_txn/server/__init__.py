@@ -38,7 +38,7 @@ class MetastoreServer:
             # hms_txn.wire.event_loop); with PostgreSQL a thread per connection.
             event_loop=config["hms_txn.server.txn.loop"] and ms.store.is_sqlite,
             spin=config["hms_txn.server.txn.loop.spin"])
-        sasl = (SaslServer(PasswordBook.from_config(config), ms.tokens)
+        sasl = (SaslServer(PasswordBook.from_config(config), ms.token_service.sasl_credential)
                 if config.sasl_required() else None)
         handler = ms.handler()
         self.dispatcher = build_dispatcher(

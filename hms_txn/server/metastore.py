@@ -24,14 +24,17 @@ from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.service.catalog import CatalogService
+from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
 from hms_txn.common.config import Config
+from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService
+from hms_txn.service.tokens import TokenService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
@@ -71,8 +74,7 @@ class Metastore:
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
-        from hms_txn.domain.delegation_tokens import DelegationTokens
-        self.tokens = DelegationTokens.from_config(self.store, config)
+        self.token_service = TokenService(self.units, DelegationTokens.from_config(config))
         self.observability = Observability()
         # The metadata cache and the notification calls; in extension mode both read the
         # catalog from the upstream.
@@ -96,15 +98,10 @@ class Metastore:
 
     def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""
-        from hms_txn.service.fb303 import ServiceCalls
-        from hms_txn.service.tokens import TokenCalls
-        legacy = []
-        for cls in (ServiceCalls, TokenCalls):
-            obj = cls.__new__(cls)
-            obj.ms = self
-            legacy.append(obj)
-        services = [legacy[0], self.txn_service, self.lock_service, self.compaction_service,
-                    self.notification_service, legacy[1]]
+        fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
+                             self.db_uuid)
+        services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
+                    self.notification_service, self.token_service]
         if self.upstream is None:
             return Handler([*services, self.catalog_service])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
@@ -141,7 +138,7 @@ class Metastore:
         # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
         if not any(getattr(t, "is_compactor", False) for t in self._threads):
             from hms_txn.service.compactor import start_compactor
-            self.compactor = start_compactor(self)
+            self.compactor = start_compactor(self.config, self.units, self.txns)
             self._threads.append(self.compactor)
 
     def health(self) -> dict:

@@ -1,10 +1,12 @@
-"""fb303 and session calls: version, status, set_ugi, configuration lookups."""
+"""fb303 and session calls: version, status, counters, options, set_ugi, configuration
+lookups."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Callable, Protocol
 
+from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
 from hms_txn.wire.thrift_gen.fb303.ttypes import fb_status
 
@@ -14,8 +16,32 @@ log = logging.getLogger("hms_txn.handler")
 PROTOCOL_VERSION = "4.0.0"
 
 
-class ServiceCalls:
-    ms: Any
+class TailerControls(Protocol):
+    """The metadata cache's test hook: pausing its event tailer."""
+
+    pausable: bool      # hms_txn.cache.tailer.pausable
+
+    @property
+    def paused(self) -> bool: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class Fb303Service:
+    """fb303's ``FacebookService`` and the session calls of ``ThriftHiveMetastore``.
+
+    ``counters`` gives getCounters' values; ``tailer`` is the metadata cache's pause hook;
+    ``started_at`` (seconds since the epoch) and ``db_uuid`` are the server's."""
+
+    def __init__(self, config: Config, counters: Callable[[], dict[str, int]],
+                 tailer: TailerControls, started_at: float, db_uuid: str):
+        self.config = config
+        self.counters = counters
+        self.tailer = tailer
+        self.started_at = started_at
+        self.db_uuid = db_uuid
 
     def getName(self):
         return "hms-txn"
@@ -30,13 +56,13 @@ class ServiceCalls:
         return "hms-txn is serving"
 
     def aliveSince(self):
-        return int(self.ms.started_at)
+        return int(self.started_at)
 
     def getCounters(self):
-        return self.ms.counters()
+        return self.counters()
 
     def getCounter(self, key):
-        return self.ms.counters().get(key, 0)
+        return self.counters().get(key, 0)
 
     # fb303 options: only the metadata cache's test hook ("hms_txn.cache.tailer.paused"),
     # and only when hms_txn.cache.tailer.pausable=true.
@@ -45,16 +71,16 @@ class ServiceCalls:
     def setOption(self, key, value):
         if key != self._PAUSE_OPTION:
             raise InvalidInput(f"fb303 option {key} is not supported by hms-txn")
-        if not self.ms.cache.pausable:
+        if not self.tailer.pausable:
             raise InvalidInput(f"{key} can only be set with hms_txn.cache.tailer.pausable=true")
         if str(value).strip().lower() == "true":
-            self.ms.cache.pause()
+            self.tailer.pause()
         else:
-            self.ms.cache.resume()
+            self.tailer.resume()
 
     def getOption(self, key):
         if key == self._PAUSE_OPTION:
-            return "true" if self.ms.cache.paused else "false"
+            return "true" if self.tailer.paused else "false"
         return ""
 
     def getOptions(self):
@@ -72,7 +98,7 @@ class ServiceCalls:
         return [user_name or ""] + list(group_names or [])
 
     def getMetaConf(self, key):
-        value = self.ms.config.lookup_string(key)
+        value = self.config.lookup_string(key)
         if value is None:
             raise InvalidInput(f"{key} is not a metastore configuration key known to hms-txn")
         return value
@@ -81,11 +107,11 @@ class ServiceCalls:
         raise InvalidInput(f"{key} cannot be changed at run time on hms-txn")
 
     def get_config_value(self, name, defaultValue):
-        value = self.ms.config.lookup_string(name)
+        value = self.config.lookup_string(name)
         return defaultValue if value is None else value
 
     def flushCache(self):
         return None
 
     def get_metastore_db_uuid(self):
-        return self.ms.db_uuid
+        return self.db_uuid

@@ -3,7 +3,7 @@
 ``make_processor`` uses this mixin instead of ``CatalogCalls`` when
 ``hms_txn.upstream.uris`` is set (docs/extension-mode.md). Transactions, write ids, locks,
 compaction, the notification log and fb303 stay ours (``TxnCalls``, ``NotificationCalls``,
-``ServiceCalls``); every other method of the IDL goes to the upstream:
+``Fb303Service``); every other method of the IDL goes to the upstream:
 
 * Generic forwarding (``__getattr__``): the call is sent as is and the upstream's answer
   or declared exception comes back unchanged. Newer structs sent to an older upstream lose
@@ -51,7 +51,7 @@ log = logging.getLogger("hms_txn.handler")
 # by hms-txn" rather than reach the upstream's own, separate transaction system).
 _OWNED_PATTERN = re.compile(
     r"txn|transaction|write_?id|lock|compact|notification|listener_event|write_event|heartbeat|cleaner|"
-    r"worker|hadoop_jobid|^mark_|min_history|columns_with_stats", re.I)
+    r"cleanup|worker|hadoop_jobid|^mark_|min_history|columns_with_stats", re.I)
 
 
 def owned_methods(served: frozenset[str]) -> frozenset[str]:

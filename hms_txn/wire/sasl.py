@@ -19,8 +19,9 @@ framed transport, and the server wraps the socket in ``TFramedTransport``.
 
 Users come from the configuration (``hive.metastore.authentication.config.username`` /
 ``.password``) and/or a users file (``hms_txn.authentication.users.file``: one
-``user:password`` or ``user:sha256:<hex digest>`` per line, ``#`` comments). Delegation
-tokens come from ``hms_txn.delegation_tokens``. Kerberos (GSSAPI) is not supported.
+``user:password`` or ``user:sha256:<hex digest>`` per line, ``#`` comments). DIGEST-MD5
+credentials come from a look-up the server is given (``CredentialLookup``: the delegation
+token service's). Kerberos (GSSAPI) is not supported.
 """
 
 from __future__ import annotations
@@ -35,17 +36,37 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hms_txn.common.config import Config, ConfigError
-from hms_txn.domain.delegation_tokens import DIGEST_REALM, DelegationTokenError, DigestCredential
 
 START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
 _MAX_HANDSHAKE_PAYLOAD = 64 * 1024
 _HANDSHAKE_TIMEOUT = 30.0
 PLAIN, DIGEST_MD5 = "PLAIN", "DIGEST-MD5"
 MECHANISMS = (PLAIN, DIGEST_MD5)
+# The realm DIGEST-MD5 offers: Hive's SaslRpcServer.SASL_DEFAULT_REALM, which Hive's clients
+# answer with; the token secrets the look-up returns are hashed with it.
+DIGEST_REALM = "default"
 
 
 class AuthenticationFailed(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class DigestCredential:
+    """What the DIGEST-MD5 server needs for one user name (a delegation token)."""
+
+    user: str            # the authenticated identity: the token's owner
+    secret: bytes        # H(username:realm:password)
+    label: str           # for logs: "delegation token 7"
+
+
+class CredentialRefused(Exception):
+    """Raised by a ``CredentialLookup``: the user name names no usable credential. The
+    message says why; the client is told."""
+
+
+# A DIGEST-MD5 user name -> its credential, or CredentialRefused.
+CredentialLookup = Callable[[str], DigestCredential]
 
 
 class PasswordBook:
@@ -219,10 +240,10 @@ class DigestMD5Server:
     """One DIGEST-MD5 exchange (RFC 2831, initial authentication, qop=auth only).
 
     ``credentials(username)`` returns the ``DigestCredential`` for a user name or raises
-    AuthenticationFailed (or DelegationTokenError) with the reason."""
+    CredentialRefused (or AuthenticationFailed) with the reason."""
 
-    def __init__(self, credentials: Callable[[str], DigestCredential], *,
-                 realm: str = DIGEST_REALM, nonce: bytes | None = None):
+    def __init__(self, credentials: CredentialLookup, *, realm: str = DIGEST_REALM,
+                 nonce: bytes | None = None):
         self.credentials = credentials
         self.realm = realm.encode("utf-8")
         self.nonce = nonce or base64.b64encode(os.urandom(24))
@@ -271,8 +292,8 @@ class DigestMD5Server:
             raise AuthenticationFailed("DIGEST-MD5 user name is not UTF-8") from None
         try:
             cred = self.credentials(username)
-        except DelegationTokenError as err:
-            raise AuthenticationFailed(f"DIGEST-MD5: {err.message}") from None
+        except CredentialRefused as err:
+            raise AuthenticationFailed(f"DIGEST-MD5: {err}") from None
         authzid = d.get("authzid")
         if authzid and authzid.decode("utf-8", "replace") != cred.user:
             raise AuthenticationFailed(
@@ -293,12 +314,12 @@ class DigestMD5Server:
 class SaslServer:
     """Runs the handshake on a freshly accepted socket; returns who authenticated.
 
-    ``tokens`` answers DIGEST-MD5 look-ups (``hms_txn.delegation_tokens.DelegationTokens``
-    or anything with ``digest_credential(username)``); without it DIGEST-MD5 is refused."""
+    ``credentials`` answers DIGEST-MD5 look-ups (the delegation token service's
+    ``sasl_credential``); without it DIGEST-MD5 is refused."""
 
-    def __init__(self, book: PasswordBook, tokens=None):
+    def __init__(self, book: PasswordBook, credentials: CredentialLookup | None = None):
         self.book = book
-        self.tokens = tokens
+        self.credentials = credentials
 
     def handshake(self, sock: socket.socket) -> Authenticated:
         previous = sock.gettimeout()
@@ -313,7 +334,7 @@ class SaslServer:
                 if status != START:
                     raise AuthenticationFailed("the SASL handshake must begin with START")
                 name = mechanism.decode("ascii", "replace").strip().upper()
-                if name not in MECHANISMS or (name == DIGEST_MD5 and self.tokens is None):
+                if name not in MECHANISMS or (name == DIGEST_MD5 and self.credentials is None):
                     raise AuthenticationFailed(
                         f"SASL mechanism {name or '(none)'} is not supported: hms-txn accepts "
                         f"PLAIN (user and password) and DIGEST-MD5 (Hive delegation tokens); "
@@ -357,7 +378,8 @@ class SaslServer:
     def _digest(self, sock: socket.socket) -> Authenticated:
         # A non-empty initial response would be RFC 2831 "subsequent authentication",
         # which we do not support: as the RFC allows, answer with a fresh challenge.
-        mech = DigestMD5Server(self.tokens.digest_credential)
+        assert self.credentials is not None     # refused in handshake() otherwise
+        mech = DigestMD5Server(self.credentials)
         _send(sock, OK, mech.challenge())
         _status, response = self._expect_ok(sock)
         who, final = mech.respond(response)

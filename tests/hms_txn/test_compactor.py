@@ -436,7 +436,9 @@ def test_initiator_rules_failures_and_history(hms_factory):
                        "hive.compactor.history.retention.succeeded": "1"})
     ms = hms.ms
     e = Engine(hms.client())
-    init, worker, cleaner = Initiator(ms), Worker(ms), Cleaner(ms)
+    init, worker, cleaner = (Initiator(ms.config, ms.units, ms.txns),
+                             Worker(ms.config, ms.units, ms.txns),
+                             Cleaner(ms.config, ms.units, ms.txns))
     # too many aborted transactions (table override) -> MAJOR
     e.create("ab", params={"compactorthreshold.hive.compactor.abortedtxn.threshold": "2"})
     e.insert("ab", rows([1]))
@@ -499,7 +501,9 @@ def test_a_partition_with_escaped_characters_is_compacted_in_its_own_directory(h
     hms = hms_factory({})
     ms = hms.ms
     e = Engine(hms.client())
-    init, worker, cleaner = Initiator(ms), Worker(ms), Cleaner(ms)
+    init, worker, cleaner = (Initiator(ms.config, ms.units, ms.txns),
+                             Worker(ms.config, ms.units, ms.txns),
+                             Cleaner(ms.config, ms.units, ms.txns))
     loc = e.create("esc", params={"compactorthreshold.hive.compactor.delta.num.threshold": "1"},
                    keys=(("ds", "string"),))
     e.c.add_partition(T.Partition(dbName="default", tableName="esc",

@@ -18,7 +18,12 @@ from puresasl.client import SASLClient
 from hms_txn.wire import sasl as auth
 from hms_txn.wire.sasl import (COMPLETE, OK, START, AuthenticationFailed, DigestMD5Server, PasswordBook, SaslServer, digest_response_value, parse_directives)
 from hms_txn.cli import main as cli_main
-from hms_txn.domain.delegation_tokens import (KIND, DelegationTokenError, DelegationTokens, InvalidToken, Token, TokenIdentifier, WritableReader, credentials_bytes, digest_secret, read_credentials, write_credentials_file, write_vlong)
+from hms_txn.domain.delegation_tokens import DelegationTokenError, DelegationTokens, InvalidToken
+from hms_txn.domain.token_codec import (KIND, Token, TokenIdentifier, WritableReader,
+                                        credentials_bytes, digest_secret, read_credentials,
+                                        write_credentials_file, write_vlong)
+from hms_txn.service.tokens import TokenService
+from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from tests.support.requirements import require
 
@@ -174,10 +179,11 @@ class Clock:
 
 @pytest.fixture
 def tokens(token_store):
-    return DelegationTokens(token_store, renew_interval=3600, max_lifetime=4 * 3600, clock=Clock())
+    return TokenService(UnitOfWork(token_store), DelegationTokens(
+        renew_interval=3600, max_lifetime=4 * 3600, clock=Clock()))
 
 
-def _issue(tokens: DelegationTokens, owner="alice", renewer="alice") -> Token:
+def _issue(tokens: TokenService, owner="alice", renewer="alice") -> Token:
     return Token.decode_url_string(tokens.issue(owner, renewer, user=owner, mechanism="PLAIN"))
 
 
@@ -245,7 +251,7 @@ def _puresasl_steps(token: Token, *, password: str | None = None, host: str = "d
 
 def test_digest_md5_with_puresasl_client(tokens):
     token = _issue(tokens)
-    server = SaslServer(PasswordBook({"alice": "pw"}), tokens)
+    server = SaslServer(PasswordBook({"alice": "pw"}), tokens.sasl_credential)
     steps, state = _puresasl_steps(token)
     who, sent = _handshake(server, steps)
     assert not isinstance(who, Exception), who
@@ -266,7 +272,7 @@ def _refused(server, steps) -> str:
 
 
 def test_digest_md5_refusals(tokens):
-    server = SaslServer(PasswordBook({"alice": "pw"}), tokens)
+    server = SaslServer(PasswordBook({"alice": "pw"}), tokens.sasl_credential)
     token = _issue(tokens)
 
     steps, _ = _puresasl_steps(token, password="d3JvbmcK")
@@ -281,7 +287,7 @@ def test_digest_md5_refusals(tokens):
     steps, _ = _puresasl_steps(other)
     assert "is not known" in _refused(server, steps)
 
-    tokens.clock.now += 3601  # past the renew interval
+    tokens.tokens.clock.now += 3601  # past the renew interval
     steps, _ = _puresasl_steps(token)
     assert "has expired" in _refused(server, steps)
 
@@ -298,7 +304,7 @@ def _crafted(server, response_of) -> str:
 
 
 def test_digest_md5_protocol_violations(tokens):
-    server = SaslServer(PasswordBook({"alice": "pw"}), tokens)
+    server = SaslServer(PasswordBook({"alice": "pw"}), tokens.sasl_credential)
     token = _issue(tokens)
     user = token.sasl_username
 
@@ -332,7 +338,7 @@ def test_digest_md5_protocol_violations(tokens):
 
 
 def test_other_mechanisms_are_refused(tokens):
-    server = SaslServer(PasswordBook({"alice": "pw"}), tokens)
+    server = SaslServer(PasswordBook({"alice": "pw"}), tokens.sasl_credential)
 
     def gssapi(send, recv):
         send(START, b"GSSAPI")
@@ -360,7 +366,8 @@ def backend_tokens(backend, request, tmp_path):
         url = f"sqlite:///{tmp_path}/store.sqlite"
     store = Store(url)
     ensure_schema(store)
-    yield DelegationTokens(store, renew_interval=3600, max_lifetime=2 * 3600 + 60, clock=Clock())
+    yield TokenService(UnitOfWork(store), DelegationTokens(
+        renew_interval=3600, max_lifetime=2 * 3600 + 60, clock=Clock()))
     store.dispose()
 
 
@@ -400,13 +407,13 @@ def test_renew_and_cancel_rules(backend_tokens):
     with pytest.raises(InvalidToken, match="not a Hive delegation token string"):
         t.renew("garbage!", user="bob", mechanism="PLAIN")
 
-    t.clock.now += 3000
+    t.tokens.clock.now += 3000
     assert t.renew(text, user="bob", mechanism="PLAIN") == issued + (3000 + 3600) * 1000
-    t.clock.now += 3000   # would have expired without the renewal
+    t.tokens.clock.now += 3000   # would have expired without the renewal
     t.digest_credential(token.sasl_username)
     # never past the max date
     assert t.renew(text, user="bob", mechanism="DIGEST-MD5") == issued + (2 * 3600 + 60) * 1000
-    t.clock.now += 3600
+    t.tokens.clock.now += 3600
     with pytest.raises(InvalidToken, match="has expired"):
         t.digest_credential(token.sasl_username)
     with pytest.raises(InvalidToken, match="has expired"):
@@ -454,7 +461,7 @@ def test_cli_obtains_renews_and_cancels(hms_factory, tmp_path, capsys):
     [(alias, token)] = read_credentials(open(out, "rb").read())
     assert (alias, token.kind, token.service) == ("hms1", KIND, "hms1")
     seq = token.decode_identifier().sequence_number
-    server.ms.tokens.digest_credential(token.sasl_username)  # the server knows it
+    server.ms.token_service.digest_credential(token.sasl_username)  # the server knows it
 
     assert cli_main(["renew-delegation-token", *base, "--token-file", out]) == 0
     assert f"delegation token {seq} of alice: renewed until" in capsys.readouterr().out

@@ -182,7 +182,7 @@ def test_overwrite_base_and_compaction(acid_spark, acid_hms, tname, ms):
     # major compaction (the server's own worker): base_N_vT with the live rows only
     db, name = tname.split(".")
     assert ms.compact2(T.CompactionRequest(dbname=db, tablename=name, type=2)).accepted
-    assert Worker(acid_hms.ms).run_once()
+    assert Worker(acid_hms.ms.config, acid_hms.ms.units, acid_hms.ms.txns).run_once()
     info = M.table_info(ms, tname)
     assert any(d.startswith("base_") and "_v" in d for d in os.listdir(info.location))
     assert check_all_paths(acid_spark, ms, tname) == expected
@@ -319,8 +319,8 @@ def test_snapshot_is_stable_and_lock_held_for_the_block(acid_spark, acid_hms, tn
         # a major compaction commits meanwhile: its Cleaner must wait for this lock
         db, name = tname.split(".")
         assert ms.compact2(T.CompactionRequest(dbname=db, tablename=name, type=2)).accepted
-        assert Worker(acid_hms.ms).run_once()
-        cleaner = Cleaner(acid_hms.ms)
+        assert Worker(acid_hms.ms.config, acid_hms.ms.units, acid_hms.ms.txns).run_once()
+        cleaner = Cleaner(acid_hms.ms.config, acid_hms.ms.units, acid_hms.ms.txns)
         waiting = cleaner.run_once()["waiting"]
         assert any("lock" in w for w in waiting.values()), waiting
         time.sleep(ACID_TXN_TIMEOUT_S + 2)      # heartbeated: not timed out

@@ -5,16 +5,20 @@ Which of them run in a server is configured with Hive's keys:
 ``hive.compactor.cleaner.on`` (all off by default, as in Hive). Several servers may share one
 database: requests are claimed under a row lock, so each runs on one worker only. The file
 work is done by ``orc_acid.compact``; the state lives in the compaction queue
-(``hms_txn.compaction``) and is moved by ``bookkeeping``.
+(``hms_txn.domain.compaction_queue``) and is moved by ``hms_txn.domain.compaction_bookkeeping``,
+each change in a unit of work of its own (``hms_txn.service.units``).
 """
 
 from __future__ import annotations
 
 import logging
 
+from hms_txn.common.config import Config
+from hms_txn.domain.txn import TxnManager
 from hms_txn.service.compactor.cleaner import Cleaner
 from hms_txn.service.compactor.initiator import Initiator
 from hms_txn.service.compactor.worker import Worker
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +30,13 @@ class Compactor:
 
     is_compactor = True
 
-    def __init__(self, ms):
-        cfg = ms.config
-        self.initiator = Initiator(ms) if cfg["hive.compactor.initiator.on"] else None
-        self.workers = [Worker(ms, i) for i in range(cfg["hive.compactor.worker.threads"])]
-        self.cleaner = Cleaner(ms) if cfg["hive.compactor.cleaner.on"] else None
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+        self.initiator = (Initiator(config, units, txns) if config["hive.compactor.initiator.on"]
+                          else None)
+        self.workers = [Worker(config, units, txns, i)
+                        for i in range(config["hive.compactor.worker.threads"])]
+        self.cleaner = (Cleaner(config, units, txns) if config["hive.compactor.cleaner.on"]
+                        else None)
 
     @property
     def loops(self):
@@ -53,11 +59,11 @@ class Compactor:
 
     def stop(self) -> None:
         for loop in self.loops:
-            loop._stop.set()
-            loop._wake.set()
+            loop.request_stop()
         for loop in self.loops:
             loop.stop()
 
 
-def start_compactor(ms) -> Compactor:
-    return Compactor(ms).start()
+def start_compactor(config: Config, units: UnitOfWork, txns: TxnManager) -> Compactor:
+    """The compactor roles ``config`` turns on, started."""
+    return Compactor(config, units, txns).start()

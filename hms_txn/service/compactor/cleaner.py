@@ -11,7 +11,7 @@ first:
   directories -- deltas of aborted write ids and ``_vT`` output of aborted compactions -- plus
   staging directories of compaction transactions that are no longer open;
 * then record the request as succeeded and purge the bookkeeping those files kept alive
-  (``bookkeeping.mark_cleaned``).
+  (``compaction_bookkeeping.mark_cleaned``).
 """
 
 from __future__ import annotations
@@ -22,18 +22,22 @@ import shutil
 
 from orc_acid.compact import cleanable
 
+from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject
+from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain.txn import TxnManager
 from hms_txn.domain.txn_records import TxnState
-from hms_txn.service.compactor import bookkeeping as bk
-from hms_txn.service.compactor.common import (Loop, current_txn_list, object_location, table_write_ids)
+from hms_txn.service.compactor.common import Loop, object_location, snapshot
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
 
 class Cleaner:
-    def __init__(self, ms):
-        self.ms = ms
-        self.config = ms.config
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+        self.config = config
+        self.units = units
+        self.txns = txns
         self.removed: list[str] = []        # absolute paths removed (tests, logs)
         self.loop = Loop("hms-compactor-cleaner", self.run_once,
                          lambda: self.config["hive.compactor.cleaner.run.interval"])
@@ -43,8 +47,8 @@ class Cleaner:
 
     def run_once(self) -> dict:
         done = {"cleaned": [], "waiting": {}}
-        for e in bk.ready_for_cleaning(self.ms.store):
-            blocker = bk.cleaning_blocker(self.ms.store, e)
+        for e in self.units.read(bk.ready_for_cleaning):
+            blocker = self.units.read(lambda conn: bk.cleaning_blocker(conn, e))
             if blocker:
                 log.debug("compaction %d of %s: cleaning waits for %s", e.id, e.name, blocker)
                 done["waiting"][e.id] = blocker
@@ -58,18 +62,19 @@ class Cleaner:
         return done
 
     def clean(self, e: bk.Entry) -> list[str]:
-        bk.mark_cleaner_start(self.ms.store, e.id)
+        units = self.units
+        units.write(lambda conn: bk.mark_cleaner_start(conn, e.id))
         removed: list[str] = []
         try:
-            _, location = object_location(self.ms, e.db, e.table, e.partition)
+            _, location = object_location(units, e.db, e.table, e.partition)
         except NoSuchObject:
             location = None     # dropped meanwhile: nothing left to delete
         if location is not None and os.path.isdir(location):
-            txn_list = current_txn_list(self.ms)
-            wids = table_write_ids(self.ms, e.db, e.table, txn_list)
+            txn_list, wids = snapshot(units, self.txns, e.db, e.table)
 
             def finished(txn_id: int) -> bool:
-                return self.ms.txns.txn_state(txn_id) != TxnState.OPEN
+                info = units.read(lambda conn: self.txns.get_txn(conn, txn_id))
+                return info is None or info.state != TxnState.OPEN
 
             for name in cleanable(location, int(e.highest_write_id or 0), wids, txn_list,
                                   txn_finished=finished):
@@ -82,7 +87,7 @@ class Cleaner:
                 except FileNotFoundError:
                     continue    # another cleaner got there first
                 removed.append(path)
-        info = bk.mark_cleaned(self.ms.store, e, bk.retention_of(self.config))
+        info = units.write(lambda conn: bk.mark_cleaned(conn, e, bk.retention_of(self.config)))
         self.removed.extend(removed)
         log.info("compaction %d of %s cleaned: removed %d entries %s; purged %s", e.id, e.name,
                  len(removed), [os.path.basename(p) for p in removed][:20],

@@ -8,10 +8,17 @@ import socket
 import threading
 from typing import Callable
 
+from sqlalchemy.engine import Connection
+
 from orc_acid.layout import location_path
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
+from hms_txn.domain import catalog, writeids
+from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain.catalog import is_external, is_transactional
+from hms_txn.domain.compaction_queue import READY_FOR_CLEANING
+from hms_txn.domain.txn import TxnManager
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -59,27 +66,46 @@ def threshold(table: dict, config, key: str, cast: Callable = float):
     return config[key]
 
 
-def object_location(ms, db: str, tbl: str, part: str | None) -> tuple[dict, str | None]:
+def object_location(units: UnitOfWork, db: str, tbl: str,
+                    part: str | None) -> tuple[dict, str | None]:
     """(table doc, local directory of the table or partition); raises NoSuchObject."""
-    table = ms.catalog.get_table(db, tbl)
-    if part is None:
-        loc = (table.get("sd") or {}).get("location")
-    else:
-        p = ms.catalog.get_partition_by_name(db, tbl, part)
-        loc = (p.get("sd") or {}).get("location")
-    return table, location_path(loc)
+    def read(conn: Connection) -> tuple[dict, str | None]:
+        table = catalog.get_table(conn, db, tbl)
+        if part is None:
+            loc = (table.get("sd") or {}).get("location")
+        else:
+            p = catalog.get_partition_by_name(conn, db, tbl, part)
+            loc = (p.get("sd") or {}).get("location")
+        return table, location_path(loc)
+
+    return units.read(read)
 
 
-def current_txn_list(ms) -> ValidTxnList:
-    """A fresh reader snapshot (ValidTxnList), as a client builds it from get_open_txns."""
-    ot = ms.txns.get_open_txns()
-    return ValidTxnList(ot.hwm, open_ids=[t for t in ot.txn_ids if t not in ot.aborted],
-                        aborted_ids=sorted(ot.aborted))
+def snapshot(units: UnitOfWork, txns: TxnManager, db: str,
+             tbl: str) -> tuple[ValidTxnList, ValidWriteIdList]:
+    """A fresh reader snapshot, as a client builds it from get_open_txns, and the table's
+    write ids under it (get_valid_write_ids)."""
+    def read(conn: Connection) -> tuple[ValidTxnList, ValidWriteIdList]:
+        ot = txns.get_open_txns(conn)
+        txn_list = ValidTxnList(ot.hwm, open_ids=[t for t in ot.txn_ids if t not in ot.aborted],
+                                aborted_ids=sorted(ot.aborted))
+        wids = writeids.get_valid_write_ids(conn, [f"{db}.{tbl}"], str(txn_list))[0]
+        return txn_list, wids.to_valid_write_id_list()
+
+    return units.read(read)
 
 
-def table_write_ids(ms, db: str, tbl: str, txn_list: ValidTxnList) -> ValidWriteIdList:
-    return ms.writeids.get_valid_write_ids([f"{db}.{tbl}"], str(txn_list))[0] \
-        .to_valid_write_id_list()
+def revoke_timed_out(units: UnitOfWork, timeout_s: float) -> list[tuple[int, str]]:
+    """``compaction_bookkeeping.revoke_timed_out`` for requests working for longer than
+    ``timeout_s``; only a read unless one did."""
+    cutoff = bk.worker_cutoff_ms(timeout_s)
+    if not units.read(lambda conn: bk.any_timed_out(conn, cutoff)):
+        return []
+    done = units.write(lambda conn: bk.revoke_timed_out(conn, cutoff))
+    for entry_id, state in done:
+        log.warning("compaction %d: worker timed out after %.0fs; now %s", entry_id, timeout_s,
+                    "ready for cleaning" if state == READY_FOR_CLEANING else "re-queued")
+    return done
 
 
 class Loop:
@@ -111,9 +137,13 @@ class Loop:
     def wake(self) -> None:
         self._wake.set()
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the thread to stop after its current run, without waiting for it."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 

@@ -37,10 +37,16 @@ from orc_acid.compact import compactor_write_ids, dir_size
 from orc_acid.snapshot import get_acid_state
 
 from hms_txn import __version__
-from hms_txn.domain.compaction_queue import ATTEMPTED, CompactionType
+from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.service.compactor import bookkeeping as bk
-from hms_txn.service.compactor.common import (HOSTNAME, Loop, current_txn_list, is_acid_table, is_insert_only, no_auto_compaction, object_location, table_write_ids, threshold)
+from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain import compaction_queue
+from hms_txn.domain.compaction_queue import ATTEMPTED, CompactionType
+from hms_txn.domain.txn import TxnManager
+from hms_txn.service.compactor.common import (HOSTNAME, Loop, is_acid_table, is_insert_only,
+                                              no_auto_compaction, object_location,
+                                              revoke_timed_out, snapshot, threshold)
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +54,10 @@ _SLACK_MS = 60_000      # re-scan writes this far before the previous check (clo
 
 
 class Initiator:
-    def __init__(self, ms):
-        self.ms = ms
-        self.config = ms.config
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+        self.config = config
+        self.units = units
+        self.txns = txns
         self.initiator_id = f"{HOSTNAME}-{os.getpid()}-initiator"
         self._prev_start_ms: int | None = None
         self._recheck: set = set()
@@ -66,25 +73,27 @@ class Initiator:
     def run_once(self) -> dict:
         cfg = self.config
         done = {"requested": [], "skipped": {}, "revoked": []}
-        done["revoked"] = bk.revoke_timed_out(self.ms.store, cfg["hive.compactor.worker.timeout"])
+        units = self.units
+        done["revoked"] = revoke_timed_out(units, cfg["hive.compactor.worker.timeout"])
         started = int(time.time() * 1000)
         since = 0 if self._prev_start_ms is None else self._prev_start_ms - _SLACK_MS
         self._prev_start_ms = started
-        aborted = bk.aborted_counts(self.ms.store)
-        candidates = bk.written_since(self.ms.store, since) | self._recheck
+        aborted = units.read(bk.aborted_counts)
+        candidates = units.read(lambda conn: bk.written_since(conn, since)) | self._recheck
         self._recheck = set()
         global_aborted = cfg["hive.compactor.abortedtxn.threshold"]
         candidates |= {k for k, n in aborted.items() if n > global_aborted}
-        active = bk.active_objects(self.ms.store)
+        active = units.read(bk.active_objects)
         for obj in sorted(candidates, key=lambda o: (o[0], o[1], o[2] or "")):
             try:
                 outcome = self._check(obj, active, aborted.get(obj, 0))
             except Exception as err:  # noqa: BLE001 - record and go on with the others
                 log.exception("compaction check of %s failed", _name(obj))
-                bk.record_history(self.ms.store, *obj, int(CompactionType.MAJOR), ATTEMPTED,
-                                  f"initiator check failed: {err}",
-                                  initiator_id=self.initiator_id, initiator_version=__version__,
-                                  retention=bk.retention_of(cfg))
+                message = f"initiator check failed: {err}"
+                units.write(lambda conn: bk.record_history(
+                    conn, *obj, int(CompactionType.MAJOR), ATTEMPTED, message,
+                    initiator_id=self.initiator_id, initiator_version=__version__,
+                    retention=bk.retention_of(cfg)))
                 outcome = "check failed"
             if isinstance(outcome, tuple):
                 done["requested"].append((obj, outcome[0], outcome[1]))
@@ -92,15 +101,15 @@ class Initiator:
                 done["skipped"][obj] = outcome
         if time.monotonic() - self._last_reap >= cfg["hive.compactor.history.reaper.interval"]:
             self._last_reap = time.monotonic()
-            bk.purge_history(self.ms.store, bk.retention_of(cfg))
-            bk.purge_empty_aborted_txns(self.ms.store)
+            units.write(lambda conn: bk.purge_history(conn, bk.retention_of(cfg)))
+            units.write(bk.purge_empty_aborted_txns)
         return done
 
     def _check(self, obj, active, n_aborted):
         db, tbl, part = obj
         cfg = self.config
         try:
-            table, location = object_location(self.ms, db, tbl, part)
+            table, location = object_location(self.units, db, tbl, part)
         except NoSuchObject:
             return "dropped"
         if not is_acid_table(table):
@@ -114,7 +123,7 @@ class Initiator:
             self._recheck.add(obj)
             return "already queued or running"
         limit = cfg["hive.compactor.initiator.failed.compacts.threshold"]
-        if bk.consecutive_failures(self.ms.store, db, tbl, part) >= limit:
+        if self.units.read(lambda conn: bk.consecutive_failures(conn, db, tbl, part)) >= limit:
             log.warning("not compacting %s automatically: its last %d compactions failed",
                         _name(obj), limit)
             return "too many failures"
@@ -125,9 +134,9 @@ class Initiator:
         ctype, why = self.determine_type(table, location, db, tbl, n_aborted)
         if ctype is None:
             return why
-        res = self.ms.compaction.compact(
-            db, tbl, part, int(ctype), run_as=table.get("owner"), initiator_id=self.initiator_id,
-            initiator_version=__version__)
+        res = self.units.write(lambda conn: compaction_queue.compact(
+            conn, db, tbl, part, int(ctype), run_as=table.get("owner"),
+            initiator_id=self.initiator_id, initiator_version=__version__))
         if res.accepted:
             log.info("requested %s compaction %d of %s: %s", ctype.name, res.id, _name(obj), why)
         return (ctype, why)
@@ -139,8 +148,8 @@ class Initiator:
             return CompactionType.MAJOR, f"{n_aborted} aborted transactions > {aborted_limit}"
         if not os.path.isdir(location):
             return None, "no directory"
-        txn_list = current_txn_list(self.ms)
-        wids = compactor_write_ids(table_write_ids(self.ms, db, tbl, txn_list))
+        txn_list, table_wids = snapshot(self.units, self.txns, db, tbl)
+        wids = compactor_write_ids(table_wids)
         snap = get_acid_state(location, wids, txn_list)
         base_size = dir_size(os.path.join(location, snap.base.path)) if snap.base else 0
         base_size += sum(os.path.getsize(os.path.join(location, f)) for f in snap.original_files)

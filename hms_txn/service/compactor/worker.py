@@ -20,9 +20,9 @@ Failures abort C (its output stays invisible and is removed by a later cleaning)
 the request to the history as failed. A request with nothing worth compacting is refused.
 A worker that dies mid-job leaves C open and the request working: after
 ``hive.compactor.worker.timeout`` the request is re-queued and C aborted
-(``bookkeeping.revoke_timed_out``), and if the dead worker's C did commit, the request goes
-on to cleaning instead. A worker whose request was revoked meanwhile finds out before
-committing (and its commit would fail anyway, C being aborted).
+(``compaction_bookkeeping.revoke_timed_out``), and if the dead worker's C did commit, the
+request goes on to cleaning instead. A worker whose request was revoked meanwhile finds out
+before committing (and its commit would fail anyway, C being aborted).
 """
 
 from __future__ import annotations
@@ -35,11 +35,17 @@ from orc_acid.compact import (MAJOR, MINOR, compactor_write_ids, discard_staged,
                               publish_compaction, stage_compaction)
 
 from hms_txn import __version__
+from hms_txn.common.config import Config
+from hms_txn.common.errors import MetastoreError, NoSuchObject, TxnAborted
+from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain import txn_commit
 from hms_txn.domain.compaction_queue import FAILED, REFUSED, CompactionType
-from hms_txn.common.errors import MetastoreError, NoSuchObject
-from hms_txn.domain.txn_records import TxnType
-from hms_txn.service.compactor import bookkeeping as bk
-from hms_txn.service.compactor.common import (HOSTNAME, Loop, current_txn_list, is_acid_table, is_insert_only, object_location, table_write_ids, worker_id)
+from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in
+from hms_txn.service.compactor.common import (HOSTNAME, Loop, is_acid_table, is_insert_only,
+                                              object_location, revoke_timed_out, snapshot,
+                                              worker_id)
+from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +55,11 @@ class _Refused(Exception):
 
 
 class _Heartbeater:
-    def __init__(self, ms, txn_id: int):
-        self.ms = ms
+    def __init__(self, config: Config, units: UnitOfWork, txn_id: int):
+        self.units = units
         self.txn_id = txn_id
         self._stop = threading.Event()
-        interval = max(0.05, float(ms.config["hive.txn.timeout"]) / 3)
+        interval = max(0.05, float(config["hive.txn.timeout"]) / 3)
         self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True,
                                         name=f"hms-compactor-heartbeat-{txn_id}")
         self._thread.start()
@@ -61,7 +67,7 @@ class _Heartbeater:
     def _run(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                self.ms.txns.heartbeat(txn_id=self.txn_id)
+                self.units.write(lambda conn: heartbeat_txn_in(conn, self.txn_id))
             except MetastoreError as err:  # aborted (revoked) or gone: stop quietly
                 log.warning("compaction txnid:%d heartbeat failed: %s", self.txn_id, err)
                 return
@@ -74,9 +80,10 @@ class _Heartbeater:
 
 
 class Worker:
-    def __init__(self, ms, n: int = 0):
-        self.ms = ms
-        self.config = ms.config
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, n: int = 0):
+        self.config = config
+        self.units = units
+        self.txns = txns
         self.worker_id = worker_id(n)
         self.jobs = 0
         self.loop = Loop(f"hms-compactor-worker-{n}", self.run_once,
@@ -87,8 +94,10 @@ class Worker:
 
     def run_once(self) -> bool:
         """Do one request if there is one; returns whether there was."""
-        bk.revoke_timed_out(self.ms.store, self.config["hive.compactor.worker.timeout"])
-        e = bk.claim_next(self.ms.store, self.worker_id, __version__)
+        revoke_timed_out(self.units, self.config["hive.compactor.worker.timeout"])
+        if not self.units.read(bk.any_initiated):     # idle polls stay read-only
+            return False
+        e = self.units.write(lambda conn: bk.claim_next(conn, self.worker_id, __version__))
         if e is None:
             return False
         log.info("compaction %d of %s (%s) started by %s", e.id, e.name,
@@ -99,14 +108,14 @@ class Worker:
 
     def compact(self, e: bk.Entry) -> str:
         """Run one claimed request; returns the outcome word (for tests and logs)."""
-        store = self.ms.store
+        units = self.units
         retention = bk.retention_of(self.config)
         txn_id = None
         staged = None
         beat = None
         try:
             try:
-                table, location = object_location(self.ms, e.db, e.table, e.partition)
+                table, location = object_location(units, e.db, e.table, e.partition)
             except NoSuchObject as err:
                 raise _Refused(f"{err}") from None
             if not is_acid_table(table):
@@ -117,15 +126,16 @@ class Worker:
                 raise _Refused("the location is not on the local file system")
             if e.ctype not in (CompactionType.MINOR, CompactionType.MAJOR):
                 raise _Refused(f"{CompactionType(e.ctype).name} compaction is not supported")
-            txn_id = self.ms.txns.open_txns(
-                1, e.run_as or "hive", HOSTNAME, agent_info=self.worker_id,
-                txn_type=TxnType.COMPACTION)[0]
-            if not bk.set_worker_progress(store, e.id, self.worker_id, txn_id=txn_id):
+            txn_id = units.write(lambda conn: self.txns.open_txns(
+                conn, 1, e.run_as or "hive", HOSTNAME, agent_info=self.worker_id,
+                txn_type=TxnType.COMPACTION)).txn_ids[0]
+            if not units.write(lambda conn: bk.set_worker_progress(
+                    conn, e.id, self.worker_id, txn_id=txn_id)):
                 self._abort(txn_id)
                 return "revoked"
-            beat = _Heartbeater(self.ms, txn_id)
-            txn_list = current_txn_list(self.ms)
-            wids = compactor_write_ids(table_write_ids(self.ms, e.db, e.table, txn_list))
+            beat = _Heartbeater(self.config, units, txn_id)
+            txn_list, table_wids = snapshot(units, self.txns, e.db, e.table)
+            wids = compactor_write_ids(table_wids)
             kind = MAJOR if e.ctype == CompactionType.MAJOR else MINOR
             plan = plan_compaction(location, kind, wids, visibility_txn_id=txn_id,
                                    valid_txns=txn_list, already_compactor_list=True)
@@ -134,9 +144,9 @@ class Worker:
                 txn_id = None
                 raise _Refused(f"nothing to compact ({kind}) in {location} below write id "
                                f"{wids.high_watermark}")
-            bk.set_worker_progress(store, e.id, self.worker_id,
-                                   highest_write_id=plan.max_write_id,
-                                   hadoop_job_id=f"{HOSTNAME}-compactor-{e.name}"[:128])
+            units.write(lambda conn: bk.set_worker_progress(
+                conn, e.id, self.worker_id, highest_write_id=plan.max_write_id,
+                hadoop_job_id=f"{HOSTNAME}-compactor-{e.name}"[:128]))
             staged = stage_compaction(plan)
             if self.loop.stopping:
                 raise _Shutdown()
@@ -145,15 +155,18 @@ class Worker:
             if pause > 0:
                 log.warning("compaction %d: test pause of %.1fs before commit", e.id, pause)
                 time.sleep(pause)
-            if not bk.still_mine(store, e.id, self.worker_id):
+            if not units.read(lambda conn: bk.still_mine(conn, e.id, self.worker_id)):
                 log.warning("compaction %d was revoked from %s; dropping its output", e.id,
                             self.worker_id)
                 self._abort(txn_id)
                 discard_staged(staged)
                 return "revoked"
-            self.ms.txns.commit_txn(txn_id)
+            committed = units.write(lambda conn: txn_commit.commit_txn(conn, txn_id))
+            if committed.conflict is not None:
+                raise TxnAborted(committed.conflict)    # the abort itself is committed
             txn_id = None
-            if not bk.mark_ready_for_cleaning(store, e.id, self.worker_id):
+            if not units.write(lambda conn: bk.mark_ready_for_cleaning(conn, e.id,
+                                                                        self.worker_id)):
                 log.warning("compaction %d committed but was revoked meanwhile", e.id)
             log.info("compaction %d of %s done: %s (%d rows, %d deletes, %d files, %.2fs)",
                      e.id, e.name, ", ".join(plan.outputs), staged.rows, staged.deletes,
@@ -163,21 +176,23 @@ class Worker:
             self._abort(txn_id)
             if staged is not None:
                 discard_staged(staged)
-            bk.requeue(store, e.id, self.worker_id)
+            units.write(lambda conn: bk.requeue(conn, e.id, self.worker_id))
             return "requeued"
         except _Refused as why:
             self._abort(txn_id)
             log.info("compaction %d of %s refused: %s", e.id, e.name, why)
-            bk.finish(store, e.id, REFUSED, str(why), worker_id=self.worker_id,
-                      retention=retention)
+            message = str(why)
+            units.write(lambda conn: bk.finish(conn, e.id, REFUSED, message,
+                                               worker_id=self.worker_id, retention=retention))
             return "refused"
         except Exception as err:  # noqa: BLE001 - any failure fails this request only
             log.exception("compaction %d of %s failed", e.id, e.name)
             self._abort(txn_id)
             if staged is not None:
                 discard_staged(staged)
-            bk.finish(store, e.id, FAILED, f"{type(err).__name__}: {err}",
-                      worker_id=self.worker_id, retention=retention)
+            message = f"{type(err).__name__}: {err}"
+            units.write(lambda conn: bk.finish(conn, e.id, FAILED, message,
+                                               worker_id=self.worker_id, retention=retention))
             return "failed"
         finally:
             if beat is not None:
@@ -187,7 +202,7 @@ class Worker:
         if not txn_id:
             return
         try:
-            self.ms.txns.abort_txn(txn_id)
+            self.units.write(lambda conn: self.txns.abort_txn(conn, txn_id))
         except Exception as err:  # already aborted / committed: nothing to do
             log.info("abort of compaction txnid:%d: %s", txn_id, err)
 
