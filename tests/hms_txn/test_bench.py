@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from hms_bench import runner
+from hms_bench import results, runner
 from hms_bench.cli import WORKLOAD_NAMES
 from hms_bench.workloads import ALL
 
@@ -74,9 +74,9 @@ def test_ratios_and_targets_from_cells():
     cells = [cell("open_commit", "java-derby", 1, 60, 16.0), cell("open_commit", "hms-sqlite", 1, 1500, 0.6),
              cell("get_table", "java-derby", 1, 1000, 1.0), cell("get_table", "hms-sqlite", 1, 6000, 0.1),
              cell("get_table", "hms-sqlite-nocache", 1, 1500, 0.5)]
-    runner.ratios(cells)
+    results.ratios(cells)
     assert cells[1]["vs_java"]["throughput"] == pytest.approx(25.0)
-    targets = {(t["target"], t["server"]): t for t in runner.evaluate_targets(cells, [], 120.0)}
+    targets = {(t["target"], t["server"]): t for t in results.evaluate_targets(cells, [], 120.0)}
     assert targets[("open_commit throughput x Java, 1 client(s)", "hms-sqlite")]["met"]
     assert targets[("get_table cached p50 x Java, 1 client", "hms-sqlite")]["measured"] == pytest.approx(10.0)
     assert targets[("get_table cached p50 x our uncached (issue 4)", "hms-sqlite")]["met"]
@@ -89,5 +89,5 @@ def test_chart_of_a_run_without_one_client_cells(tmp_path):
     cell = {"workload": "open_commit", "server": "hms-sqlite", "clients": 16, "p50_ms": 5.0,
             "p99_ms": 12.0, "ops_per_s": 2500.0}
     path = tmp_path / "bench.png"
-    runner.chart({"cells": [cell], "scale": []}, str(path))
+    results.chart({"cells": [cell], "scale": []}, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
