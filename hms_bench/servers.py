@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from xml.sax.saxutils import escape
 
 
@@ -67,12 +66,34 @@ def write_site_xml(path: str, values: dict[str, str]) -> str:
     return path
 
 
+def start_serve_process(site: str, data_dir: str, log, log_path: str, *, port: int = 0,
+                        log_level: str | None = None, env: dict | None = None
+                        ) -> tuple[subprocess.Popen, int]:
+    """``hms-txn serve`` with ``site`` as a child process on loopback, its stderr to
+    ``log``; (the process, the port it listens on) once it prints its address."""
+    args = [sys.executable, "-m", "hms_txn.cli"]
+    if log_level:
+        args += ["--log-level", log_level]
+    args += ["serve", "--conf", site, "--data-dir", data_dir, "--port", str(port),
+             "--host", "127.0.0.1"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, env=env)
+    line = proc.stdout.readline().decode()
+    match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
+    if not match:
+        proc.kill()
+        proc.wait()
+        with open(log_path, errors="replace") as f:
+            tail = f.read()[-4000:]
+        raise RuntimeError(f"hms-txn did not start ({line!r}); log tail:\n{tail}")
+    return proc, int(match.group(1))
+
+
 class OurServer:
     """``hms-txn serve`` as a child process with a hive-site.xml written for it."""
 
     kind = "hms-txn"
 
-    def __init__(self, name: str, data_dir: str, conf: dict[str, str], *, timeout: float = 120):
+    def __init__(self, name: str, data_dir: str, conf: dict[str, str]):
         os.makedirs(data_dir, exist_ok=True)
         self.name = name
         self.data_dir = data_dir
@@ -81,24 +102,8 @@ class OurServer:
         site = write_site_xml(os.path.join(data_dir, "hive-site.xml"), self.conf)
         self.log_path = os.path.join(data_dir, "serve.log")
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hms_txn.cli", "--log-level", "WARNING", "serve",
-             "--conf", site, "--data-dir", data_dir, "--port", "0", "--host", "127.0.0.1"],
-            stdout=subprocess.PIPE, stderr=self._log, cwd=data_dir)
-        deadline = time.monotonic() + timeout
-        line = ""
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if line or self.proc.poll() is not None:
-                break
-        match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
-        if not match:
-            self.proc.kill()
-            self.proc.wait()
-            with open(self.log_path, errors="replace") as f:
-                log = f.read()[-4000:]
-            raise RuntimeError(f"hms-txn did not start ({line!r}); log tail:\n{log}")
-        self.port = int(match.group(1))
+        self.proc, self.port = start_serve_process(site, data_dir, self._log, self.log_path,
+                                                   log_level="WARNING")
 
     @property
     def pid(self) -> int:

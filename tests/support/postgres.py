@@ -8,7 +8,6 @@ root, so when the suite runs as root (CI) the server runs as the unprivileged
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import shutil
@@ -19,16 +18,7 @@ import threading
 
 import psycopg2
 
-
-def pg_bindir() -> str:
-    """Directory of the PostgreSQL server binaries (Debian's postgresql package)."""
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
-    if candidates:
-        return os.path.dirname(candidates[0])
-    initdb = shutil.which("initdb")
-    if initdb:
-        return os.path.dirname(os.path.realpath(initdb))
-    raise RuntimeError("PostgreSQL server binaries not found (install Debian's postgresql package)")
+from hms_bench.servers import pg_bindir  # noqa: F401  (the suite and the benchmark share it)
 
 
 def free_port() -> int:

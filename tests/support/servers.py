@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
-import subprocess
-import sys
 from contextlib import contextmanager
 from typing import Iterator
 
 
 from hms_txn.common.config import load
 from hms_txn.server import MetastoreServer, create_server
+from hms_bench.servers import start_serve_process, write_site_xml
 from hms_txn.wire import client as wire_client
 from hms_txn.wire.client import MetastoreClient
 
@@ -68,16 +66,6 @@ def checkout_env() -> dict[str, str]:
     return env
 
 
-def write_site_xml(path: str, values: dict[str, str]) -> str:
-    from xml.sax.saxutils import escape
-    props = "\n".join(
-        f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>"
-        for k, v in values.items())
-    with open(path, "w") as f:
-        f.write(f'<?xml version="1.0"?>\n<configuration>\n{props}\n</configuration>\n')
-    return path
-
-
 class ServerProcess:
     """`hms-txn serve` as a child process (for restart, kill -9 and multi-process tests)."""
 
@@ -87,16 +75,8 @@ class ServerProcess:
         conf = write_site_xml(os.path.join(data_dir, "hive-site.xml"), overrides or {})
         self.log_path = os.path.join(data_dir, "serve.log")
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hms_txn.cli", "serve", "--conf", conf, "--data-dir", data_dir,
-             "--port", str(port), "--host", "127.0.0.1"],
-            stdout=subprocess.PIPE, stderr=self._log, cwd=data_dir, env=checkout_env())
-        line = self.proc.stdout.readline().decode()
-        match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
-        if not match:
-            self.proc.kill()
-            raise RuntimeError(f"server did not start: {line!r}; log:\n{open(self.log_path).read()}")
-        self.port = int(match.group(1))
+        self.proc, self.port = start_serve_process(conf, data_dir, self._log, self.log_path,
+                                                   port=port, env=checkout_env())
         self.uri = f"thrift://127.0.0.1:{self.port}"
 
     def client(self, **kwargs):
