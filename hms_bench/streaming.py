@@ -36,22 +36,12 @@ TABLE = "default.stream_bench"
 
 
 def _snapshot(client, full_name: str):
-    from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+    from hms_txn.clients.snapshots import valid_txn_list, valid_write_id_list
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
-    r = client.get_open_txns()
-    aborted = {t for i, t in enumerate(r.open_txns)
-               if i // 8 < len(r.abortedBits) and r.abortedBits[i // 8] >> (i % 8) & 1}
-    vt = ValidTxnList(r.txn_high_water_mark, open_ids=[t for t in r.open_txns if t not in aborted],
-                      aborted_ids=sorted(aborted))
+    vt = valid_txn_list(client.get_open_txns())
     tw = client.get_valid_write_ids(T.GetValidWriteIdsRequest(
         fullTableNames=[full_name], validTxnList=str(vt))).tblValidWriteIds[0]
-    flags = [bool(tw.abortedBits[i // 8] >> (i % 8) & 1) if i // 8 < len(tw.abortedBits)
-             else False for i in range(len(tw.invalidWriteIds))]
-    wl = ValidWriteIdList(tw.fullTableName, tw.writeIdHighWaterMark,
-                          open_ids=[w for w, a in zip(tw.invalidWriteIds, flags) if not a],
-                          aborted_ids=[w for w, a in zip(tw.invalidWriteIds, flags) if a],
-                          min_open=tw.minOpenWriteId)
-    return vt, wl
+    return vt, valid_write_id_list(tw)
 
 
 def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
