@@ -60,7 +60,7 @@ _CHILD = textwrap.dedent('''
     with ms.store.batch(lazy=True):
         calls(ms).commit_txn(reader)
     mark("notification-read-after-lazy-calls")
-    ms.notifications.next_events(0)
+    calls(ms).next_events(0)
     mark("open-2")
     txn = calls(ms).open_txns(1, "u", "h")[0]
     calls(ms).allocate_table_write_ids("db", "t", [txn])
