@@ -42,6 +42,8 @@ __all__ = [
     "ValidTxnList",
     "ValidWriteIdList",
     "ValidTxnWriteIdList",
+    "as_valid_write_ids",
+    "as_valid_txns",
 ]
 
 LONG_MAX = 9223372036854775807
@@ -99,6 +101,44 @@ class _IdSnapshot:
         object.__setattr__(
             self, "_aborted_ids",
             tuple(x for x, a in zip(self._exceptions, self._aborted_flags) if a))
+
+    def _init_from_ids(self, hwm: int, open_ids: Iterable[int], aborted_ids: Iterable[int],
+                       min_open: Optional[int]) -> None:
+        """From id lists. Without ``min_open``: the lowest open id; with no exception at all
+        always Long.MAX_VALUE (Java ignores minOpen then)."""
+        exceptions, flags = self._from_ids(open_ids, aborted_ids)
+        if not exceptions:
+            mo = LONG_MAX
+        elif min_open is None:
+            opens = [x for x, a in zip(exceptions, flags) if not a]
+            mo = opens[0] if opens else LONG_MAX
+        else:
+            mo = int(min_open)
+        self._init(hwm, mo, exceptions, flags)
+
+    @classmethod
+    def _split_fields(cls, src: str, required: str) -> Optional[list]:
+        """The ``:``-separated fields of a string form (None for "" or None: everything
+        valid); ValidIdListError when fewer than the ``required`` ones are there."""
+        if src is None or src == "":
+            return None
+        if not isinstance(src, str):
+            raise ValidIdListError(f"{cls.__name__} must be a str, got {type(src).__name__}")
+        values = _java_split(src, ":")
+        if len(values) < required.count(":") + 1:
+            raise ValidIdListError(f"not a {cls.__name__} (need {required}): {src!r}")
+        return values
+
+    def _init_from_fields(self, values: Sequence[str], src: str, min_open_what: str,
+                          id_what: str) -> None:
+        """From the ``hwm:minOpen[:open csv[:aborted csv]]`` fields; a parsed min open id is
+        kept as the string said (so a list round trips unchanged)."""
+        hwm = _parse_long(values[0], src, "high watermark")
+        min_open = _parse_long(values[1], src, min_open_what)
+        opens = _parse_csv(values[2], src, f"open {id_what}") if len(values) > 2 else []
+        aborts = _parse_csv(values[3], src, f"aborted {id_what}") if len(values) > 3 else []
+        exceptions, flags = self._from_ids(opens, aborts)
+        self._init(hwm, min_open, exceptions, flags)
 
     @staticmethod
     def _from_ids(open_ids: Iterable[int], aborted_ids: Iterable[int]):
@@ -200,33 +240,16 @@ class ValidTxnList(_IdSnapshot):
 
     def __init__(self, high_watermark: int = LONG_MAX, open_ids: Iterable[int] = (),
                  aborted_ids: Iterable[int] = (), min_open: Optional[int] = None):
-        exceptions, flags = self._from_ids(open_ids, aborted_ids)
-        if not exceptions:
-            mo = LONG_MAX  # Java ignores minOpen without exceptions
-        elif min_open is None:
-            opens = [x for x, a in zip(exceptions, flags) if not a]
-            mo = opens[0] if opens else LONG_MAX
-        else:
-            mo = int(min_open)
-        self._init(high_watermark, mo, exceptions, flags)
+        self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
 
     @classmethod
     def parse(cls, src: str) -> "ValidTxnList":
         self = cls.__new__(cls)
-        if src is None or src == "":
+        values = self._split_fields(src, "hwm:minOpen")
+        if values is None:
             self._init(LONG_MAX, LONG_MAX, (), ())
-            return self
-        if not isinstance(src, str):
-            raise ValidIdListError(f"ValidTxnList must be a str, got {type(src).__name__}")
-        values = _java_split(src, ":")
-        if len(values) < 2:
-            raise ValidIdListError(f"not a ValidTxnList (need hwm:minOpen): {src!r}")
-        hwm = _parse_long(values[0], src, "high watermark")
-        min_open = _parse_long(values[1], src, "min open txn")
-        opens = _parse_csv(values[2], src, "open txn id") if len(values) > 2 else []
-        aborts = _parse_csv(values[3], src, "aborted txn id") if len(values) > 3 else []
-        exceptions, flags = cls._from_ids(opens, aborts)
-        self._init(hwm, min_open, exceptions, flags)
+        else:
+            self._init_from_fields(values, src, "min open txn", "txn id")
         return self
 
     def is_txn_valid(self, txn_id: int) -> bool:
@@ -253,40 +276,20 @@ class ValidWriteIdList(_IdSnapshot):
     def __init__(self, table_name: Optional[str], high_watermark: int = LONG_MAX,
                  open_ids: Iterable[int] = (), aborted_ids: Iterable[int] = (),
                  min_open: Optional[int] = None):
-        exceptions, flags = self._from_ids(open_ids, aborted_ids)
-        if not exceptions:
-            mo = LONG_MAX
-        elif min_open is None:
-            opens = [x for x, a in zip(exceptions, flags) if not a]
-            mo = opens[0] if opens else LONG_MAX
-        else:
-            mo = int(min_open)
         object.__setattr__(self, "_table", table_name)
-        self._init(high_watermark, mo, exceptions, flags)
+        self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
 
     @classmethod
     def parse(cls, src: str) -> "ValidWriteIdList":
         self = cls.__new__(cls)
-        if src is None or src == "":
+        values = self._split_fields(src, "table:hwm:minOpenWriteId")
+        if values is None:
             object.__setattr__(self, "_table", None)
             self._init(LONG_MAX, LONG_MAX, (), ())
-            return self
-        if not isinstance(src, str):
-            raise ValidIdListError(f"ValidWriteIdList must be a str, got {type(src).__name__}")
-        values = _java_split(src, ":")
-        if len(values) < 3:
-            raise ValidIdListError(
-                f"not a ValidWriteIdList (need table:hwm:minOpenWriteId): {src!r}")
-        table = values[0]
-        if table.lower() == "null":
-            table = None
-        hwm = _parse_long(values[1], src, "high watermark")
-        min_open = _parse_long(values[2], src, "min open write id")
-        opens = _parse_csv(values[3], src, "open write id") if len(values) > 3 else []
-        aborts = _parse_csv(values[4], src, "aborted write id") if len(values) > 4 else []
-        exceptions, flags = cls._from_ids(opens, aborts)
-        object.__setattr__(self, "_table", table)
-        self._init(hwm, min_open, exceptions, flags)
+        else:
+            table = values[0]
+            object.__setattr__(self, "_table", None if table.lower() == "null" else table)
+            self._init_from_fields(values[1:], src, "min open write id", "write id")
         return self
 
     @classmethod
@@ -317,6 +320,16 @@ class ValidWriteIdList(_IdSnapshot):
 
     def __hash__(self) -> int:
         return hash(("ValidWriteIdList", self._table) + self._key())
+
+
+def as_valid_write_ids(value) -> ValidWriteIdList:
+    """A ValidWriteIdList given as itself or as its string form (None or "": all valid)."""
+    return value if isinstance(value, ValidWriteIdList) else ValidWriteIdList.parse(value)
+
+
+def as_valid_txns(value) -> Optional[ValidTxnList]:
+    """A ValidTxnList given as itself or as its string form; None stays None (no list)."""
+    return value if value is None or isinstance(value, ValidTxnList) else ValidTxnList.parse(value)
 
 
 def _java_string_hash(s: Optional[str]) -> int:
