@@ -75,7 +75,7 @@ def _reader(uri: str, location: str, rows_per_txn: int, stop, out) -> None:
 def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = True) -> dict:
     from hms_txn.clients import streaming_ingest as streaming
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
-    import orc_acid.streaming  # noqa: F401  (imports outside the timed window)
+    import orc_acid.streaming_writer  # noqa: F401  (imports outside the timed window)
     import pyarrow.orc  # noqa: F401
     client = streaming._open_client(uri, 600)
     db, name = TABLE.split(".")

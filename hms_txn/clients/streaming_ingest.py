@@ -1,7 +1,7 @@
 """Streaming ingest into a Hive full-ACID table: rows readable within seconds of their commit.
 
 A client of the metastore, as Hive's streaming API (``HiveStreamingConnection``) is: it talks
-to the server over Thrift only and writes the files itself with ``orc_acid.streaming``.
+to the server over Thrift only and writes the files itself with ``orc_acid.streaming_writer``.
 
     from hms_txn import streaming
     conn = streaming.connect("thrift://host:9083", "db.events", partition={"ds": "2024-05-01"})
@@ -348,7 +348,7 @@ class TransactionBatch:
     """``n`` transactions written into one ``delta_X_Y/bucket_N``, committed one by one."""
 
     def __init__(self, conn: StreamingConnection, n: int):
-        from orc_acid.streaming import StreamingBucketWriter
+        from orc_acid.streaming_writer import StreamingBucketWriter
         if n < 1:
             raise ValueError("a batch needs at least one transaction")
         self.conn = conn
