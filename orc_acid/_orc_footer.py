@@ -38,6 +38,9 @@ _PLAIN_KINDS = {
     "collection": (12, "varint", ((1, "lo"), (2, "hi"), (3, "total"))),  # child counts
 }
 _KIND_OF_FIELD = {num: kind for kind, (num, _, _) in _PLAIN_KINDS.items()}
+# TimestampStatistics sub-fields of each bound: (local millis, utc millis, nanos); the
+# bound is kept as (utc millis, nanos field, local millis or None)
+_TIMESTAMP_FIELDS = (("lo", (1, 3, 5)), ("hi", (2, 4, 6)))
 _SUMMED = ("int", "double", "string", "binary", "decimal", "collection")
 
 
@@ -122,13 +125,11 @@ class ColumnStats:
             elif num == 9:
                 s.kind = "timestamp"
                 v = {n2: v2 for n2, w2, v2, _ in parse_fields(val)}
-                # (utc millis, nanos field, local millis); nanos fields hold nanos+1, 0 = none
-                if 3 in v:
-                    s.lo = (zigzag_decode(v[3]), v.get(5, 0),
-                            zigzag_decode(v[1]) if 1 in v else None)
-                if 4 in v:
-                    s.hi = (zigzag_decode(v[4]), v.get(6, 0),
-                            zigzag_decode(v[2]) if 2 in v else None)
+                # nanos fields hold nanos+1, 0 = none
+                for attr, (local, utc, nanos) in _TIMESTAMP_FIELDS:
+                    if utc in v:
+                        setattr(s, attr, (zigzag_decode(v[utc]), v.get(nanos, 0),
+                                          zigzag_decode(v[local]) if local in v else None))
             else:
                 s.kind = "other"
                 s.other = (num, bytes(val))
@@ -198,20 +199,16 @@ class ColumnStats:
             out += pb_bytes(5, pb_bytes(1, packed) if packed else b"")
         elif self.kind == "timestamp":
             sub = bytearray()
-            if self.lo is not None:
-                utc, nanos, local = self.lo
+            for attr, (local_num, utc_num, nanos_num) in _TIMESTAMP_FIELDS:
+                bound = getattr(self, attr)
+                if bound is None:
+                    continue
+                utc, nanos, local = bound
                 if local is not None:
-                    sub += pb_sint(1, local)
-                sub += pb_sint(3, utc)
+                    sub += pb_sint(local_num, local)
+                sub += pb_sint(utc_num, utc)
                 if nanos:
-                    sub += pb_varint(5, nanos)
-            if self.hi is not None:
-                utc, nanos, local = self.hi
-                if local is not None:
-                    sub += pb_sint(2, local)
-                sub += pb_sint(4, utc)
-                if nanos:
-                    sub += pb_varint(6, nanos)
+                    sub += pb_varint(nanos_num, nanos)
             out += pb_bytes(9, bytes(sub))
         elif self.kind == "other" and self.other is not None:
             out += pb_bytes(*self.other)

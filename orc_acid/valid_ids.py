@@ -116,29 +116,41 @@ class _IdSnapshot:
             mo = int(min_open)
         self._init(hwm, mo, exceptions, flags)
 
+    # The string form, as subclasses declare it: the fields before the high watermark
+    # (``_HEAD``), all the required ones (``_FORM``, for messages), and the names of the ids
+    # in parse errors.
+    _HEAD = 0
+    _FORM = "hwm:minOpen"
+    _MIN_OPEN_WHAT = "min open id"
+    _ID_WHAT = "id"
+
     @classmethod
-    def _split_fields(cls, src: str, required: str) -> Optional[list]:
-        """The ``:``-separated fields of a string form (None for "" or None: everything
-        valid); ValidIdListError when fewer than the ``required`` ones are there."""
+    def parse(cls, src: str):
+        """The list a string form says (None or "": everything valid, no table name)."""
+        self = cls.__new__(cls)
         if src is None or src == "":
-            return None
+            self._init_head(None)
+            self._init(LONG_MAX, LONG_MAX, (), ())
+            return self
         if not isinstance(src, str):
             raise ValidIdListError(f"{cls.__name__} must be a str, got {type(src).__name__}")
         values = _java_split(src, ":")
-        if len(values) < required.count(":") + 1:
-            raise ValidIdListError(f"not a {cls.__name__} (need {required}): {src!r}")
-        return values
-
-    def _init_from_fields(self, values: Sequence[str], src: str, min_open_what: str,
-                          id_what: str) -> None:
-        """From the ``hwm:minOpen[:open csv[:aborted csv]]`` fields; a parsed min open id is
-        kept as the string said (so a list round trips unchanged)."""
+        if len(values) < cls._HEAD + 2:
+            raise ValidIdListError(f"not a {cls.__name__} (need {cls._FORM}): {src!r}")
+        self._init_head(values[:cls._HEAD])
+        values = values[cls._HEAD:]
+        # a parsed min open id is kept as the string said (so a list round trips unchanged)
         hwm = _parse_long(values[0], src, "high watermark")
-        min_open = _parse_long(values[1], src, min_open_what)
-        opens = _parse_csv(values[2], src, f"open {id_what}") if len(values) > 2 else []
-        aborts = _parse_csv(values[3], src, f"aborted {id_what}") if len(values) > 3 else []
+        min_open = _parse_long(values[1], src, cls._MIN_OPEN_WHAT)
+        opens = _parse_csv(values[2], src, f"open {cls._ID_WHAT}") if len(values) > 2 else []
+        aborts = _parse_csv(values[3], src, f"aborted {cls._ID_WHAT}") if len(values) > 3 \
+            else []
         exceptions, flags = self._from_ids(opens, aborts)
         self._init(hwm, min_open, exceptions, flags)
+        return self
+
+    def _init_head(self, head: Optional[Sequence[str]]) -> None:
+        """Take the fields before the high watermark (None: the empty string form)."""
 
     @staticmethod
     def _from_ids(open_ids: Iterable[int], aborted_ids: Iterable[int]):
@@ -237,20 +249,12 @@ class ValidTxnList(_IdSnapshot):
     """A reader's view of transactions: valid means committed (``ValidReadTxnList``)."""
 
     __slots__ = ()
+    _MIN_OPEN_WHAT = "min open txn"
+    _ID_WHAT = "txn id"
 
     def __init__(self, high_watermark: int = LONG_MAX, open_ids: Iterable[int] = (),
                  aborted_ids: Iterable[int] = (), min_open: Optional[int] = None):
         self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
-
-    @classmethod
-    def parse(cls, src: str) -> "ValidTxnList":
-        self = cls.__new__(cls)
-        values = self._split_fields(src, "hwm:minOpen")
-        if values is None:
-            self._init(LONG_MAX, LONG_MAX, (), ())
-        else:
-            self._init_from_fields(values, src, "min open txn", "txn id")
-        return self
 
     def is_txn_valid(self, txn_id: int) -> bool:
         return self.is_valid(txn_id)
@@ -272,6 +276,10 @@ class ValidWriteIdList(_IdSnapshot):
     """A reader's view of one table's write ids (``ValidReaderWriteIdList``)."""
 
     __slots__ = ("_table",)
+    _HEAD = 1
+    _FORM = "table:hwm:minOpenWriteId"
+    _MIN_OPEN_WHAT = "min open write id"
+    _ID_WHAT = "write id"
 
     def __init__(self, table_name: Optional[str], high_watermark: int = LONG_MAX,
                  open_ids: Iterable[int] = (), aborted_ids: Iterable[int] = (),
@@ -279,18 +287,10 @@ class ValidWriteIdList(_IdSnapshot):
         object.__setattr__(self, "_table", table_name)
         self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
 
-    @classmethod
-    def parse(cls, src: str) -> "ValidWriteIdList":
-        self = cls.__new__(cls)
-        values = self._split_fields(src, "table:hwm:minOpenWriteId")
-        if values is None:
-            object.__setattr__(self, "_table", None)
-            self._init(LONG_MAX, LONG_MAX, (), ())
-        else:
-            table = values[0]
-            object.__setattr__(self, "_table", None if table.lower() == "null" else table)
-            self._init_from_fields(values[1:], src, "min open write id", "write id")
-        return self
+    def _init_head(self, head: Optional[Sequence[str]]) -> None:
+        table = head[0] if head else None
+        object.__setattr__(self, "_table", None if table is None or table.lower() == "null"
+                           else table)
 
     @classmethod
     def all_valid(cls, table_name: Optional[str] = None) -> "ValidWriteIdList":
