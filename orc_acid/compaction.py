@@ -25,9 +25,9 @@ committed (``orc_acid.snapshot``), so the output appears exactly when the compac
 transaction commits, and output of a compaction whose transaction aborted is an aborted
 directory the cleaner deletes (with any stale staging directory: :func:`cleanable`).
 
-Local file systems only (as ``orc_acid.writer``). The events written are made by
-``orc_acid.compaction_events``. Vectorized: whole files are read into
-Arrow, filtered, concatenated and sorted with pyarrow compute; no per-row Python.
+Local file systems only (as ``orc_acid.writer``). Vectorized: whole files are read into
+Arrow, filtered, concatenated and sorted with pyarrow compute (``orc_acid.compaction_events``
+makes the events written); no per-row Python.
 """
 
 from __future__ import annotations
