@@ -13,6 +13,9 @@ Run it against a running metastore, or let it start a temporary one::
     python examples/pipeline.py                        # starts `hms-txn serve` on a free port
     python examples/pipeline.py --metastore thrift://127.0.0.1:9083
 
+(The local Spark session and the temporary metastore come from
+``hms_bench.spark_scan.local_spark``, which the Spark benchmark runs in too.)
+
 The checks at the end of each step (assertions) compare the tables with what a plain Spark
 computation over the same inputs gives; ``run()`` returns a summary.
 """
@@ -22,13 +25,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -136,53 +134,16 @@ def run(spark, db: str = "pipeline", hours: int = 3, seed: int = 1) -> dict:
             "report": before}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--metastore", help="thrift://host:port (default: start one)")
     ap.add_argument("--hours", type=int, default=3)
     args = ap.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="hive-acid-pipeline-")
-    server = None
-    uri = args.metastore
-    if uri is None:
-        port = _free_port()
-        server = subprocess.Popen([sys.executable, "-m", "hms_txn.cli", "serve", "--port",
-                                   str(port), "--data-dir", os.path.join(work, "ms")],
-                                  cwd=work, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        uri = f"thrift://127.0.0.1:{port}"
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 1).close()
-                break
-            except OSError:
-                if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit("the metastore did not start")
-                time.sleep(0.2)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("hive-acid-pipeline")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.hadoop.hive.metastore.uris", uri).getOrCreate())
-    try:
+    from hms_bench.spark_scan import local_spark
+    with local_spark("hive-acid-pipeline", args.metastore,
+                     {"spark.sql.shuffle.partitions": "4"}) as (spark, _):
         summary = run(spark, hours=args.hours)
         print(f"pipeline ok: {summary}")
-    finally:
-        from spark import hive_acid
-        hive_acid.shutdown()
-        spark.stop()
-        if server is not None:
-            server.terminate()
-            server.wait(30)
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 import orc_acid
-from orc_acid import compact as C
+from orc_acid import compaction as C
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 SCHEMA = pa.schema([("id", pa.int64()), ("qty", pa.int32()), ("price", pa.float64()),

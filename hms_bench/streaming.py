@@ -66,7 +66,7 @@ def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = T
     from hms_txn.clients import streaming_ingest as streaming
     from hms_txn.wire.client import connect as connect_client
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
-    import orc_acid.streaming  # noqa: F401  (imports outside the timed window)
+    import orc_acid.streaming_writer  # noqa: F401  (imports outside the timed window)
     from orc_acid.layout import location_path
     import pyarrow.orc  # noqa: F401
     client = connect_client(uri, timeout=600)

@@ -1,8 +1,16 @@
 """orc_acid: read and write Hive full-ACID (v2) ORC tables as Hive 3+/4 lays them out.
 
 Light modules (no pyarrow import; the metastore uses them): ``orc_acid.valid_ids``,
-``orc_acid.layout``, ``orc_acid.snapshot``. The reader and writer (pyarrow) are imported
-lazily on first use of their names from this package.
+``orc_acid.layout``, ``orc_acid.snapshot``. The others import pyarrow and are imported
+lazily on first use of their names from this package:
+
+* reading: ``splits`` (a snapshot's files per bucket id), ``table_files`` (opening them),
+  ``event_filters`` (write id validity, delete events), ``reader``;
+* writing: ``writer`` (insert/delete/update deltas, bases), ``streaming_writer`` (one
+  growing bucket file with intermediate footers), ``compaction`` (+ ``compaction_output``);
+* ``hive_types``: Hive column type strings as Arrow types.
+
+orc_acid imports nothing of ``hms_txn`` or ``spark``; both import it.
 """
 
 from .valid_ids import (LONG_MAX, RangeResponse, ValidIdListError, ValidTxnList,
@@ -14,12 +22,15 @@ from .snapshot import (AcidSnapshot, NotEnoughHistoryError, SnapshotError, get_a
                        list_table_dir, select_snapshot)
 
 _LAZY = {
+    # splits
+    "plan_splits": "splits", "plan_splits_for_snapshot": "splits", "Split": "splits",
+    "DataFile": "splits", "DeleteFile": "splits",
+    # table_files, event_filters
+    "OrcAcidError": "table_files", "AcidSchemaError": "table_files",
+    "infer_row_schema": "table_files", "delete_key_groups": "event_filters",
     # reader
-    "read_table": "reader", "iter_batches": "reader", "plan_splits": "reader",
-    "plan_splits_for_snapshot": "reader", "read_split": "reader", "iter_split": "reader",
-    "Split": "reader", "delete_key_groups": "reader",
-    "DataFile": "reader", "DeleteFile": "reader", "OrcAcidError": "reader",
-    "AcidSchemaError": "reader", "infer_row_schema": "reader", "ROW_ID_TYPE": "reader",
+    "read_table": "reader", "iter_batches": "reader", "read_split": "reader",
+    "iter_split": "reader", "ROW_ID_TYPE": "reader",
     # writer
     "write_delta": "writer", "write_delete_delta": "writer", "write_update": "writer",
     "write_base": "writer", "write_acid_file": "writer", "write_insert_only": "writer",

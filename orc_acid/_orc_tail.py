@@ -22,13 +22,18 @@ the footer decompressed: NONE, ZLIB, SNAPPY, LZ4 and ZSTD are supported, which c
 our writer produces (SNAPPY/LZ4/ZSTD through pyarrow's codecs, given the chunk's
 uncompressed length: Snappy's varint preamble, a walk over the LZ4 block's sequences, the
 Zstandard frame header).
+
+The protobuf and chunk helpers here are also what the streaming writer
+(``orc_acid.streaming_writer``, ``orc_acid._orc_footer``) encodes its own tails with.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
-from typing import Dict, List, Sequence, Tuple
+import struct
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 _COMPRESSION = {0: "NONE", 1: "ZLIB", 2: "SNAPPY", 3: "LZO", 4: "LZ4", 5: "ZSTD"}
 
@@ -37,7 +42,10 @@ class OrcTailError(ValueError):
     pass
 
 
-def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
+# -- protobuf wire format ----------------------------------------------------------------
+
+def read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
+    """-> (value, position after it)."""
     result = 0
     shift = 0
     while True:
@@ -53,7 +61,7 @@ def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
             raise OrcTailError("bad varint")
 
 
-def _enc_varint(v: int) -> bytes:
+def encode_varint(v: int) -> bytes:
     out = bytearray()
     while True:
         b = v & 0x7F
@@ -65,21 +73,21 @@ def _enc_varint(v: int) -> bytes:
             return bytes(out)
 
 
-def _fields(buf: bytes) -> List[Tuple[int, int, object, bytes]]:
+def parse_fields(buf: bytes) -> List[Tuple[int, int, object, bytes]]:
     """-> list of (field number, wire type, value, raw bytes of the whole field)."""
     out = []
     pos = 0
     while pos < len(buf):
         start = pos
-        key, pos = _varint(buf, pos)
+        key, pos = read_varint(buf, pos)
         num, wt = key >> 3, key & 7
         if wt == 0:
-            val, pos = _varint(buf, pos)
+            val, pos = read_varint(buf, pos)
         elif wt == 1:
             val = buf[pos:pos + 8]
             pos += 8
         elif wt == 2:
-            ln, pos = _varint(buf, pos)
+            ln, pos = read_varint(buf, pos)
             val = buf[pos:pos + ln]
             pos += ln
         elif wt == 5:
@@ -93,9 +101,54 @@ def _fields(buf: bytes) -> List[Tuple[int, int, object, bytes]]:
     return out
 
 
+def _key(num: int, wire_type: int) -> bytes:
+    return encode_varint((num << 3) | wire_type)
+
+
+def pb_varint(num: int, v: int) -> bytes:
+    return _key(num, 0) + encode_varint(v)
+
+
+def pb_bytes(num: int, b: bytes) -> bytes:
+    return _key(num, 2) + encode_varint(len(b)) + b
+
+
+def zigzag_encode(v: int) -> int:
+    return (v << 1) if v >= 0 else ((-v) << 1) - 1
+
+
+def zigzag_decode(v: int) -> int:
+    return (v >> 1) ^ -(v & 1)
+
+
+def pb_sint(num: int, v: int) -> bytes:
+    return pb_varint(num, zigzag_encode(v))
+
+
+def pb_double(num: int, v: float) -> bytes:
+    return _key(num, 1) + struct.pack("<d", v)
+
+
+# -- compression chunks ------------------------------------------------------------------
+
+def original_chunks(payload: bytes, compression: int, block_size: int) -> bytes:
+    """``payload`` as a stream of the file's compression made of uncompressed ("original")
+    chunks, which every ORC reader accepts for any codec (the payload itself when the file
+    is not compressed)."""
+    if compression == 0:
+        return bytes(payload)
+    out = bytearray()
+    step = max(1, min(block_size, (1 << 23) - 1))
+    for i in range(0, len(payload), step):
+        chunk = payload[i:i + step]
+        h = (len(chunk) << 1) | 1
+        out += bytes((h & 0xFF, (h >> 8) & 0xFF, (h >> 16) & 0xFF)) + chunk
+    return bytes(out)
+
+
 def _snappy_length(chunk: bytes) -> int:
     """Uncompressed length of a raw Snappy block (its varint preamble)."""
-    return _varint(chunk, 0)[0]
+    return read_varint(chunk, 0)[0]
 
 
 def _lz4_length(chunk: bytes) -> int:
@@ -162,7 +215,8 @@ def _decompress_chunk(chunk: bytes, kind: int) -> bytes:
     raise OrcTailError(f"cannot decompress {_COMPRESSION.get(kind, kind)} footer")
 
 
-def _decompress(data: bytes, kind: int) -> bytes:
+def decompress(data: bytes, kind: int) -> bytes:
+    """A compressed ORC stream (chunks with 3-byte headers) decompressed."""
     if kind == 0:
         return data
     out = bytearray()
@@ -187,6 +241,62 @@ def _decompress(data: bytes, kind: int) -> bytes:
     return bytes(out)
 
 
+def read_postscript(data: bytes, what: str) -> Tuple[list, dict, int]:
+    """(fields, {field number: value}, length) of the PostScript ending ``data`` (an ORC
+    file or its tail); OrcTailError naming ``what`` when it has no ORC magic."""
+    ps_len = data[-1]
+    fields = parse_fields(data[-1 - ps_len:-1])
+    values = {n: v for n, _, v, _ in fields}
+    if values.get(8000) != b"ORC":
+        raise OrcTailError(f"{what}: not an ORC file (no ORC magic in the postscript)")
+    return fields, values, ps_len
+
+
+def postscript_with(ps_fields: list, replaced: Dict[int, Optional[int]], what: str) -> bytes:
+    """A PostScript with the varint fields ``replaced`` (number -> value; added when absent,
+    a value of None drops the field) and every other field copied verbatim; a field 1
+    (footer length) goes first, as ORC writers put it."""
+    out = bytearray()
+    for num, _, _, raw in ps_fields:
+        if num not in replaced:
+            out += raw
+        elif replaced[num] is not None:
+            out += pb_varint(num, replaced[num])
+    present = {num for num, *_ in ps_fields}
+    for num, value in replaced.items():
+        if num not in present and value is not None:
+            out = bytearray(pb_varint(num, value)) + out if num == 1 else \
+                out + pb_varint(num, value)
+    if len(out) > 255:
+        raise OrcTailError(f"{what}: postscript would exceed 255 bytes")
+    return bytes(out)
+
+
+@dataclass
+class StripeInfo:
+    """One footer StripeInformation: where a stripe is and how many rows it holds."""
+    offset: int
+    index_length: int
+    data_length: int
+    footer_length: int
+    rows: int
+
+    @classmethod
+    def parse(cls, msg: bytes) -> "StripeInfo":
+        v = {n: x for n, _, x, _ in parse_fields(msg)}
+        return cls(v.get(1, 0), v.get(2, 0), v.get(3, 0), v.get(4, 0), v.get(5, 0))
+
+    @property
+    def length(self) -> int:
+        return self.index_length + self.data_length + self.footer_length
+
+    def encode(self, shift: int) -> bytes:
+        """The message with the stripe moved ``shift`` bytes further into the file."""
+        return (pb_varint(1, self.offset + shift) + pb_varint(2, self.index_length)
+                + pb_varint(3, self.data_length) + pb_varint(4, self.footer_length)
+                + pb_varint(5, self.rows))
+
+
 class OrcTail:
     """The parsed tail of an ORC file."""
 
@@ -199,12 +309,7 @@ class OrcTail:
         with open(path, "rb") as fh:
             fh.seek(size - read)
             tail = fh.read(read)
-        ps_len = tail[-1]
-        ps = tail[-1 - ps_len:-1]
-        self.ps_fields = _fields(ps)
-        vals = {n: v for n, _, v, _ in self.ps_fields}
-        if vals.get(8000) != b"ORC":
-            raise OrcTailError(f"{path}: not an ORC file (no ORC magic in the postscript)")
+        self.ps_fields, vals, ps_len = read_postscript(tail, path)
         self.footer_length = vals.get(1, 0)
         self.compression = vals.get(2, 0)
         self.block_size = vals.get(3, 256 * 1024)
@@ -217,25 +322,18 @@ class OrcTail:
         self.footer_raw = tail[off:off + self.footer_length]
 
     def footer_fields(self):
-        return _fields(_decompress(self.footer_raw, self.compression))
+        return parse_fields(decompress(self.footer_raw, self.compression))
 
     def stripe_row_counts(self) -> List[int]:
-        counts = []
-        for num, wt, val, _ in self.footer_fields():
-            if num == 3 and wt == 2:
-                rows = 0
-                for n2, _, v2, _ in _fields(val):
-                    if n2 == 5:
-                        rows = v2
-                counts.append(rows)
-        return counts
+        return [StripeInfo.parse(val).rows for num, wt, val, _ in self.footer_fields()
+                if num == 3 and wt == 2]
 
     def user_metadata(self) -> Dict[str, bytes]:
         md = {}
         for num, wt, val, _ in self.footer_fields():
             if num == 5 and wt == 2:
                 name = value = b""
-                for n2, _, v2, _ in _fields(val):
+                for n2, _, v2, _ in parse_fields(val):
                     if n2 == 1:
                         name = v2
                     elif n2 == 2:
@@ -245,35 +343,18 @@ class OrcTail:
 
     def append_user_metadata(self, items: Sequence[Tuple[str, bytes]]) -> None:
         """Rewrite the file tail in place with ``items`` added to the footer metadata."""
-        payload = bytearray()
-        for name, value in items:
-            nb = name.encode("utf-8")
-            item = b"\x0a" + _enc_varint(len(nb)) + nb + b"\x12" + _enc_varint(len(value)) + value
-            payload += b"\x2a" + _enc_varint(len(item)) + item
-        if self.compression == 0:
-            extra = bytes(payload)
-        else:
-            extra = bytearray()
-            step = max(1, min(self.block_size, (1 << 23) - 1))
-            for i in range(0, len(payload), step):
-                chunk = payload[i:i + step]
-                h = (len(chunk) << 1) | 1
-                extra += bytes((h & 0xFF, (h >> 8) & 0xFF, (h >> 16) & 0xFF)) + chunk
-            extra = bytes(extra)
-        new_footer_len = self.footer_length + len(extra)
-        ps = bytearray()
-        for num, wt, val, raw in self.ps_fields:
-            if num == 1:
-                ps += b"\x08" + _enc_varint(new_footer_len)
-            else:
-                ps += raw
-        if not any(num == 1 for num, *_ in self.ps_fields):
-            ps = bytearray(b"\x08" + _enc_varint(new_footer_len)) + ps
-        if len(ps) > 255:
-            raise OrcTailError(f"{self.path}: postscript would exceed 255 bytes")
+        payload = b"".join(pb_bytes(5, user_metadata_item(name, value))
+                           for name, value in items)
+        extra = original_chunks(payload, self.compression, self.block_size)
+        ps = postscript_with(self.ps_fields, {1: self.footer_length + len(extra)}, self.path)
         with open(self.path, "r+b") as fh:
             fh.seek(self.footer_end)
             fh.truncate()
             fh.write(extra)
-            fh.write(bytes(ps))
+            fh.write(ps)
             fh.write(bytes((len(ps),)))
+
+
+def user_metadata_item(name: str, value: bytes) -> bytes:
+    """A footer UserMetadataItem {1: name, 2: value}."""
+    return pb_bytes(1, name.encode("utf-8")) + pb_bytes(2, value)

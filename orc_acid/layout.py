@@ -15,10 +15,16 @@ File names:
 * ``_orc_acid_version`` (content ``2``) and ``_metadata_acid`` (JSON, Hive 3 compacted base)
 * anything else starting with ``_`` or ``.`` is hidden
 
-Partition directories: ``k=v`` per partition key, keys and values escaped as Hive's
+Partition names and directories: ``k1=v1/k2=v2``, keys and values escaped as Hive's
 ``FileUtils.escapePathName`` does (``escape_path_name``), an empty or null value named
-``__HIVE_DEFAULT_PARTITION__``. ``location_path`` maps a metastore location
-(``file:/w/t/p=a%2Fb``) to the directory on disk.
+``__HIVE_DEFAULT_PARTITION__``; ``partition_dir_name`` makes one and
+``parse_partition_name`` reads it back. This module is the project's one place for both (the
+metastore, the streaming ingest client and ``spark`` use it).
+
+Locations: ``location_path`` maps a metastore location (``file:/w/t/p=a%2Fb``) to the
+directory on disk, or None when it is not on the local file system; every local-path
+conversion in the project goes through it (``require_local_path`` for writers, which have
+nowhere else to write).
 
 No pyarrow import here (the metastore uses this module).
 """
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional, Tuple
 
 __all__ = [
     "ACID_FORMAT_FILE", "METADATA_FILE", "SIDE_FILE_SUFFIX", "ORC_ACID_VERSION",
@@ -38,8 +44,9 @@ __all__ = [
     "format_base", "format_delta", "format_delete_delta", "format_bucket_file",
     "format_original_file", "is_hidden", "is_side_file", "side_file_for",
     "encode_bucket", "decode_bucket", "decode_writer_id", "decode_statement_id",
-    "bucket_codec_version", "bucket_id_of_file", "location_path", "LayoutError",
-    "DEFAULT_PARTITION_NAME", "escape_path_name", "unescape_path_name", "partition_dir_name",
+    "bucket_codec_version", "bucket_id_of_file", "location_path", "require_local_path",
+    "LayoutError", "DEFAULT_PARTITION_NAME", "escape_path_name", "unescape_path_name",
+    "partition_dir_name", "parse_partition_name",
 ]
 
 BASE_PREFIX = "base_"
@@ -328,6 +335,18 @@ def partition_dir_name(keys, values) -> str:
                     for k, v in zip(keys, values))
 
 
+def parse_partition_name(name: str) -> List[Tuple[str, str]]:
+    """The inverse of ``partition_dir_name``: ``[(key, value), ...]``, unescaped (the
+    default partition's name stays as it is). LayoutError for a component without ``=``."""
+    pairs = []
+    for component in name.split("/"):
+        key, eq, value = component.partition("=")
+        if not eq:
+            raise LayoutError(f"invalid partition name {name!r}: expected key=value components")
+        pairs.append((unescape_path_name(key), unescape_path_name(value)))
+    return pairs
+
+
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
@@ -352,3 +371,12 @@ def location_path(location: Optional[str]) -> Optional[str]:
     elif _URI_SCHEME.match(location):
         return None
     return path or None
+
+
+def require_local_path(location: str) -> str:
+    """``location_path`` for code that must write there: LayoutError when ``location`` is
+    not on the local file system."""
+    path = location_path(location)
+    if path is None:
+        raise LayoutError(f"{location!r} is not a location on the local file system")
+    return path

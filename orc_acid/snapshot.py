@@ -41,8 +41,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .layout import (ACID_FORMAT_FILE, BASE_PREFIX, DELETE_DELTA_PREFIX, DELTA_PREFIX,
                      METADATA_FILE, ParsedBaseName, ParsedDeltaName, is_side_file,
-                     parse_base, parse_delta)
-from .valid_ids import RangeResponse, ValidTxnList, ValidWriteIdList
+                     location_path, parse_base, parse_delta, side_file_for)
+from .valid_ids import RangeResponse, ValidWriteIdList, as_valid_txns, as_valid_write_ids
 
 __all__ = [
     "AcidSnapshot", "BaseDir", "DeltaDir", "NotEnoughHistoryError", "SnapshotError",
@@ -67,8 +67,18 @@ class NotEnoughHistoryError(SnapshotError):
             f"already merged write ids this snapshot must not see")
 
 
+class _DataDir:
+    """What base and delta directories share: data files, some with a side file."""
+
+    def side_file_for(self, rel: str) -> Optional[str]:
+        """The ``_flush_length`` side file of the data file ``rel`` (a streaming file still
+        being written), or None."""
+        side = side_file_for(rel)
+        return side if side in self.side_files else None
+
+
 @dataclass(frozen=True)
-class BaseDir:
+class BaseDir(_DataDir):
     path: str                       # relative to the table dir
     write_id: int
     visibility_txn_id: int
@@ -79,7 +89,7 @@ class BaseDir:
 
 
 @dataclass(frozen=True)
-class DeltaDir:
+class DeltaDir(_DataDir):
     path: str
     min_write_id: int
     max_write_id: int
@@ -111,20 +121,6 @@ class AcidSnapshot:
         return None if self.base is None else self.base.path
 
 
-def _as_write_ids(v) -> ValidWriteIdList:
-    if isinstance(v, ValidWriteIdList):
-        return v
-    if v is None:
-        return ValidWriteIdList.parse("")
-    return ValidWriteIdList.parse(v)
-
-
-def _as_txns(v) -> Optional[ValidTxnList]:
-    if v is None or isinstance(v, ValidTxnList):
-        return v
-    return ValidTxnList.parse(v)
-
-
 def _delta_cmp(a: Tuple[ParsedDeltaName, str], b: Tuple[ParsedDeltaName, str]) -> int:
     da, pa_ = a
     db, pb = b
@@ -149,8 +145,8 @@ def select_snapshot(listing: Iterable[str], valid_write_ids, valid_txns=None, *,
     ``is_compacted_base(base_rel_path, files)``: decides whether a base without ``_v`` is a
     compacted one; default: it holds a ``_metadata_acid`` file.
     """
-    wids = _as_write_ids(valid_write_ids)
-    txns = _as_txns(valid_txns)
+    wids = as_valid_write_ids(valid_write_ids)
+    txns = as_valid_txns(valid_txns)
 
     # -- group the listing by top-level entry -------------------------------------------
     top_files: List[str] = []
@@ -325,16 +321,17 @@ def select_snapshot(listing: Iterable[str], valid_write_ids, valid_txns=None, *,
 
 # -- file system helpers ----------------------------------------------------------------------
 
-def _resolve_fs(location: str, filesystem=None):
-    """-> (pyarrow filesystem or None for plain os, path)."""
+def resolve_filesystem(location: str, filesystem=None):
+    """-> (pyarrow filesystem, or None for the local one used through ``os``; the path in
+    it). Local locations (paths, ``file:`` URIs) are converted by ``layout.location_path``;
+    anything else is given to ``pyarrow.fs``."""
     if filesystem is not None:
         return filesystem, location
-    if location.startswith("file://"):
-        return None, location[len("file://"):]
-    if "://" in location:
-        import pyarrow.fs as pafs  # only for non-local URIs
-        return pafs.FileSystem.from_uri(location)
-    return None, location
+    path = location_path(location)
+    if path is not None:
+        return None, path
+    import pyarrow.fs as pafs  # only for other file systems: keeps this module light
+    return pafs.FileSystem.from_uri(location)
 
 
 def list_table_dir(location: str, filesystem=None) -> List[str]:
@@ -343,7 +340,7 @@ def list_table_dir(location: str, filesystem=None) -> List[str]:
     ``location``: a local path, a ``file://`` URI, or any URI pyarrow.fs understands;
     ``filesystem``: an explicit ``pyarrow.fs.FileSystem`` (then location is a path in it).
     """
-    fs, root = _resolve_fs(location, filesystem)
+    fs, root = resolve_filesystem(location, filesystem)
     out: List[str] = []
     if fs is None:
         root = os.path.abspath(root)
@@ -372,7 +369,7 @@ def list_table_dir(location: str, filesystem=None) -> List[str]:
 def get_acid_state(location: str, valid_write_ids, valid_txns=None, *, filesystem=None
                    ) -> AcidSnapshot:
     """List ``location`` and select the snapshot (reads ``_metadata_acid`` when present)."""
-    fs, root = _resolve_fs(location, filesystem)
+    fs, root = resolve_filesystem(location, filesystem)
 
     def compacted(base_rel: str, entries: Tuple[str, ...]) -> bool:
         if METADATA_FILE not in entries:

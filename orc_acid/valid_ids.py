@@ -42,6 +42,8 @@ __all__ = [
     "ValidTxnList",
     "ValidWriteIdList",
     "ValidTxnWriteIdList",
+    "as_valid_write_ids",
+    "as_valid_txns",
 ]
 
 LONG_MAX = 9223372036854775807
@@ -99,6 +101,56 @@ class _IdSnapshot:
         object.__setattr__(
             self, "_aborted_ids",
             tuple(x for x, a in zip(self._exceptions, self._aborted_flags) if a))
+
+    def _init_from_ids(self, hwm: int, open_ids: Iterable[int], aborted_ids: Iterable[int],
+                       min_open: Optional[int]) -> None:
+        """From id lists. Without ``min_open``: the lowest open id; with no exception at all
+        always Long.MAX_VALUE (Java ignores minOpen then)."""
+        exceptions, flags = self._from_ids(open_ids, aborted_ids)
+        if not exceptions:
+            mo = LONG_MAX
+        elif min_open is None:
+            opens = [x for x, a in zip(exceptions, flags) if not a]
+            mo = opens[0] if opens else LONG_MAX
+        else:
+            mo = int(min_open)
+        self._init(hwm, mo, exceptions, flags)
+
+    # The string form, as subclasses declare it: the fields before the high watermark
+    # (``_HEAD``), all the required ones (``_FORM``, for messages), and the names of the ids
+    # in parse errors.
+    _HEAD = 0
+    _FORM = "hwm:minOpen"
+    _MIN_OPEN_WHAT = "min open id"
+    _ID_WHAT = "id"
+
+    @classmethod
+    def parse(cls, src: str):
+        """The list a string form says (None or "": everything valid, no table name)."""
+        self = cls.__new__(cls)
+        if src is None or src == "":
+            self._init_head(None)
+            self._init(LONG_MAX, LONG_MAX, (), ())
+            return self
+        if not isinstance(src, str):
+            raise ValidIdListError(f"{cls.__name__} must be a str, got {type(src).__name__}")
+        values = _java_split(src, ":")
+        if len(values) < cls._HEAD + 2:
+            raise ValidIdListError(f"not a {cls.__name__} (need {cls._FORM}): {src!r}")
+        self._init_head(values[:cls._HEAD])
+        values = values[cls._HEAD:]
+        # a parsed min open id is kept as the string said (so a list round trips unchanged)
+        hwm = _parse_long(values[0], src, "high watermark")
+        min_open = _parse_long(values[1], src, cls._MIN_OPEN_WHAT)
+        opens = _parse_csv(values[2], src, f"open {cls._ID_WHAT}") if len(values) > 2 else []
+        aborts = _parse_csv(values[3], src, f"aborted {cls._ID_WHAT}") if len(values) > 3 \
+            else []
+        exceptions, flags = self._from_ids(opens, aborts)
+        self._init(hwm, min_open, exceptions, flags)
+        return self
+
+    def _init_head(self, head: Optional[Sequence[str]]) -> None:
+        """Take the fields before the high watermark (None: the empty string form)."""
 
     @staticmethod
     def _from_ids(open_ids: Iterable[int], aborted_ids: Iterable[int]):
@@ -197,37 +249,12 @@ class ValidTxnList(_IdSnapshot):
     """A reader's view of transactions: valid means committed (``ValidReadTxnList``)."""
 
     __slots__ = ()
+    _MIN_OPEN_WHAT = "min open txn"
+    _ID_WHAT = "txn id"
 
     def __init__(self, high_watermark: int = LONG_MAX, open_ids: Iterable[int] = (),
                  aborted_ids: Iterable[int] = (), min_open: Optional[int] = None):
-        exceptions, flags = self._from_ids(open_ids, aborted_ids)
-        if not exceptions:
-            mo = LONG_MAX  # Java ignores minOpen without exceptions
-        elif min_open is None:
-            opens = [x for x, a in zip(exceptions, flags) if not a]
-            mo = opens[0] if opens else LONG_MAX
-        else:
-            mo = int(min_open)
-        self._init(high_watermark, mo, exceptions, flags)
-
-    @classmethod
-    def parse(cls, src: str) -> "ValidTxnList":
-        self = cls.__new__(cls)
-        if src is None or src == "":
-            self._init(LONG_MAX, LONG_MAX, (), ())
-            return self
-        if not isinstance(src, str):
-            raise ValidIdListError(f"ValidTxnList must be a str, got {type(src).__name__}")
-        values = _java_split(src, ":")
-        if len(values) < 2:
-            raise ValidIdListError(f"not a ValidTxnList (need hwm:minOpen): {src!r}")
-        hwm = _parse_long(values[0], src, "high watermark")
-        min_open = _parse_long(values[1], src, "min open txn")
-        opens = _parse_csv(values[2], src, "open txn id") if len(values) > 2 else []
-        aborts = _parse_csv(values[3], src, "aborted txn id") if len(values) > 3 else []
-        exceptions, flags = cls._from_ids(opens, aborts)
-        self._init(hwm, min_open, exceptions, flags)
-        return self
+        self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
 
     def is_txn_valid(self, txn_id: int) -> bool:
         return self.is_valid(txn_id)
@@ -249,45 +276,21 @@ class ValidWriteIdList(_IdSnapshot):
     """A reader's view of one table's write ids (``ValidReaderWriteIdList``)."""
 
     __slots__ = ("_table",)
+    _HEAD = 1
+    _FORM = "table:hwm:minOpenWriteId"
+    _MIN_OPEN_WHAT = "min open write id"
+    _ID_WHAT = "write id"
 
     def __init__(self, table_name: Optional[str], high_watermark: int = LONG_MAX,
                  open_ids: Iterable[int] = (), aborted_ids: Iterable[int] = (),
                  min_open: Optional[int] = None):
-        exceptions, flags = self._from_ids(open_ids, aborted_ids)
-        if not exceptions:
-            mo = LONG_MAX
-        elif min_open is None:
-            opens = [x for x, a in zip(exceptions, flags) if not a]
-            mo = opens[0] if opens else LONG_MAX
-        else:
-            mo = int(min_open)
         object.__setattr__(self, "_table", table_name)
-        self._init(high_watermark, mo, exceptions, flags)
+        self._init_from_ids(high_watermark, open_ids, aborted_ids, min_open)
 
-    @classmethod
-    def parse(cls, src: str) -> "ValidWriteIdList":
-        self = cls.__new__(cls)
-        if src is None or src == "":
-            object.__setattr__(self, "_table", None)
-            self._init(LONG_MAX, LONG_MAX, (), ())
-            return self
-        if not isinstance(src, str):
-            raise ValidIdListError(f"ValidWriteIdList must be a str, got {type(src).__name__}")
-        values = _java_split(src, ":")
-        if len(values) < 3:
-            raise ValidIdListError(
-                f"not a ValidWriteIdList (need table:hwm:minOpenWriteId): {src!r}")
-        table = values[0]
-        if table.lower() == "null":
-            table = None
-        hwm = _parse_long(values[1], src, "high watermark")
-        min_open = _parse_long(values[2], src, "min open write id")
-        opens = _parse_csv(values[3], src, "open write id") if len(values) > 3 else []
-        aborts = _parse_csv(values[4], src, "aborted write id") if len(values) > 4 else []
-        exceptions, flags = cls._from_ids(opens, aborts)
-        object.__setattr__(self, "_table", table)
-        self._init(hwm, min_open, exceptions, flags)
-        return self
+    def _init_head(self, head: Optional[Sequence[str]]) -> None:
+        table = head[0] if head else None
+        object.__setattr__(self, "_table", None if table is None or table.lower() == "null"
+                           else table)
 
     @classmethod
     def all_valid(cls, table_name: Optional[str] = None) -> "ValidWriteIdList":
@@ -317,6 +320,16 @@ class ValidWriteIdList(_IdSnapshot):
 
     def __hash__(self) -> int:
         return hash(("ValidWriteIdList", self._table) + self._key())
+
+
+def as_valid_write_ids(value) -> ValidWriteIdList:
+    """A ValidWriteIdList given as itself or as its string form (None or "": all valid)."""
+    return value if isinstance(value, ValidWriteIdList) else ValidWriteIdList.parse(value)
+
+
+def as_valid_txns(value) -> Optional[ValidTxnList]:
+    """A ValidTxnList given as itself or as its string form; None stays None (no list)."""
+    return value if value is None or isinstance(value, ValidTxnList) else ValidTxnList.parse(value)
 
 
 def _java_string_hash(s: Optional[str]) -> int:

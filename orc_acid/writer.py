@@ -21,7 +21,7 @@ Writer settings follow Hive's delta writer where pyarrow allows: ZLIB, 16 MiB st
 block padding, row index stride 10000. Hive uses a 16 KiB compression buffer; ORC C++ only
 accepts multiples of 64 KiB, so 64 KiB is used (readers take any buffer size).
 
-Local file systems only (paths or ``file://`` URIs).
+Local file systems only (paths or ``file:`` URIs; ``layout.require_local_path``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 
 from ._orc_tail import OrcTail, OrcTailError
-from .layout import (ACID_FORMAT_FILE, ORC_ACID_VERSION, encode_bucket,
-                     format_base, format_bucket_file, format_delete_delta, format_delta,
-                     MAX_BUCKET_ID, MAX_STATEMENT_ID)
+from .layout import (ACID_FORMAT_FILE, MAX_BUCKET_ID, MAX_STATEMENT_ID, ORC_ACID_VERSION,
+                     encode_bucket, format_base, format_bucket_file, format_delete_delta,
+                     format_delta, require_local_path)
 
 __all__ = [
     "ACID_FIELD_NAMES", "OP_INSERT", "OP_UPDATE", "OP_DELETE",
@@ -68,16 +68,11 @@ class WriterOptions:
         self.batch_size = batch_size
 
 
-_DEFAULT_OPTIONS = WriterOptions()
+DEFAULT_OPTIONS = WriterOptions()
 
 
-def _local(path: str) -> str:
-    if path.startswith("file://"):
-        path = path[len("file://"):]
-    return path
-
-
-def _as_schema(row_schema) -> pa.Schema:
+def as_row_schema(row_schema) -> pa.Schema:
+    """The table columns given as a schema, a struct type or a list of fields."""
     if isinstance(row_schema, pa.Schema):
         return row_schema.remove_metadata()
     if isinstance(row_schema, pa.StructType):
@@ -87,7 +82,7 @@ def _as_schema(row_schema) -> pa.Schema:
 
 def acid_schema(row_schema) -> pa.Schema:
     """The ACID event schema with ``row`` = struct of the table columns."""
-    rs = _as_schema(row_schema)
+    rs = as_row_schema(row_schema)
     return pa.schema([
         pa.field("operation", pa.int32()),
         pa.field("originalTransaction", pa.int64()),
@@ -98,7 +93,8 @@ def acid_schema(row_schema) -> pa.Schema:
     ])
 
 
-def _as_table(data) -> pa.Table:
+def as_table(data) -> pa.Table:
+    """Rows given as a Table, a RecordBatch or a dict of columns, as a Table."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -108,7 +104,9 @@ def _as_table(data) -> pa.Table:
     raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
 
 
-def _ensure_dir_with_version(d: str) -> None:
+def ensure_acid_dir(d: str) -> None:
+    """Create the base/delta directory ``d`` with its ``_orc_acid_version`` marker (written
+    under a hidden name and renamed: a reader never sees a partial marker)."""
     os.makedirs(d, exist_ok=True)
     marker = os.path.join(d, ACID_FORMAT_FILE)
     if os.path.exists(marker):
@@ -151,11 +149,11 @@ def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: i
     """Write an ACID event table (already in the exact ACID schema) to ``path``.
 
     Adds the Hive footer metadata; publishes atomically; refuses to replace a file."""
-    opts = options or _DEFAULT_OPTIONS
+    opts = options or DEFAULT_OPTIONS
     names = tuple(events.schema.names)
     if names != ACID_FIELD_NAMES:
         raise ValueError(f"events must have the ACID columns {ACID_FIELD_NAMES}, got {names}")
-    path = _local(path)
+    path = require_local_path(path)
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     if os.path.exists(path):
@@ -203,12 +201,14 @@ def _row_struct_chunks(data: pa.Table, row_schema: pa.Schema) -> pa.ChunkedArray
     return pa.chunked_array(chunks, type=pa.struct(fields))
 
 
-def _insert_events(data: pa.Table, write_id: int, bucket_prop: int, row_id_start: int,
-                   row_schema: Optional[pa.Schema]) -> pa.Table:
+def insert_events(data: pa.Table, write_id: int, bucket_prop: int, row_id_start: int,
+                  row_schema: Optional[pa.Schema]) -> pa.Table:
+    """``data`` (table columns, by position) as insert events of ``write_id``: ROW__IDs
+    (write_id, ``bucket_prop``, ``row_id_start``...), currentTransaction = write_id."""
     if row_schema is None:
         row_schema = data.schema.remove_metadata()
     else:
-        row_schema = _as_schema(row_schema)
+        row_schema = as_row_schema(row_schema)
         if len(row_schema) != data.num_columns:
             raise ValueError(f"data has {data.num_columns} columns, row schema "
                              f"{len(row_schema)}")
@@ -242,14 +242,15 @@ def write_delta(table_dir: str, write_id: int, statement_id: int, bucket_id: int
     table columns (names/types for the ``row`` struct; ``data`` columns map by position);
     default: ``data``'s own schema. Returns the paths written (empty for an empty insert:
     no file is left behind)."""
-    data = _as_table(data)
+    data = as_table(data)
     _check_ids(write_id, bucket_id, statement_id)
     if data.num_rows == 0:
         return []
-    d = os.path.join(_local(table_dir), format_delta(write_id, write_id, statement_id))
-    events = _insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
+    d = os.path.join(require_local_path(table_dir),
+                     format_delta(write_id, write_id, statement_id))
+    events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
                             row_schema)
-    _ensure_dir_with_version(d)
+    ensure_acid_dir(d)
     path = os.path.join(d, format_bucket_file(bucket_id, attempt))
     return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
 
@@ -261,13 +262,13 @@ def write_base(table_dir: str, write_id: int, bucket_id: int, data, *, statement
 
     An empty overwrite still creates the (empty) base directory with its
     ``_orc_acid_version`` so that it hides all older data."""
-    data = _as_table(data)
+    data = as_table(data)
     _check_ids(write_id, bucket_id, statement_id)
-    d = os.path.join(_local(table_dir), format_base(write_id, visibility_txn_id))
-    _ensure_dir_with_version(d)
+    d = os.path.join(require_local_path(table_dir), format_base(write_id, visibility_txn_id))
+    ensure_acid_dir(d)
     if data.num_rows == 0:
         return []
-    events = _insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
+    events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
                             row_schema)
     path = os.path.join(d, format_bucket_file(bucket_id))
     return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
@@ -285,7 +286,7 @@ def _row_id_columns(row_ids) -> tuple:
     if isinstance(row_ids, (pa.StructArray, pa.ChunkedArray)) and pa.types.is_struct(row_ids.type):
         t = pa.Table.from_arrays([row_ids], names=["ROW__ID"])
         row_ids = t
-    t = _as_table(row_ids)
+    t = as_table(row_ids)
     if t.num_columns == 1 and pa.types.is_struct(t.schema.types[0]):
         col = t.column(0).combine_chunks() if t.num_rows else pa.array([], t.schema.types[0])
         if isinstance(col, pa.ChunkedArray):
@@ -326,9 +327,10 @@ def write_delete_delta(table_dir: str, write_id: int, statement_id: int, row_ids
     writer_ids = np.where(version == 0, b_np, (b_np & 0x0FFF0000) >> 16)
     if np.any(version > 1):
         raise ValueError("bucket property with an unknown BucketCodec version")
-    rs = _as_schema(row_schema)
-    d = os.path.join(_local(table_dir), format_delete_delta(write_id, write_id, statement_id))
-    _ensure_dir_with_version(d)
+    rs = as_row_schema(row_schema)
+    d = os.path.join(require_local_path(table_dir),
+                     format_delete_delta(write_id, write_id, statement_id))
+    ensure_acid_dir(d)
     paths = []
     for wid in np.unique(writer_ids):
         sel = np.nonzero(writer_ids == wid)[0]
@@ -350,8 +352,8 @@ def write_update(table_dir: str, write_id: int, statement_id: int, bucket_id: in
                  ) -> List[str]:
     """UPDATE as Hive 4 writes it: delete events in ``delete_delta_W_W_S`` and the new row
     versions (fresh ROW__IDs) as inserts in ``delta_W_W_(S+1)``."""
-    new_rows = _as_table(new_rows)
-    rs = _as_schema(row_schema) if row_schema is not None else new_rows.schema.remove_metadata()
+    new_rows = as_table(new_rows)
+    rs = as_row_schema(row_schema) if row_schema is not None else new_rows.schema.remove_metadata()
     paths = write_delete_delta(table_dir, write_id, statement_id, row_ids, row_schema=rs,
                                options=options)
     paths += write_delta(table_dir, write_id, statement_id + 1, bucket_id, new_rows,
@@ -365,10 +367,10 @@ def write_insert_only(table_dir: str, write_id: int, data, *, statement_id: int 
                       ) -> List[str]:
     """Insert-only (``transactional_properties=insert_only``) tables: a plain ORC or Parquet
     file in ``delta_W_W_SSSS`` (or ``base_W`` for ``overwrite=True``); no ACID columns."""
-    data = _as_table(data)
-    opts = options or _DEFAULT_OPTIONS
+    data = as_table(data)
+    opts = options or DEFAULT_OPTIONS
     name = format_base(write_id) if overwrite else format_delta(write_id, write_id, statement_id)
-    d = os.path.join(_local(table_dir), name)
+    d = os.path.join(require_local_path(table_dir), name)
     os.makedirs(d, exist_ok=True)
     if data.num_rows == 0:
         return []

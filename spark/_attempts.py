@@ -17,14 +17,24 @@ attempts can likewise write after the job committed. Hence the protocol:
 Ending a statement before sweeping it is what closes every interleaving: an attempt that
 started before the end either published its files before the sweep (the sweep removes them)
 or reports after it (its ``finish`` sweeps again).
+
+The driver keeps the bookkeeping (:class:`Attempts`); a task runs its write through
+:func:`run_as_attempt`, which asks and reports over the coordinator. Speculative attempts
+are refused outright (:func:`refuse_speculation`).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Optional, Set, Tuple
+from multiprocessing import AuthenticationError
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from ._coordinator import COORDINATOR_HOST
+from ._errors import HiveAcidError
+from ._rpc import quiet_rpc, rpc
 
 # Spark kills a cancelled task's Python worker after spark.python.task.killTimeout (2 s by
 # default); an attempt that neither finishes nor is killed within this is not waited for
@@ -115,3 +125,44 @@ class Attempts:
             if token not in self._writing:
                 del self._ended[token]
                 excess -= 1
+
+
+# -- the task side ----------------------------------------------------------------------------
+
+def run_as_attempt(statement: tuple, write: Callable[[], List[tuple]]) -> List[tuple]:
+    """Run ``write()`` (-> the files written) as one task attempt of a statement, named by
+    (coordinator address, authkey, token): an attempt that starts after its statement ended
+    (the job failed or committed without it) writes nothing, and one that ends after that
+    has its files swept by the driver. -> the files to commit."""
+    coordinator, authkey, token = statement
+    attempt = secrets.token_hex(8)
+    try:
+        may_write = rpc(coordinator, authkey, "task_started", token, attempt)
+    except (OSError, EOFError, AuthenticationError) as e:
+        # Writing unguarded could leave a late attempt's files in the table: refuse, with
+        # what to fix (the coordinator listens where coordinator_hosts says).
+        raise HiveAcidError(
+            f"this task cannot reach the hive_acid coordinator of the driver at "
+            f"{coordinator[0]}:{coordinator[1]} ({type(e).__name__}: {e}); executors must "
+            f"be able to connect to the driver there: see {COORDINATOR_HOST}, "
+            f"spark.driver.host and spark.driver.bindAddress") from None
+    if not may_write:
+        return []
+    try:
+        files = write()
+    except BaseException:
+        quiet_rpc(coordinator, authkey, "task_finished", token, attempt)
+        raise
+    if not rpc(coordinator, authkey, "task_finished", token, attempt):
+        return []
+    return files
+
+
+def refuse_speculation(on: bool) -> None:
+    # Two attempts of one task write the same file name (writer id = task partition id),
+    # each replacing the other's; when the losing attempt is killed between removing the
+    # winner's file and publishing its own, the commit names a file that is gone.
+    if on:
+        raise HiveAcidError(
+            "hive_acid writes need spark.speculation=false: speculative attempts of a task "
+            "write the same ACID file, and a killed attempt can remove the committed one")

@@ -1,9 +1,11 @@
 """Task-side reading and writing (runs in Spark's Python workers; pyarrow + orc_acid only).
 
-Writers follow Hive's rules (see shared acid facts): one file per (partition, writer id,
-statement id) in ``delta_W_W_SSSS`` / ``base_W`` / ``delete_delta_W_W_SSSS``; the writer id
-is the bucket number of a bucketed table, else the Spark task's partition index; delete
-events go to the file of the *decoded* bucket of the deleted row.
+Writers follow Hive's rules: one file per (partition, writer id, statement id) in
+``delta_W_W_SSSS`` / ``base_W`` / ``delete_delta_W_W_SSSS``; the writer id is the bucket
+number of a bucketed table, else the Spark task's partition index; delete events go to the
+file of the *decoded* bucket of the deleted row. A partition's directory is its name as the
+metastore has it (``orc_acid.layout.partition_dir_name``); a null or empty value is the
+default partition.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import orc_acid
 from orc_acid.layout import DEFAULT_PARTITION_NAME, format_base, format_bucket_file, \
     format_delete_delta, format_delta, partition_dir_name
 
-HIVE_DEFAULT_PARTITION = DEFAULT_PARTITION_NAME
 ROW_ID = "ROW__ID"
 OP_COL = "__hive_acid_op"        # merge/update: "D" delete, "U" delete+insert, "I" insert
 BUCKET_COL = "__hive_acid_bucket"
@@ -34,13 +35,7 @@ def part_value_strings(col: pa.Array) -> List[str]:
         s = pc.cast(col, pa.string())
     # Hive's rule: a null and an empty value are both the default partition (one group,
     # one directory: two groups would write the same file names into it)
-    return [v if v else HIVE_DEFAULT_PARTITION for v in s.to_pylist()]
-
-
-def part_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    """The partition's name and directory, escaped as Hive does (the metastore's own name
-    for it, and the directory Hive would write)."""
-    return partition_dir_name(keys, values)
+    return [v if v else DEFAULT_PARTITION_NAME for v in s.to_pylist()]
 
 
 def group_rows(table: pa.Table, key_cols: Sequence[str]) -> List[Tuple[tuple, pa.Table]]:
@@ -145,7 +140,7 @@ def write_inserts(spec: WriteSpec, table: pa.Table, task_id: int,
     out = []
     for key, part in group_rows(table, keys):
         pvals = key[:len(spec.part_keys)]
-        pname = part_name(spec.part_keys, pvals) if spec.part_keys else ""
+        pname = partition_dir_name(spec.part_keys, pvals) if spec.part_keys else ""
         writer_id = int(key[-1]) if spec.bucketed else task_id
         part_dir = os.path.join(spec.location, pname) if pname else spec.location
         data = conform(part, spec.data_schema)
@@ -159,7 +154,7 @@ def write_deletes(spec: WriteSpec, table: pa.Table, statement_id: int, *,
     """Delete events for the ROW__IDs in ``table`` (+ partition columns)."""
     out = []
     for key, part in group_rows(table, list(spec.part_keys)):
-        pname = part_name(spec.part_keys, key) if spec.part_keys else ""
+        pname = partition_dir_name(spec.part_keys, key) if spec.part_keys else ""
         part_dir = os.path.join(spec.location, pname) if pname else spec.location
         rid = part.column(ROW_ID).combine_chunks()
         if check_unique and len(rid):
@@ -212,7 +207,7 @@ class ReadUnit:
 
 
 def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
-    if value is None or value == HIVE_DEFAULT_PARTITION:
+    if value is None or value == DEFAULT_PARTITION_NAME:
         return pa.nulls(n, type=typ)
     if pa.types.is_timestamp(typ):
         scalar = pc.strptime(pa.array([value]), format="%Y-%m-%d %H:%M:%S", unit=typ.unit)

@@ -1,30 +1,36 @@
 """Talking to the metastore from Spark's driver and planner processes (no pyspark here).
 
-Thin helpers over the generated Thrift client (``hms_txn.wire.thrift_gen``): connections,
-snapshots (ValidTxnList built from ``get_open_txns`` the way Hive's client builds it,
-ValidWriteIdList strings from ``get_valid_write_ids``), table descriptions, locks that wait,
-and Hive type strings mapped to Spark DDL / Arrow types.
+Thin helpers over the generated Thrift client: the connection (``MetastoreConnection``, on
+``hms_txn.wire.client``), snapshots (ValidTxnList built from ``get_open_txns`` the way
+Hive's client builds it, ValidWriteIdList strings from ``get_valid_write_ids``), locks that
+wait, and table descriptions (``TableInfo``) with their partitions.
+
+Importing this module stays cheap: Spark's Python workers import it for ``TableInfo`` and
+the errors, and the generated Thrift modules take seconds to import, so they are imported
+when a connection opens or a Thrift struct is first built (``T``), never here.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-import re
 import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from orc_acid.layout import location_path, parse_partition_name, partition_dir_name
+from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+
+from ._errors import HiveAcidError
 
 
 class _LazyTtypes:
-    """``hms_txn.wire.thrift_gen...ttypes``, imported on first use: the generated module takes
-    seconds to import and Spark's Python workers that never talk to the metastore (tasks,
-    planners using the driver's coordinator) should not pay for it."""
+    """``hms_txn.wire.thrift_gen...ttypes``, imported on first use (see the module
+    docstring)."""
 
     def __getattr__(self, name):
         from hms_txn.wire.thrift_gen.hive_metastore import ttypes
@@ -32,9 +38,6 @@ class _LazyTtypes:
 
 
 T = _LazyTtypes()
-
-from orc_acid.layout import location_path, partition_dir_name, unescape_path_name
-from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 # LockType / LockLevel / LockState / DataOperationType values (hive_metastore.thrift)
 SHARED_READ, SHARED_WRITE, EXCLUSIVE, EXCL_WRITE = 1, 2, 3, 4
@@ -54,54 +57,39 @@ HOST = socket.gethostname()
 AGENT = "hms-txn-spark"
 
 
-class HiveAcidError(Exception):
-    """Something the hive_acid integration cannot do (bad table, bad request, lock timeout)."""
+# -- the connection ---------------------------------------------------------------------------
 
+class MetastoreConnection:
+    """One Thrift connection (``hms_txn.wire.client.connect``: the URIs of ``uri`` tried in
+    order), usable from several threads: calls are serialized, and a call that finds the
+    connection broken reconnects and is retried once."""
 
-class WriteConflictError(HiveAcidError):
-    """The transaction lost a write-write conflict and was aborted by the metastore."""
-
-
-# -- connections ------------------------------------------------------------------------------
-
-def parse_uri(uri: str) -> Tuple[str, int]:
-    first = uri.split(",")[0].strip()
-    m = re.match(r"^(?:thrift://)?([^:/]+)(?::(\d+))?/?$", first)
-    if not m:
-        raise HiveAcidError(f"cannot parse metastore uri {uri!r} (want thrift://host:port)")
-    return m.group(1), int(m.group(2) or 9083)
-
-
-class Metastore:
-    """One Thrift connection, usable from several threads (calls are serialized)."""
-
-    def __init__(self, uri: str, timeout_ms: int = 120000):
+    def __init__(self, uri: str, timeout_s: float = 120.0):
+        # hms_txn.wire.client imports the generated client: imported here and in _open, not
+        # at the top (see the module docstring)
+        from hms_txn.wire.client import parse_uris
+        try:
+            self._endpoints = parse_uris(uri)
+        except ValueError as e:
+            raise HiveAcidError(f"cannot parse metastore uri {uri!r} ({e})") from None
         self.uri = uri
-        self._host, self._port = parse_uri(uri)
-        self._timeout_ms = timeout_ms
+        self._timeout_s = timeout_s
         self._lock = threading.RLock()
         self._client = None
-        self._transport = None
 
-    def _connect(self):
-        sock = TSocket.TSocket(self._host, self._port)
-        sock.setTimeout(self._timeout_ms)
-        transport = TTransport.TBufferedTransport(sock)
-        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
-        transport.open()
-        self._transport = transport
-        from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
-        self._client = ThriftHiveMetastore.Client(protocol)
+    def _open(self):
+        from hms_txn.wire.client import connect
+        return connect(self._endpoints, timeout=self._timeout_s)
 
     def call(self, name: str, *args):
         """Call a metastore method; reconnect once on a broken connection."""
         with self._lock:
             for attempt in (0, 1):
                 if self._client is None:
-                    self._connect()
+                    self._client = self._open()
                 try:
                     return getattr(self._client, name)(*args)
-                except (TTransport.TTransportException, OSError, EOFError):
+                except (TTransportException, OSError, EOFError):
                     self.close()
                     if attempt:
                         raise
@@ -113,25 +101,9 @@ class Metastore:
 
     def close(self):
         with self._lock:
-            if self._transport is not None:
-                try:
-                    self._transport.close()
-                except Exception:
-                    pass
+            if self._client is not None:
+                self._client.close()
             self._client = None
-            self._transport = None
-
-
-def parse_duration_s(text: str, default: float = 300.0) -> float:
-    if text is None:
-        return default
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", str(text).lower())
-    if not m:
-        return default
-    v = float(m.group(1))
-    unit = m.group(2) or "s"
-    return v / 1000.0 if unit == "ms" else v * {"s": 1, "sec": 1, "m": 60, "min": 60,
-                                                 "h": 3600}[unit]
 
 
 # -- snapshots --------------------------------------------------------------------------------
@@ -141,7 +113,7 @@ def _aborted_flags(bits: bytes, n: int) -> List[bool]:
     return [(i // 8 < len(bits)) and bool((bits[i // 8] >> (i % 8)) & 1) for i in range(n)]
 
 
-def valid_txn_list(ms: Metastore, current_txn: int = 0) -> str:
+def valid_txn_list(ms: MetastoreConnection, current_txn: int = 0) -> str:
     """The ValidTxnList of a new snapshot (as Hive's ``createValidReadTxnList``)."""
     resp = ms.get_open_txns()
     hwm = resp.txn_high_water_mark
@@ -157,7 +129,8 @@ def valid_txn_list(ms: Metastore, current_txn: int = 0) -> str:
     return str(ValidTxnList(hwm, open_ids, aborted))
 
 
-def valid_write_ids(ms: Metastore, full_names: Sequence[str], txns: str) -> Dict[str, str]:
+def valid_write_ids(ms: MetastoreConnection, full_names: Sequence[str], txns: str
+                    ) -> Dict[str, str]:
     resp = ms.get_valid_write_ids(T.GetValidWriteIdsRequest(
         fullTableNames=[n.lower() for n in full_names], validTxnList=txns))
     out = {}
@@ -174,8 +147,8 @@ def valid_write_ids(ms: Metastore, full_names: Sequence[str], txns: str) -> Dict
 
 # -- locks ------------------------------------------------------------------------------------
 
-def acquire_lock(ms: Metastore, components: List[T.LockComponent], txn_id: int = 0, *,
-                 timeout_s: float = 300.0) -> int:
+def acquire_lock(ms: MetastoreConnection, components: List[T.LockComponent], txn_id: int = 0,
+                 *, timeout_s: float = 300.0) -> int:
     """Request a lock and wait (polling check_lock) until it is ACQUIRED."""
     resp = ms.lock(T.LockRequest(component=components, txnid=txn_id or None, user=USER,
                                  hostname=HOST, agentInfo=AGENT))
@@ -206,60 +179,6 @@ def lock_component(db: str, table: str, lock_type: int, op: int, *, transactiona
                            isDynamicPartitionWrite=dynamic)
 
 
-# -- Hive types -------------------------------------------------------------------------------
-
-_PRIMS = {
-    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT", "integer": "INT",
-    "bigint": "BIGINT", "boolean": "BOOLEAN", "float": "FLOAT", "double": "DOUBLE",
-    "double precision": "DOUBLE", "string": "STRING", "binary": "BINARY", "date": "DATE",
-    "timestamp": "TIMESTAMP_NTZ", "void": "VOID",
-}
-
-
-def _split_top(s: str, sep: str = ",") -> List[str]:
-    out, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        out.append("".join(cur))
-    return [x.strip() for x in out]
-
-
-def hive_to_spark_ddl(t: str) -> str:
-    """A Hive column type string as a Spark SQL type (DDL)."""
-    s = t.strip()
-    low = s.lower()
-    if low in _PRIMS:
-        return _PRIMS[low]
-    if low.startswith(("varchar", "char")):
-        return "STRING"
-    if low.startswith("decimal"):
-        m = re.match(r"decimal\s*(?:\((\d+)\s*(?:,\s*(\d+))?\))?", low)
-        p = int(m.group(1) or 10)
-        sc = int(m.group(2) or 0)
-        return f"DECIMAL({p},{sc})"
-    if low.startswith("array<"):
-        return f"ARRAY<{hive_to_spark_ddl(s[6:-1])}>"
-    if low.startswith("map<"):
-        k, v = _split_top(s[4:-1])
-        return f"MAP<{hive_to_spark_ddl(k)}, {hive_to_spark_ddl(v)}>"
-    if low.startswith("struct<"):
-        parts = []
-        for f in _split_top(s[7:-1]):
-            name, typ = f.split(":", 1)
-            parts.append(f"`{name.strip()}`: {hive_to_spark_ddl(typ)}")
-        return f"STRUCT<{', '.join(parts)}>"
-    raise HiveAcidError(f"unsupported Hive type {t!r}")
-
-
 # -- tables -----------------------------------------------------------------------------------
 
 def local_path(location: str, what: str = "the table") -> str:
@@ -282,20 +201,6 @@ def local_path(location: str, what: str = "the table") -> str:
     if not os.path.isabs(path):
         raise HiveAcidError(f"{what} is at {location}, not an absolute path")
     return path
-
-
-def make_part_name(keys: Sequence[str], values: Sequence) -> str:
-    """``k1=v1/k2=v2`` escaped as Hive does: the metastore's name of the partition, and its
-    directory under the table's."""
-    return partition_dir_name(keys, [None if v is None else str(v) for v in values])
-
-
-def parse_part_name(name: str) -> List[Tuple[str, str]]:
-    out = []
-    for seg in name.split("/"):
-        k, v = seg.split("=", 1)
-        out.append((unescape_path_name(k), unescape_path_name(v)))
-    return out
 
 
 @dataclass
@@ -331,11 +236,18 @@ class TableInfo:
     def data_names(self) -> List[str]:
         return [k for k, _ in self.columns]
 
-    def spark_ddl(self, with_row_id: bool = False) -> str:
-        cols = [f"`{n}` {hive_to_spark_ddl(t)}" for n, t in self.columns + self.partition_keys]
-        if with_row_id:
-            cols.insert(0, "`ROW__ID` STRUCT<writeid: BIGINT, bucketid: INT, rowid: BIGINT>")
-        return ", ".join(cols)
+    def column_mapping(self, names: Sequence[str]) -> Dict[str, str]:
+        """Incoming column names -> table column names (by name, case-insensitive, or by
+        position when the names do not match)."""
+        table_cols = self.data_names + self.part_names
+        lower = {c.lower(): c for c in table_cols}
+        if all(n.lower() in lower for n in names) and \
+                len(set(n.lower() for n in names)) == len(table_cols):
+            return {n: lower[n.lower()] for n in names}
+        if len(names) == len(table_cols):
+            return dict(zip(names, table_cols))
+        raise HiveAcidError(f"{self.full_name} has columns {table_cols}; the data has "
+                            f"{list(names)}")
 
 
 def split_name(full: str, default_db: str = "default") -> Tuple[str, str]:
@@ -347,7 +259,7 @@ def split_name(full: str, default_db: str = "default") -> Tuple[str, str]:
     return db.lower(), t.lower()
 
 
-def table_info(ms: Metastore, full: str) -> TableInfo:
+def table_info(ms: MetastoreConnection, full: str) -> TableInfo:
     db, name = split_name(full)
     try:
         t = ms.get_table(db, name)
@@ -376,18 +288,25 @@ def require_acid(info: TableInfo, *, full_acid: bool = False) -> None:
                             f"MERGE need a full-ACID table")
 
 
-def list_partitions(ms: Metastore, info: TableInfo) -> List[Tuple[str, List[str], str]]:
+def list_partitions(ms: MetastoreConnection, info: TableInfo
+                    ) -> List[Tuple[str, List[str], str]]:
     """-> [(partition name, values, local location)]."""
     parts = ms.get_partitions(info.db, info.name, -1)
     out = []
     for p in parts:
-        name = make_part_name(info.part_names, p.values)
+        name = partition_dir_name(info.part_names,
+                                  [None if v is None else str(v) for v in p.values])
         out.append((name, list(p.values),
                     local_path(p.sd.location, f"partition {name} of {info.full_name}")))
     return out
 
 
-def add_partitions(ms: Metastore, info: TableInfo, names: Sequence[str]) -> None:
+def partition_values(name: str) -> List[str]:
+    """The values of a partition named ``k1=v1/k2=v2`` (unescaped)."""
+    return [v for _, v in parse_partition_name(name)]
+
+
+def add_partitions(ms: MetastoreConnection, info: TableInfo, names: Sequence[str]) -> None:
     """Register partitions (if missing) located at <table>/<name>."""
     if not names:
         return
@@ -395,14 +314,14 @@ def add_partitions(ms: Metastore, info: TableInfo, names: Sequence[str]) -> None
     parts = []
     now = int(time.time())
     for n in names:
-        vals = [v for _, v in parse_part_name(n)]
         sd = T.StorageDescriptor(
             cols=t.sd.cols, location=t.sd.location.rstrip("/") + "/" + n,
             inputFormat=t.sd.inputFormat, outputFormat=t.sd.outputFormat,
             compressed=False, numBuckets=t.sd.numBuckets, serdeInfo=t.sd.serdeInfo,
             bucketCols=t.sd.bucketCols, sortCols=t.sd.sortCols, parameters={})
-        parts.append(T.Partition(values=vals, dbName=info.db, tableName=info.name,
-                                 createTime=now, lastAccessTime=0, sd=sd, parameters={}))
+        parts.append(T.Partition(values=partition_values(n), dbName=info.db,
+                                 tableName=info.name, createTime=now, lastAccessTime=0,
+                                 sd=sd, parameters={}))
     ms.add_partitions_req(T.AddPartitionsRequest(dbName=info.db, tblName=info.name,
                                                  parts=parts, ifNotExists=True,
                                                  needResult=False))

@@ -37,10 +37,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
+import orc_acid
+from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
+from orc_acid.valid_ids import ValidWriteIdList
+
 from . import _metastore as M
 from . import _types as TY
-
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+from ._errors import HiveAcidError
 ACID_NAMES = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
 _ACID_ARROW = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
 KEY = ["originalTransaction", "bucket", "rowId"]
@@ -175,7 +178,6 @@ def _groups(location: str, entries, wids, row_type) -> Tuple[Tuple[Group, ...], 
     """DataFile/DeleteFile entries of orc_acid's plan -> read groups (one for the files whose
     rows are all valid, one for those whose currentTransaction must be checked) and the
     total row count."""
-    from orc_acid.layout import parse_delta
     by_dir: Dict[str, List] = {}
     for e in entries:
         by_dir.setdefault(e.path.split("/", 1)[0], []).append(e)
@@ -242,8 +244,6 @@ def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray],
 def plan(info: M.TableInfo, txns: str, wids: str,
          targets: Sequence[Tuple[str, Tuple[Optional[str], ...]]]) -> NativePlan:
     """``targets``: (partition location, partition values) to read. Raises Fallback."""
-    import orc_acid
-    from orc_acid.valid_ids import ValidWriteIdList
     if info.insert_only:
         raise Fallback("insert-only table (plain files, no ACID columns)")
     if info.file_format != "orc":
@@ -389,7 +389,7 @@ def output_struct(info: M.TableInfo, columns: Optional[Sequence[str]], with_row_
     out = [by["ROW__ID".lower()]] if with_row_id else []
     for c in columns:
         if c.lower() not in by or c.lower() == "row__id":
-            raise M.HiveAcidError(f"column {c} is not in {info.full_name}")
+            raise HiveAcidError(f"column {c} is not in {info.full_name}")
         out.append(by[c.lower()])
     return S.StructType(out)
 
@@ -434,7 +434,7 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
                              " 'rowid', rowId) AS ROW__ID")
             elif f.name.lower() in pkeys:
                 v = part.values[pkeys[f.name.lower()]]
-                lit = "NULL" if v is None or v == HIVE_DEFAULT_PARTITION else _sql_str(v)
+                lit = "NULL" if v is None or v == DEFAULT_PARTITION_NAME else _sql_str(v)
                 exprs.append(f"CAST(CAST({lit} AS STRING) AS {f.dataType.simpleString()}) "
                              f"AS {_q(f.name)}")
             else:

@@ -1,4 +1,7 @@
-"""Calls from Spark's Python workers to the driver's coordinator (see ``_driver``)."""
+"""Calls from Spark's Python workers to the driver's coordinator (``_coordinator``): one
+connection per call, the ``multiprocessing.connection`` key handshake both ways, then one
+``(method, args)`` request and one ``("ok", value)`` / ``("error", (type, message))``
+reply. The socket helpers here serve both ends."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import socket
 import struct
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
-from ._metastore import HiveAcidError, WriteConflictError
+from ._errors import HiveAcidError, WriteConflictError
 
 
 class RemoteError(HiveAcidError):
@@ -83,3 +86,11 @@ def rpc(address, authkey: bytes, method: str, *args):
             raise HiveAcidError(msg)
         raise RemoteError(f"{kind}: {msg}")
     return value
+
+
+def quiet_rpc(*args) -> None:
+    """``rpc`` for a report the driver can do without: a failure is ignored."""
+    try:
+        rpc(*args)
+    except Exception:
+        pass

@@ -2,7 +2,8 @@
 
 INSERT INTO/OVERWRITE ... VALUES/SELECT, UPDATE ... SET ... WHERE, DELETE FROM ... WHERE and
 MERGE INTO ... USING ... ON ... WHEN [NOT] MATCHED ... whose target is a transactional table
-of the metastore run through :mod:`spark.hive_acid`; every other statement goes to
+of the metastore run as ``hive_acid.insert/update/delete/merge`` (``_dml``); every other
+statement goes to
 ``session.sql``. In any statement, ACID tables read in FROM/USING clauses are replaced by
 temporary views over hive_acid reads (Spark's own Hive reader would see raw ACID events).
 Expressions are handed to Spark as Spark SQL text (sqlglot's Spark generator).
@@ -11,13 +12,17 @@ Expressions are handed to Spark as Spark SQL text (sqlglot's Spark generator).
 from __future__ import annotations
 
 import itertools
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import sqlglot
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from . import _metastore as M
-from . import hive_acid as H
+from ._dml import delete, insert, merge, update
+from ._errors import HiveAcidError
+from ._scope import read
+from ._session import registered_driver
 
 DIALECT = "spark"
 _view_ids = itertools.count(1)
@@ -32,7 +37,7 @@ def _table_name(t: exp.Table) -> str:
 class _Ctx:
     def __init__(self, session):
         self.session = session
-        self.d = H._registered_driver(session)
+        self.d = registered_driver(session)
         self._infos: Dict[str, Optional[M.TableInfo]] = {}
 
     def acid_info(self, name: str) -> Optional[M.TableInfo]:
@@ -41,7 +46,7 @@ class _Ctx:
             try:
                 info = M.table_info(self.d.ms, name)
                 self._infos[key] = info if info.transactional else None
-            except M.HiveAcidError:
+            except HiveAcidError:
                 self._infos[key] = None
         return self._infos[key]
 
@@ -58,7 +63,7 @@ class _Ctx:
                 if info is None:
                     return n
                 view = f"__hive_acid_{info.db}_{info.name}_{next(_view_ids)}"
-                H.read(self.session, info.full_name).createOrReplaceTempView(view)
+                read(self.session, info.full_name).createOrReplaceTempView(view)
                 alias = n.alias or info.name
                 return exp.Table(this=exp.to_identifier(view),
                                  alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -88,17 +93,18 @@ def _sql(e: exp.Expression) -> str:
     return e.sql(dialect=DIALECT)
 
 
-def run_sql(session, statement: str):
+def sql(session, statement: str):
+    """Run one SQL statement: INSERT/UPDATE/DELETE/MERGE on ACID tables through hive_acid,
+    anything else through ``session.sql`` (see the module docstring)."""
     tree = sqlglot.parse_one(statement, read=DIALECT)
     ctx = _Ctx(session)
-    if isinstance(tree, exp.Insert):
-        return _insert(ctx, tree, statement)
-    if isinstance(tree, exp.Update):
-        return _update(ctx, tree, statement)
-    if isinstance(tree, exp.Delete):
-        return _delete(ctx, tree, statement)
-    if isinstance(tree, exp.Merge):
-        return _merge(ctx, tree, statement)
+    dml = next((fn for kind, fn in _DML.items() if isinstance(tree, kind)), None)
+    if dml is not None:
+        info, table, cols = _target(ctx, tree.this)
+        if info is None:            # not an ACID table of ours: Spark's own statement
+            return session.sql(statement)
+        dml(ctx, tree, info, table, cols)
+        return None
     if isinstance(tree, (exp.Select, exp.Union, exp.Subquery, exp.Query)):
         return session.sql(_sql(ctx.rewrite_reads(tree)))
     return session.sql(statement)
@@ -114,10 +120,8 @@ def _target(ctx: _Ctx, t: exp.Expression):
     return ctx.acid_info(_table_name(t)), t, cols
 
 
-def _insert(ctx: _Ctx, tree: exp.Insert, statement: str):
-    info, table, cols = _target(ctx, tree.this)
-    if info is None:
-        return ctx.session.sql(statement)
+def _insert(ctx: _Ctx, tree: exp.Insert, info: M.TableInfo, table: exp.Table,
+            cols: Optional[List[str]]) -> None:
     static: Dict[str, exp.Expression] = {}
     part = table.args.get("partition")
     if part is not None:
@@ -130,63 +134,53 @@ def _insert(ctx: _Ctx, tree: exp.Insert, statement: str):
     else:
         query = _sql(ctx.rewrite_reads(src))
     df = ctx.session.sql(query)
-    from pyspark.sql import functions as F
     table_cols = info.data_names + info.part_names
     if cols is None:
         cols = [c for c in table_cols if c.lower() not in static]
     if len(cols) != len(df.columns):
-        raise M.HiveAcidError(f"INSERT into {info.full_name}: {len(df.columns)} values for "
-                              f"{len(cols)} columns {cols}")
+        raise HiveAcidError(f"INSERT into {info.full_name}: {len(df.columns)} values for "
+                            f"{len(cols)} columns {cols}")
     lower = {c.lower(): c for c in table_cols}
     given = {}
     for src_name, dst in zip(df.columns, cols):
         if dst.lower() not in lower:
-            raise M.HiveAcidError(f"INSERT into {info.full_name}: no column {dst}")
+            raise HiveAcidError(f"INSERT into {info.full_name}: no column {dst}")
         given[lower[dst.lower()]] = F.col(f"`{src_name}`")
     for k, v in static.items():
         given[lower[k]] = F.expr(_sql(v))
     df = df.select(*[(given.get(c, F.lit(None))).alias(c) for c in table_cols])
-    H.insert(ctx.session, info.full_name, df, overwrite=bool(tree.args.get("overwrite")),
-             dynamic_partition_overwrite=True)
-    return None
+    insert(ctx.session, info.full_name, df, overwrite=bool(tree.args.get("overwrite")),
+           dynamic_partition_overwrite=True)
 
 
-def _where(tree) -> Optional[exp.Expression]:
+def _condition(ctx: _Ctx, tree, table: exp.Table) -> Optional[str]:
+    """The WHERE of an UPDATE/DELETE as Spark SQL on the target's columns (qualifiers by
+    the table's name or alias dropped)."""
     w = tree.args.get("where")
-    return w.this if w is not None else None
+    if w is None:
+        return None
+    return _sql(_strip_qualifiers(ctx.rewrite_reads(w.this), _own_names(table)))
 
 
-def _update(ctx: _Ctx, tree: exp.Update, statement: str):
-    info, table, _ = _target(ctx, tree.this)
-    if info is None:
-        return ctx.session.sql(statement)
-    names = [table.name, table.alias, _table_name(table)]
+def _own_names(table: exp.Table) -> list:
+    """What the target's columns may be qualified with: its name, alias, db.name."""
+    return [table.name, table.alias, _table_name(table)]
+
+
+def _update(ctx: _Ctx, tree: exp.Update, info: M.TableInfo, table: exp.Table, _) -> None:
     assignments = {}
     for e in tree.expressions:
         if not isinstance(e, exp.EQ):
-            raise M.HiveAcidError(f"UPDATE: cannot read assignment {_sql(e)}")
-        assignments[e.this.name] = _sql(_strip_qualifiers(e.expression, names))
-    cond = _where(tree)
-    H.update(ctx.session, info.full_name, assignments,
-             _sql(_strip_qualifiers(ctx.rewrite_reads(cond), names)) if cond else None)
-    return None
+            raise HiveAcidError(f"UPDATE: cannot read assignment {_sql(e)}")
+        assignments[e.this.name] = _sql(_strip_qualifiers(e.expression, _own_names(table)))
+    update(ctx.session, info.full_name, assignments, _condition(ctx, tree, table))
 
 
-def _delete(ctx: _Ctx, tree: exp.Delete, statement: str):
-    info, table, _ = _target(ctx, tree.this)
-    if info is None:
-        return ctx.session.sql(statement)
-    names = [table.name, table.alias, _table_name(table)]
-    cond = _where(tree)
-    H.delete(ctx.session, info.full_name,
-             _sql(_strip_qualifiers(ctx.rewrite_reads(cond), names)) if cond else None)
-    return None
+def _delete(ctx: _Ctx, tree: exp.Delete, info: M.TableInfo, table: exp.Table, _) -> None:
+    delete(ctx.session, info.full_name, _condition(ctx, tree, table))
 
 
-def _merge(ctx: _Ctx, tree: exp.Merge, statement: str):
-    info, table, _ = _target(ctx, tree.this)
-    if info is None:
-        return ctx.session.sql(statement)
+def _merge(ctx: _Ctx, tree: exp.Merge, info: M.TableInfo, table: exp.Table, _) -> None:
     tgt_alias = table.alias or table.name
     using = tree.args["using"]
     src_alias = using.alias or (using.name if isinstance(using, exp.Table) else "s")
@@ -209,7 +203,7 @@ def _merge(ctx: _Ctx, tree: exp.Merge, statement: str):
     whens = tree.args.get("whens")
     for w in (whens.expressions if whens is not None else []):
         if w.args.get("source"):
-            raise M.HiveAcidError("WHEN NOT MATCHED BY SOURCE is not supported")
+            raise HiveAcidError("WHEN NOT MATCHED BY SOURCE is not supported")
         cond = w.args.get("condition")
         cond_s = q(cond) if cond is not None else None
         then = w.args.get("then")
@@ -231,10 +225,12 @@ def _merge(ctx: _Ctx, tree: exp.Merge, statement: str):
                          if target_cols is not None else table_cols)
                 vals = values.expressions if isinstance(values, exp.Tuple) else [values]
                 if len(names) != len(vals):
-                    raise M.HiveAcidError("MERGE INSERT: columns and values differ in number")
+                    raise HiveAcidError("MERGE INSERT: columns and values differ in number")
                 assign = {n: q(v) for n, v in zip(names, vals)}
             clauses.append(("insert", cond_s, assign))
         else:
-            raise M.HiveAcidError(f"MERGE: unsupported clause {_sql(w)}")
-    H.merge(ctx.session, info.full_name, source, q(tree.args["on"]), clauses=clauses)
-    return None
+            raise HiveAcidError(f"MERGE: unsupported clause {_sql(w)}")
+    merge(ctx.session, info.full_name, source, q(tree.args["on"]), clauses=clauses)
+
+
+_DML = {exp.Insert: _insert, exp.Update: _update, exp.Delete: _delete, exp.Merge: _merge}

@@ -1,51 +1,33 @@
-"""Hive column types <-> Spark types <-> Arrow types."""
+"""Hive column types <-> Spark types <-> Arrow types.
+
+A Hive type string is read once, by ``orc_acid.hive_types`` (the Arrow type the ORC files
+hold); its Spark type is Spark's own reading of that Arrow type (``timestamp``:
+TIMESTAMP_NTZ; ``char``/``varchar``: STRING).
+"""
 
 from __future__ import annotations
 
-import re
 from typing import List, Tuple
 
 import pyarrow as pa
 from pyspark.sql import types as S
-from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema, to_arrow_type
 
-from ._metastore import HiveAcidError, _split_top
+from orc_acid.hive_types import UnsupportedHiveType
+from orc_acid.hive_types import arrow_type as hive_arrow_type
+
+from ._errors import HiveAcidError
 
 ROW_ID_SPARK = S.StructType([S.StructField("writeid", S.LongType()),
                              S.StructField("bucketid", S.IntegerType()),
                              S.StructField("rowid", S.LongType())])
 
-_PRIM = {
-    "tinyint": S.ByteType(), "smallint": S.ShortType(), "int": S.IntegerType(),
-    "integer": S.IntegerType(), "bigint": S.LongType(), "boolean": S.BooleanType(),
-    "float": S.FloatType(), "double": S.DoubleType(), "double precision": S.DoubleType(),
-    "string": S.StringType(), "binary": S.BinaryType(), "date": S.DateType(),
-    "timestamp": S.TimestampNTZType(),
-}
-
 
 def hive_to_spark(t: str) -> S.DataType:
-    s = t.strip()
-    low = s.lower()
-    if low in _PRIM:
-        return _PRIM[low]
-    if low.startswith(("varchar", "char")):
-        return S.StringType()
-    if low.startswith("decimal"):
-        m = re.match(r"decimal\s*(?:\((\d+)\s*(?:,\s*(\d+))?\))?", low)
-        return S.DecimalType(int(m.group(1) or 10), int(m.group(2) or 0))
-    if low.startswith("array<"):
-        return S.ArrayType(hive_to_spark(s[6:-1]))
-    if low.startswith("map<"):
-        k, v = _split_top(s[4:-1])
-        return S.MapType(hive_to_spark(k), hive_to_spark(v))
-    if low.startswith("struct<"):
-        fields = []
-        for f in _split_top(s[7:-1]):
-            name, typ = f.split(":", 1)
-            fields.append(S.StructField(name.strip().strip("`"), hive_to_spark(typ)))
-        return S.StructType(fields)
-    raise HiveAcidError(f"unsupported Hive type {t!r}")
+    try:
+        return from_arrow_type(hive_arrow_type(t))
+    except UnsupportedHiveType:
+        raise HiveAcidError(f"unsupported Hive type {t!r}") from None
 
 
 def spark_to_hive(dt: S.DataType) -> str:
@@ -83,46 +65,3 @@ def arrow_schema(struct: S.StructType) -> pa.Schema:
 
 def arrow_type(dt: S.DataType) -> pa.DataType:
     return to_arrow_type(dt, timezone="UTC")
-
-
-def partition_matches(filters, partition_keys: List[Tuple[str, str]], values) -> bool:
-    """Can a partition with these (string) values satisfy all pushed-down ``filters``
-    (pyspark.sql.datasource filters on partition columns)? True when unsure."""
-    from pyspark.sql.datasource import (EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                        IsNotNull, IsNull, LessThan, LessThanOrEqual)
-    cmp = {EqualTo: lambda a, b: a == b, GreaterThan: lambda a, b: a > b,
-           GreaterThanOrEqual: lambda a, b: a >= b, LessThan: lambda a, b: a < b,
-           LessThanOrEqual: lambda a, b: a <= b}
-    keys = [k.lower() for k, _ in partition_keys]
-    types = {k.lower(): t for k, t in partition_keys}
-    vals = dict(zip(keys, values))
-    for f in filters or ():
-        col = f.attribute[0].lower() if len(f.attribute) == 1 else None
-        if col not in vals:
-            continue
-        raw = vals[col]
-        if raw == "__HIVE_DEFAULT_PARTITION__":
-            v = None
-        else:
-            try:
-                v = pa.array([raw]).cast(arrow_type(hive_to_spark(types[col])))[0].as_py()
-            except Exception:
-                continue
-        try:
-            if isinstance(f, IsNull):
-                ok = v is None
-            elif isinstance(f, IsNotNull):
-                ok = v is not None
-            elif v is None:
-                ok = False
-            elif isinstance(f, In):
-                ok = v in f.value
-            elif type(f) in cmp:
-                ok = cmp[type(f)](v, f.value)
-            else:
-                ok = True
-        except TypeError:
-            ok = True
-        if not ok:
-            return False
-    return True

@@ -1,7 +1,7 @@
 """Streaming ingest into a Hive full-ACID table: rows readable within seconds of their commit.
 
 A client of the metastore, as Hive's streaming API (``HiveStreamingConnection``) is: it talks
-to the server over Thrift only and writes the files itself with ``orc_acid.streaming``.
+to the server over Thrift only and writes the files itself with ``orc_acid.streaming_writer``.
 
     from hms_txn import streaming
     conn = streaming.connect("thrift://host:9083", "db.events", partition={"ds": "2024-05-01"})
@@ -47,6 +47,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
+from orc_acid.layout import location_path, partition_dir_name
 
 from hms_txn.wire import client as wire_client
 from hms_txn.wire.client import MetastoreClient
@@ -82,59 +83,14 @@ def _open_client(uri: str, timeout_s: float) -> MetastoreClient:
 
 # -- Hive types -> Arrow -----------------------------------------------------------------------
 
-def _split_top(s: str) -> List[str]:
-    out, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
-
-
 def hive_type_to_arrow(text: str):
     """A Hive column type string -> the pyarrow type the ORC files hold."""
-    import pyarrow as pa
-    t = text.strip()
-    low = t.lower()
-    simple = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(),
-              "integer": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(),
-              "float": pa.float32(), "double": pa.float64(), "double precision": pa.float64(),
-              "string": pa.string(), "binary": pa.binary(), "date": pa.date32(),
-              "timestamp": pa.timestamp("ns")}
-    if low in simple:
-        return simple[low]
-    if low.startswith(("varchar", "char")):
-        return pa.string()
-    if low.startswith(("decimal", "numeric")):
-        if "(" in low:
-            p, _, s = low[low.index("(") + 1:low.rindex(")")].partition(",")
-            return pa.decimal128(int(p), int(s or 0))
-        return pa.decimal128(10, 0)
-    if low.startswith("array<"):
-        return pa.list_(hive_type_to_arrow(t[6:-1]))
-    if low.startswith("map<"):
-        k, v = _split_top(t[4:-1])
-        return pa.map_(hive_type_to_arrow(k), hive_type_to_arrow(v))
-    if low.startswith("struct<"):
-        fields = []
-        for f in _split_top(t[7:-1]):
-            name, _, ty = f.partition(":")
-            fields.append(pa.field(name.strip().strip("`"), hive_type_to_arrow(ty)))
-        return pa.struct(fields)
-    raise StreamingError(f"column type {text!r} is not supported by the streaming writer")
-
-
-def _escape(v: str) -> str:
-    from hms_txn.domain.names import escape_path_name
-    return escape_path_name(v)
+    from orc_acid.hive_types import UnsupportedHiveType, arrow_type   # pyarrow: on first use
+    try:
+        return arrow_type(text)
+    except UnsupportedHiveType:
+        raise StreamingError(f"column type {text!r} is not supported by the streaming "
+                             f"writer") from None
 
 
 # -- the connection ------------------------------------------------------------------------
@@ -255,9 +211,8 @@ class StreamingConnection:
                                      f"does not exist") from None
         import copy
         sd = copy.deepcopy(tbl.sd)
-        sd.location = tbl.sd.location.rstrip("/") + "/" + "/".join(
-            f"{_escape(k)}={_escape(v)}" for k, v in zip(self.partition_keys,
-                                                        self.partition_values))
+        sd.location = tbl.sd.location.rstrip("/") + "/" + partition_dir_name(
+            self.partition_keys, self.partition_values)
         part = T.Partition(values=self.partition_values, dbName=self.db, tableName=self.table,
                            sd=sd, parameters={})
         self._client.add_partitions_req(T.AddPartitionsRequest(
@@ -348,7 +303,7 @@ class TransactionBatch:
     """``n`` transactions written into one ``delta_X_Y/bucket_N``, committed one by one."""
 
     def __init__(self, conn: StreamingConnection, n: int):
-        from orc_acid.streaming import StreamingBucketWriter
+        from orc_acid.streaming_writer import StreamingBucketWriter
         if n < 1:
             raise ValueError("a batch needs at least one transaction")
         self.conn = conn
@@ -600,13 +555,10 @@ def _to_table(data, schema):
 
 
 def _local(location: str) -> str:
-    if location.startswith("file://"):
-        return location[len("file://"):]
-    if location.startswith("file:"):
-        return location[len("file:"):]
-    if "://" in location:
+    path = location_path(location)
+    if path is None:
         raise StreamingError(f"only local table locations are supported, got {location}")
-    return location
+    return path
 
 
 def _user() -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# Hive's escaping of partition names, shared with the Spark writer (also used from here by
-# the streaming and extension modules)
-from orc_acid.layout import escape_path_name, unescape_path_name
+# Hive's partition names, made and read by orc_acid.layout (shared with the Spark writer and
+# the streaming ingest client)
+from orc_acid.layout import LayoutError, parse_partition_name, partition_dir_name
 
 from hms_txn.common.errors import InvalidObject
 
@@ -65,20 +65,15 @@ def matches(pattern: str | None, name: str, *, empty_matches_all: bool = True) -
 
 def make_partition_name(keys: list[str], values: list[str]) -> str:
     """``k1=v1/k2=v2`` with Hive's escaping (keys lower-case)."""
-    return "/".join(
-        f"{escape_path_name(k.lower())}={escape_path_name(v)}" for k, v in zip(keys, values)
-    )
+    return partition_dir_name([k.lower() for k in keys], values)
 
 
 def split_partition_name(name: str) -> list[tuple[str, str]]:
     """Inverse of ``make_partition_name``: ``[(key, value), ...]``."""
-    pairs = []
-    for component in name.split("/"):
-        if "=" not in component:
-            raise InvalidObject(f"invalid partition name {name!r}: expected key=value components")
-        key, _, value = component.partition("=")
-        pairs.append((unescape_path_name(key), unescape_path_name(value)))
-    return pairs
+    try:
+        return parse_partition_name(name)
+    except LayoutError as err:
+        raise InvalidObject(str(err)) from None
 
 
 def partition_values_from_name(keys: list[str], name: str) -> list[str]:

@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Any
 
+from orc_acid.layout import escape_path_name
+
 from hms_txn.common import errors
 from hms_txn.domain import names, partition_filter
 
@@ -196,7 +198,7 @@ def selection(table: Doc, listing: PartitionListing, *, limit: int | None = -1,
         if not partial_values or len(partial_values) > len(keys):
             return None, False    # the upstream's error
         fixed = [(i, v) for i, v in enumerate(partial_values) if v]
-        if any(_PS_UNSAFE.search(names.escape_path_name(v)) for _, v in fixed):
+        if any(_PS_UNSAFE.search(escape_path_name(v)) for _, v in fixed):
             return None, False
         if fixed:
             rows = [r for r in rows if all(r[1]["values"][i] == v for i, v in fixed)]

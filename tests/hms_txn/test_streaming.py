@@ -276,7 +276,7 @@ def test_producer_commits_every_second_while_a_reader_polls(hms_factory):
 
 PRODUCER = r"""
 import sys, time
-from hms_txn import streaming
+from hms_txn.clients import streaming_ingest as streaming
 uri, table = sys.argv[1], sys.argv[2]
 conn = streaming.connect(uri, table, heartbeat_interval=0.3, max_buffered_rows=5)
 b = conn.begin_batch(10)

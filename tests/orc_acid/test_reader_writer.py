@@ -311,14 +311,14 @@ def test_missing_table_dir(tmp_path):
 
 
 def test_hash_join_fallback_gives_the_same_rows(tmp_path, monkeypatch):
-    from orc_acid import reader as R
+    from orc_acid.event_filters import DeleteSet
     d = str(tmp_path)
     _streaming_delta(d, 1, 6)
     t = orc_acid.read_table(d, all_valid(6), with_row_id=True)
     victims = t.filter(pc.is_in(t.column("id"), pa.array([100, 202, 301, 302, 600])))
     orc_acid.write_delete_delta(d, 7, 0, victims.select(["ROW__ID"]), row_schema=SCHEMA)
     fast = orc_acid.read_table(d, all_valid(7), with_row_id=True)
-    monkeypatch.setattr(R._DeleteSet, "MAX_GROUPS_PER_FILE", 0)
+    monkeypatch.setattr(DeleteSet, "MAX_GROUPS_PER_FILE", 0)
     slow = orc_acid.read_table(d, all_valid(7), with_row_id=True)
     assert fast.equals(slow)
     assert ids_of(fast) == [101, 102, 200, 201, 300, 400, 401, 402, 500, 501, 502, 601, 602]
@@ -427,7 +427,7 @@ def test_iter_split_streams_stripes_and_matches_read_split(tmp_path):
 
 
 def test_delete_mask_with_and_without_consecutive_row_ids():
-    from orc_acid.reader import _DeleteSet
+    from orc_acid.event_filters import DeleteSet as _DeleteSet
     dels = np.array([3, 5, 6, 10, 11, 40], dtype=np.int64)
     consecutive = np.arange(4, 12, dtype=np.int64)            # 4..11
     assert _DeleteSet._hits(consecutive, dels).tolist() == [

@@ -1,4 +1,4 @@
-"""The appendable streaming bucket writer (orc_acid.streaming): intermediate footers, the
+"""The appendable streaming bucket writer (orc_acid.streaming_writer): intermediate footers, the
 ``_flush_length`` side file, and readers that only read what was flushed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 import orc_acid
 from orc_acid._orc_tail import OrcTail
-from orc_acid.streaming import StreamingBucketWriter, read_flush_lengths
+from orc_acid.streaming_writer import StreamingBucketWriter, read_flush_lengths
 
 MAX = "9223372036854775807"
 ALL = f"default.t:100:{MAX}::"
@@ -132,7 +132,7 @@ def test_hive_fixture_layout(tmp_path, hive_fixtures_dir):
     assert of.read().to_pylist() == hf.read().to_pylist()
 
     def stripe_offsets(tail):
-        from orc_acid._orc_tail import _fields
+        from orc_acid._orc_tail import parse_fields as _fields
         out = []
         for num, _, val, _ in tail.footer_fields():
             if num == 3:

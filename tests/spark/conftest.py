@@ -59,7 +59,7 @@ def acid_spark(acid_hms):
 def ms(acid_hms):
     """A metastore client of the hive_acid helpers (``spark._metastore``) on the server."""
     from spark import _metastore as M
-    m = M.Metastore(acid_hms.uri)
+    m = M.MetastoreConnection(acid_hms.uri)
     yield m
     m.close()
 

@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from spark._attempts import ABORTED, Attempts, Outcome
+from spark._attempts import ABORTED, Attempts, Outcome, run_as_attempt
 
 KEPT = Outcome(frozenset({"/t/delta_1_1_0/bucket_00000"}), frozenset({"/t/delta_1_1_0"}))
 
@@ -102,12 +102,11 @@ def _tree(location):
 
 
 class LateAttempt:
-    """A task attempt run in a thread with ``hive_acid._as_attempt``; its write starts when
+    """A task attempt run in a thread with ``_attempts.run_as_attempt``; its write starts when
     the test says so. ``result`` is what the task would hand to Spark."""
 
     def __init__(self, d, st, spec, rows, task_id):
         from spark import _io
-        from spark import hive_acid as H
         self.started, self.go = threading.Event(), threading.Event()
         self.wrote = []
         self.result = self.error = None
@@ -120,7 +119,7 @@ class LateAttempt:
 
         def run():
             try:
-                self.result = H._as_attempt((d.address, d.authkey, st.token), write)
+                self.result = run_as_attempt((d.address, d.authkey, st.token), write)
             except BaseException as e:
                 self.error = e
         self.thread = threading.Thread(target=run)
@@ -137,14 +136,17 @@ class LateAttempt:
 def writer(acid_spark, tname):
     """(driver, table info, a function opening a transaction and an insert statement)."""
     from spark import hive_acid as H
+    from spark._dml import statement_spec
+    from spark._scope import acid_table
+    from spark._session import registered_driver
     H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
-    d = H._registered_driver(acid_spark)
-    info = H._info(d, tname)
+    d = registered_driver(acid_spark)
+    info = acid_table(d, tname)
 
     def statement():
         txn = d.open_txn()
         st = d.begin_statement(txn, info, "insert")
-        return txn, st, H._spec(info, st, "append")
+        return txn, st, statement_spec(info, st, "append")
     return d, info, statement
 
 
@@ -194,12 +196,11 @@ def test_an_attempt_reporting_after_the_abort_gave_up_waiting_is_swept(writer):
 
 @pytest.mark.spark
 def test_an_attempt_starting_after_the_abort_writes_nothing(writer):
-    from spark import hive_acid as H
     d, info, statement = writer
     txn, st, spec = statement()
     d.abort(txn)
     called = []
-    assert H._as_attempt((d.address, d.authkey, st.token), lambda: called.append(1)) == []
+    assert run_as_attempt((d.address, d.authkey, st.token), lambda: called.append(1)) == []
     assert called == []
 
 

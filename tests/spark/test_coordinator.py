@@ -71,7 +71,7 @@ def test_a_wildcard_bind_needs_an_advertised_address(acid_hms):
 
 
 def test_a_silent_peer_does_not_hold_up_the_coordinator(coordinator, monkeypatch):
-    import spark._driver as D
+    import spark._coordinator as D
     d = coordinator
     silent = socket.create_connection(d.address, timeout=30)
     try:
@@ -106,7 +106,7 @@ def test_a_wrong_key_is_refused_and_the_coordinator_goes_on(coordinator):
 
 
 def test_a_task_that_cannot_reach_the_coordinator_refuses_to_write(coordinator):
-    from spark.hive_acid import _as_attempt
+    from spark._attempts import run_as_attempt as _as_attempt
     d = coordinator
     wrote = []
     unreachable = ("127.0.0.1", d.address[1])       # the port, on an address not listened on
@@ -123,7 +123,7 @@ def test_a_coordinator_that_never_answers_fails_a_task_in_bounded_time(monkeypat
     """A listener that accepts nothing stands for a driver whose packets are lost: the
     connection and the key handshake are bounded (CONNECT_TIMEOUT_S), the call is not."""
     import spark._rpc as R
-    from spark.hive_acid import _as_attempt
+    from spark._attempts import run_as_attempt as _as_attempt
     monkeypatch.setattr(R, "CONNECT_TIMEOUT_S", 0.5)
     mute = socket.socket()
     mute.bind(("127.0.0.1", 0))
@@ -145,6 +145,7 @@ SESSION = textwrap.dedent("""
     from pyspark.sql import SparkSession
     from spark import hive_acid
     from spark._driver import Driver
+    from spark._session import registered_driver
 
     started = []
     real = Driver.rpc_task_started
@@ -158,7 +159,7 @@ SESSION = textwrap.dedent("""
              .config("spark.hive_acid.coordinator.host", {host!r})
              .config("spark.hadoop.hive.metastore.uris", {uri!r}).getOrCreate())
     hive_acid.register(spark)
-    d = hive_acid._registered_driver(spark)
+    d = registered_driver(spark)
     spark.createDataFrame([(i,) for i in range(6)], "id INT").repartition(2) \\
         .write.format("hive_acid").mode("append").save({table!r})
     hive_acid.insert(spark, {table!r}, spark.createDataFrame([(6,)], "id INT"))

@@ -42,7 +42,7 @@ def test_register_and_schema(acid_spark, tname):
     df = acid_spark.read.format("hive_acid").load(tname)
     assert [f.name for f in df.schema.fields] == ["id", "name", "amount", "ts", "d", "tags", "p"]
     assert df.count() == 0
-    ms = M.Metastore(acid_spark.conf.get("spark.hadoop.hive.metastore.uris"))
+    ms = M.MetastoreConnection(acid_spark.conf.get("spark.hadoop.hive.metastore.uris"))
     t = ms.get_table(*tname.split("."))
     assert t.parameters["transactional"] == "true"
     assert t.parameters["transactional_properties"] == "default"
@@ -172,6 +172,7 @@ def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, 
     read the files afterwards; one started after does. The scan holds a SHARED_READ lock from
     planning until its input partitions report completion."""
     from spark import hive_acid as H
+    from spark._session import driver_for
     H.create_table(acid_spark, tname, "id INT, v STRING")
     acid_spark.createDataFrame([(i, "old") for i in range(10)], "id INT, v STRING") \
         .coalesce(1).write.format("hive_acid").mode("append").save(tname)
@@ -179,7 +180,7 @@ def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, 
     # driver's own RPC endpoint: the gate is then exactly where it must be whatever Spark's
     # task pipelining does (a gate downstream of the scan raced with the scan finishing).
     # Only the first plan is held; the writers below plan their own reads freely.
-    driver = H._driver(acid_spark)
+    driver = driver_for(acid_spark)
     planned, go = threading.Event(), threading.Event()
     real_plan_read = driver.rpc_plan_read
 

@@ -131,7 +131,7 @@ def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
     wids = [w.writeId for w in sorted(ms.allocate_table_write_ids(
         T.AllocateTableWriteIdsRequest(dbName=info.db, tableName=info.name,
                                        txnIds=txns)).txnToWriteIds, key=lambda w: w.txnId)]
-    from orc_acid.writer import _insert_events, write_acid_file
+    from orc_acid.writer import insert_events as _insert_events, write_acid_file
     row_schema = pa.schema([("id", pa.int32()), ("v", pa.string()),
                             ("amount", pa.decimal128(10, 2)), ("d", pa.date32())])
     events = pa.concat_tables([_insert_events(pa.table(

@@ -1,4 +1,4 @@
-"""Structured Streaming into ACID tables (spark/streaming.py): each micro-batch one
+"""Structured Streaming into ACID tables (spark/streaming_sink.py): each micro-batch one
 transaction, exactly once across stops, restarts and crashes on either side of the metastore
 commit.
 
@@ -109,7 +109,7 @@ def files_rows(ms, table):
 
 
 def marker(ms, table, sink_id):
-    from spark import streaming
+    from spark import streaming_sink as streaming
     return ms.get_table(*table.split(".")).parameters.get(streaming.marker_key(sink_id))
 
 
@@ -130,7 +130,7 @@ def committed_batches(chk):
 
 def test_stop_and_restart_neither_duplicates_nor_loses_batches(acid_spark, acid_table, work,
                                                                 ms):
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     sink = streaming.default_sink_id(chk)
     for k in (0, 1):
@@ -160,7 +160,7 @@ def test_batch_replayed_after_its_metastore_commit_is_skipped(acid_spark, acid_t
                                                               ms, caplog):
     """The driver dies after the metastore commit of batch 1, before Spark's checkpoint
     commit: the restarted query replays batch 1 and the sink skips it."""
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     for k in (0, 1, 2):
         drop_file(src, k)
@@ -193,7 +193,7 @@ def test_lost_checkpoint_commit_after_a_stop_is_skipped(acid_spark, acid_table, 
                                                         caplog):
     """The same through write_stream: the checkpoint's last commit file removed after a stop
     (what a crash between the two commits leaves) makes Spark replay that batch."""
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     for k in (0, 1):
         drop_file(src, k)
@@ -212,7 +212,7 @@ def test_batch_failing_before_commit_leaves_nothing_and_is_written_once(acid_spa
                                                                         acid_table, work, ms):
     """A batch failing after its files are written but before the commit is aborted (no
     rows, no files) and written exactly once when the query restarts."""
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     for k in (0, 1, 2):
         drop_file(src, k)
@@ -244,7 +244,7 @@ def test_two_sinks_into_one_table(acid_spark, acid_table, work, ms):
     """Two queries (two checkpoints, two markers) append to one table at the same time;
     the second one starts (creating its marker) while the first is committing."""
     from spark import hive_acid as H
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src_a, chk_a = work
     root = os.path.dirname(src_a)
     src_b, chk_b = os.path.join(root, "in_b"), os.path.join(root, "chk_b")
@@ -273,7 +273,7 @@ def test_sink_start_waits_for_the_batches_in_flight_of_another_sink(acid_spark, 
     transaction of another sink has committed (and recorded its marker), never put that
     marker back to an older value."""
     import threading
-    from spark import streaming
+    from spark import streaming_sink as streaming
     streaming.foreach_batch_writer(acid_spark, acid_table, sink_id="first")
     in_batch, go = threading.Event(), threading.Event()
     batch = acid_spark.createDataFrame(file_rows(0), SCHEMA)
@@ -312,7 +312,7 @@ def test_a_new_checkpoint_behind_the_marker_is_refused(acid_spark, acid_table, w
     0..N would be taken for replays, so the start is refused until the sink is reset."""
     import shutil
     from spark import hive_acid as H
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     for k in (0, 1):
         drop_file(src, k)
@@ -329,7 +329,7 @@ def test_a_new_checkpoint_behind_the_marker_is_refused(acid_spark, acid_table, w
 
 def test_declared_errors(acid_spark, tname, work):
     from spark import hive_acid as H
-    from spark import streaming
+    from spark import streaming_sink as streaming
     src, chk = work
     stream = source(acid_spark, src)
     with pytest.raises(H.HiveAcidError, match="does not exist"):

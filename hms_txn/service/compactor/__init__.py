@@ -4,7 +4,7 @@ Which of them run in a server is configured with Hive's keys:
 ``hive.compactor.initiator.on``, ``hive.compactor.worker.threads`` and
 ``hive.compactor.cleaner.on`` (all off by default, as in Hive). Several servers may share one
 database: requests are claimed under a row lock, so each runs on one worker only. The file
-work is done by ``orc_acid.compact``; the state lives in the compaction queue
+work is done by ``orc_acid.compaction``; the state lives in the compaction queue
 (``hms_txn.domain.compaction_queue``) and is moved by ``hms_txn.domain.compaction_bookkeeping``,
 each change in a unit of work of its own (``hms_txn.service.units``).
 """

@@ -20,7 +20,7 @@ import logging
 import os
 import shutil
 
-from orc_acid.compact import cleanable
+from orc_acid.compaction import cleanable
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject

@@ -33,7 +33,7 @@ import logging
 import os
 import time
 
-from orc_acid.compact import compactor_write_ids, dir_size
+from orc_acid.compaction import compactor_write_ids, dir_size
 from orc_acid.snapshot import get_acid_state
 
 from hms_txn import __version__

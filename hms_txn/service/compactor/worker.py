@@ -8,7 +8,7 @@ For a request the worker
 3. takes C's snapshot: the ValidTxnList of that moment and the table's compactor
    ValidWriteIdList (high watermark below the lowest open write id, aborted ids excluded) and
    records that high watermark as the request's highest write id;
-4. runs the job with ``orc_acid.compact`` (``hms_txn.compactor.engine=LOCAL``: in this thread):
+4. runs the job with ``orc_acid.compaction`` (``hms_txn.compactor.engine=LOCAL``: in this thread):
    minor -> ``delta_MIN_MAX_vC`` + ``delete_delta_MIN_MAX_vC``, major -> ``base_MAX_vC``,
    written under a hidden staging directory and renamed to the final ``_vC`` names, which no
    reader uses before C commits;
@@ -31,8 +31,8 @@ import logging
 import threading
 import time
 
-from orc_acid.compact import (MAJOR, MINOR, compactor_write_ids, discard_staged, plan_compaction,
-                              publish_compaction, stage_compaction)
+from orc_acid.compaction import (MAJOR, MINOR, compactor_write_ids, discard_staged, plan_compaction,
+                                 publish_compaction, stage_compaction)
 
 from hms_txn import __version__
 from hms_txn.common.config import Config

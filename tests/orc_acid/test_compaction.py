@@ -1,4 +1,4 @@
-"""orc_acid.compact: minor and major compaction output (names, events, footer metadata),
+"""orc_acid.compaction: minor and major compaction output (names, events, footer metadata),
 visibility through the compaction transaction, the compactor's watermark, cleanable dirs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow.orc as po
 import pytest
 
 import orc_acid
-from orc_acid import compact as C
+from orc_acid import compaction as C
 from orc_acid.layout import encode_bucket
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
@@ -233,7 +233,7 @@ def test_streaming_delta_straddling_the_watermark_caps_the_compaction(tmp_path):
                             "row": pa.StructArray.from_arrays(
                                 [pa.array([w * 10, w * 10 + 1], pa.int64()),
                                  pa.array(["s", "s"])], fields=list(SCHEMA))}))
-    from orc_acid.writer import _ensure_dir_with_version, write_acid_file
+    from orc_acid.writer import ensure_acid_dir as _ensure_dir_with_version, write_acid_file
     d = t / "delta_0000003_0000006"
     _ensure_dir_with_version(str(d))
     write_acid_file(str(d / "bucket_00000"), pa.concat_tables(ev), inserts=8)

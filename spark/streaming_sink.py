@@ -1,10 +1,10 @@
 """Structured Streaming into Hive ACID tables, exactly once.
 
-    from spark import hive_acid
+    from spark import hive_acid, streaming_sink
     q = hive_acid.write_stream(stream_df, "db.events", checkpoint_location="/chk/events")
     # or, composed by hand:
     stream_df.writeStream.foreachBatch(
-        streaming.foreach_batch_writer(spark, "db.events", sink_id="events")).start()
+        streaming_sink.foreach_batch_writer(spark, "db.events", sink_id="events")).start()
 
 Every micro-batch is written as ONE metastore transaction (the normal ``hive_acid.insert``
 path: write id, statement id, lock, dynamic partitions, abort and file cleanup on failure).
@@ -33,8 +33,13 @@ from typing import Callable, Dict, Optional, Tuple, Union
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from orc_acid.layout import location_path
+
 from . import _metastore as M
-from ._metastore import HiveAcidError
+from ._errors import HiveAcidError
+from ._scope import acid_table
+from ._session import registered_driver
+from ._transaction import transaction
 
 log = logging.getLogger("spark.hive_acid.streaming")
 
@@ -56,12 +61,11 @@ BatchWrite = Callable[..., None]
 
 def default_sink_id(checkpoint_location: str) -> str:
     """A stable sink id for a checkpoint: the first 16 hex digits of the SHA-1 of its absolute
-    location (local paths made absolute, ``file:`` stripped; other URIs as given)."""
+    location (local paths and ``file:`` URIs as absolute paths; other URIs as given)."""
     loc = checkpoint_location.strip()
-    if loc.startswith("file:"):
-        loc = re.sub(r"^file:(//)?", "", loc)
-    if "://" not in loc:
-        loc = os.path.abspath(loc)
+    path = location_path(loc)
+    if path is not None:
+        loc = os.path.abspath(path)
     loc = loc.rstrip("/") or "/"
     return hashlib.sha1(loc.encode("utf-8")).hexdigest()[:16]
 
@@ -83,22 +87,15 @@ def _parse_marker(info: M.TableInfo, key: str, value: Optional[str]) -> Optional
                             ) from None
 
 
-def _acid_table(ms: M.Metastore, table: str) -> M.TableInfo:
-    info = M.table_info(ms, table)        # HiveAcidError when the table does not exist
-    M.require_acid(info)
-    return info
-
-
 def recorded_batch(session: SparkSession, table: str, sink_id: str) -> Optional[int]:
     """The last batch id ``sink_id`` committed into ``table`` (-1: none yet; None: the sink
     never started on this table)."""
-    from .hive_acid import _registered_driver
     key = marker_key(sink_id)
-    info = _acid_table(_registered_driver(session).ms, table)
+    info = acid_table(registered_driver(session), table)
     return _parse_marker(info, key, info.parameters.get(key))
 
 
-def _set_marker(ms: M.Metastore, info: M.TableInfo, key: str, value: Optional[str], *,
+def _set_marker(ms: M.MetastoreConnection, info: M.TableInfo, key: str, value: Optional[str], *,
                 only_if_missing: bool) -> None:
     """Set (or remove, value None) the marker parameter under a txn-less EXCLUSIVE lock.
 
@@ -129,9 +126,8 @@ def reset_sink(session: SparkSession, table: str, sink_id: str) -> None:
     query with a NEW checkpoint reuses the sink id of an old one (for instance a checkpoint
     directory deleted and re-created at the same path): otherwise its batches 0..N would be
     taken for replays and skipped. Stop the sink's query first."""
-    from .hive_acid import _registered_driver
-    ms = _registered_driver(session).ms
-    _set_marker(ms, _acid_table(ms, table), marker_key(sink_id), None, only_if_missing=False)
+    d = registered_driver(session)
+    _set_marker(d.ms, acid_table(d, table), marker_key(sink_id), None, only_if_missing=False)
 
 
 # -- one micro-batch ---------------------------------------------------------------------------
@@ -142,7 +138,7 @@ def _default_write(table: str) -> BatchWrite:
     return append
 
 
-def _read_marker(ms: M.Metastore, info: M.TableInfo, key: str) -> Tuple[int, int]:
+def _read_marker(ms: M.MetastoreConnection, info: M.TableInfo, key: str) -> Tuple[int, int]:
     """-> (table id, recorded batch id) from the latest table parameters."""
     t = ms.get_table(info.db, info.name)
     recorded = _parse_marker(info, key, (t.parameters or {}).get(key))
@@ -156,15 +152,14 @@ def _read_marker(ms: M.Metastore, info: M.TableInfo, key: str) -> Tuple[int, int
 def _write_batch(session: SparkSession, table: str, key: str, write: BatchWrite,
                  df: DataFrame, batch_id: int) -> bool:
     """Write one micro-batch exactly once -> False when it was skipped as a replay."""
-    from .hive_acid import transaction
     with transaction(session) as tx:
         d = tx.driver
-        info = _acid_table(d.ms, table)
+        info = acid_table(d, table)
         # held until the commit: orders this commit's marker update against a sink start
         # rewriting the table's parameters (see _set_marker)
         M.acquire_lock(d.ms, [M.lock_component(info.db, info.name, M.SHARED_READ,
                                                M.OP_SELECT)],
-                       tx.txn.id, timeout_s=max(d.timeout_s, 60.0))
+                       tx.txn.id, timeout_s=d.lock_timeout_s)
         table_id, recorded = _read_marker(d.ms, info, key)
         if batch_id <= recorded:
             # committed before, but Spark never wrote its checkpoint commit: a replay
@@ -193,12 +188,11 @@ def foreach_batch_writer(session: SparkSession, table: str, sink_id: str, *,
     ``write(tx, batch_df, batch_id)`` runs the batch's statements on the
     :class:`~spark.hive_acid.Transaction` ``tx`` (default: ``tx.append(table, batch_df)``);
     a MERGE there gives exactly-once upserts. Creates the sink's marker if missing."""
-    from .hive_acid import _registered_driver
     key = marker_key(sink_id)
-    ms = _registered_driver(session).ms
-    info = _acid_table(ms, table)
+    d = registered_driver(session)
+    info = acid_table(d, table)
     if key not in info.parameters:    # the EXCLUSIVE lock only for a new sink, not restarts
-        _set_marker(ms, info, key, "-1", only_if_missing=True)
+        _set_marker(d.ms, info, key, "-1", only_if_missing=True)
     body = write or _default_write(info.full_name)
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
@@ -239,7 +233,7 @@ def _check_checkpoint(session: SparkSession, info: M.TableInfo, key: str,
         f"{info.full_name}: sink {key} recorded batch {recorded} but the checkpoint "
         f"{checkpoint_location} has planned batches only up to {latest} (a new or older "
         f"checkpoint): its batches would be skipped. Use another sink_id, or "
-        f"streaming.reset_sink(...) if the table should take this query's batches again")
+        f"streaming_sink.reset_sink(...) if the table should take this query's batches again")
 
 
 def _apply_trigger(writer, trigger: Union[None, str, Dict[str, object]]):
@@ -272,13 +266,12 @@ def write_stream(stream_df: DataFrame, table: str, checkpoint_location: str, *,
     if not checkpoint_location:
         raise HiveAcidError("write_stream needs a checkpoint_location: exactly-once relies on "
                             "Spark's checkpoint")
-    from .hive_acid import _map_columns, _registered_driver
     session = stream_df.sparkSession
     sink_id = sink_id or default_sink_id(checkpoint_location)
     key = marker_key(sink_id)
-    info = _acid_table(_registered_driver(session).ms, table)
+    info = acid_table(registered_driver(session), table)
     if write is None:
-        _map_columns(info, stream_df.columns)        # fail now, not in the first batch
+        info.column_mapping(stream_df.columns)        # fail now, not in the first batch
     _check_checkpoint(session, info, key, checkpoint_location,
                       _parse_marker(info, key, info.parameters.get(key)))
     fn = foreach_batch_writer(session, info.full_name, sink_id, write=write)

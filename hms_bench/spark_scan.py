@@ -1,6 +1,7 @@
 """Benchmark: Spark hive_acid scans/appends vs Spark's native ORC on the same data.
 
-    python -m spark.bench [--rows 2000000] [--repeat 3] [--metastore thrift://...] [--out f.json]
+    python -m hms_bench.spark_scan [--rows 2000000] [--repeat 3] [--metastore thrift://...]
+                                   [--out f.json]
 
 Starts a temporary ``hms-txn serve`` unless ``--metastore`` is given, and a local[2] Spark
 session. Measures (two warm-up runs of each side, then ``--repeat`` rounds in which the
@@ -24,11 +25,15 @@ fast; the issue's target is >= 0.5) and the 1-minute load average before and aft
 Linux it also reports the CPU time of each side (this process and its descendants: the
 Spark JVM, its Python workers, the metastore server), least over the rounds, and the
 ratios of those (``cpu_ratio_*``): on a shared machine they vary much less than wall times.
+
+:func:`local_spark` (a local Spark session on a temporary metastore, torn down at exit) is
+also what ``examples/pipeline.py`` runs in.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -37,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict, Iterator, Optional, Tuple
 
 
 def _free_port() -> int:
@@ -45,7 +51,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_metastore(work: str):
+def _start_metastore(work: str) -> Tuple[subprocess.Popen, str]:
+    """``hms-txn serve`` on a free port with its data in ``work`` -> (process, URI)."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "hms_txn.cli", "serve", "--port", str(port),
                              "--data-dir", os.path.join(work, "ms")], cwd=work,
@@ -57,8 +64,45 @@ def _start_metastore(work: str):
             return proc, f"thrift://127.0.0.1:{port}"
         except OSError:
             if time.time() > deadline or proc.poll() is not None:
-                raise SystemExit("metastore did not start")
+                proc.kill()
+                raise SystemExit("the metastore did not start")
             time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def local_spark(app_name: str, metastore: Optional[str] = None,
+                conf: Optional[Dict[str, str]] = None, log_level: Optional[str] = None
+                ) -> Iterator[Tuple[object, str]]:
+    """``with local_spark("app") as (spark, work):`` a local[2] Spark session whose
+    metastore is ``metastore``, or else a temporary ``hms-txn serve``, and a scratch
+    directory. At exit hive_acid's transactions of this process end, Spark stops, the
+    temporary metastore stops and the directory is removed."""
+    work = tempfile.mkdtemp(prefix=f"{app_name}-")
+    server = None
+    try:
+        if metastore is None:
+            server, metastore = _start_metastore(work)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        from pyspark.sql import SparkSession
+        builder = (SparkSession.builder.master("local[2]").appName(app_name)
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.hadoop.hive.metastore.uris", metastore))
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        if log_level:
+            spark.sparkContext.setLogLevel(log_level)
+        try:
+            yield spark, work
+        finally:
+            from spark import hive_acid
+            hive_acid.shutdown()
+            spark.stop()
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _tree_cpu_s() -> float:
@@ -228,21 +272,9 @@ def main(argv=None) -> int:
     ap.add_argument("--codec", default="snappy", choices=["snappy", "zlib", "none"])
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="hive-acid-bench-")
-    server = None
-    uri = args.metastore
-    if uri is None:
-        server, uri = _start_metastore(work)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("hive-acid-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.memory", "2g")
-             .config("spark.hadoop.hive.metastore.uris", uri).getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
+    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "2g"}
+    with local_spark("hive-acid-bench", args.metastore, conf, log_level="ERROR") as (spark, work):
         load_before = os.getloadavg()[0]
         res = run(spark, args.rows, args.repeat, work, args.codec)
         res["load_average_1m_before"] = load_before
@@ -251,14 +283,6 @@ def main(argv=None) -> int:
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(res, f, indent=2)
-    finally:
-        from spark import hive_acid
-        hive_acid.shutdown()
-        spark.stop()
-        if server is not None:
-            server.terminate()
-            server.wait(30)
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

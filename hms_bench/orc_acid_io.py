@@ -1,4 +1,4 @@
-"""Benchmark: ``python -m orc_acid.bench [--rows 1000000] [--dir DIR]``.
+"""Benchmark: ``python -m hms_bench.orc_acid_io [--rows 1000000] [--dir DIR]``.
 
 Builds a table of N rows: a base (half the rows) plus 10 insert deltas, then delete deltas
 removing 5% of the rows, and reports
@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.orc as orc
 
-from . import reader, writer
-from .valid_ids import ValidWriteIdList
+from orc_acid import reader, writer
+from orc_acid.valid_ids import ValidWriteIdList
 
 
 def make_rows(n: int, start: int, rng) -> pa.Table:

@@ -26,7 +26,8 @@ transaction commits, and output of a compaction whose transaction aborted is an 
 directory the cleaner deletes (with any stale staging directory: :func:`cleanable`).
 
 Local file systems only (as ``orc_acid.writer``). Vectorized: whole files are read into
-Arrow, filtered, concatenated and sorted with pyarrow compute; no per-row Python.
+Arrow, filtered, concatenated and sorted with pyarrow compute (``orc_acid.compaction_events``
+makes the events written); no per-row Python.
 """
 
 from __future__ import annotations
@@ -38,20 +39,20 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .compaction_events import live_rows_as_events, pick_row_type, read_events, sort_events
 from .layout import (METADATA_FILE, format_base, format_bucket_file, format_delete_delta,
-                     format_delta, parse_bucket_file)
-from .reader import (AcidSchemaError, _acid_names, _Files, _looks_positional,
-                     plan_splits_for_snapshot, read_split)
+                     format_delta, location_path, parse_bucket_file, require_local_path)
+from .reader import read_split
 from .snapshot import AcidSnapshot, SnapshotError, get_acid_state
-from .valid_ids import RangeResponse, ValidTxnList, ValidWriteIdList
-from .writer import (ACID_FIELD_NAMES, OP_INSERT, WriterOptions, _ensure_dir_with_version,
-                     acid_schema, write_acid_file)
+from .splits import plan_splits_for_snapshot
+from .table_files import AcidSchemaError, TableFiles
+from .valid_ids import (RangeResponse, ValidTxnList, ValidWriteIdList, as_valid_txns,
+                        as_valid_write_ids)
+from .writer import WriterOptions, ensure_acid_dir, write_acid_file
 
 __all__ = [
     "MINOR", "MAJOR", "STAGING_PREFIX", "CompactionError", "CompactionPlan", "CompactionResult",
@@ -72,35 +73,21 @@ class CompactionError(Exception):
 
 # -- snapshots -------------------------------------------------------------------------------
 
-def _as_wids(v) -> ValidWriteIdList:
-    if isinstance(v, ValidWriteIdList):
-        return v
-    return ValidWriteIdList.parse(v)
-
-
 def compactor_write_ids(valid_write_ids) -> ValidWriteIdList:
     """Hive's ``TxnUtils.createValidCompactWriteIdList``: the high watermark drops to just
     below the lowest open write id, and only aborted ids (below it) stay exceptions."""
-    w = _as_wids(valid_write_ids)
+    w = as_valid_write_ids(valid_write_ids)
     hwm = w.high_watermark
     opens = w.open_ids
     low_open = w.min_open if w.min_open is not None else (min(opens) if opens else None)
     if low_open is not None:
         hwm = min(hwm, low_open - 1)
-    return ValidWriteIdList(w.table_name, hwm,
-                            aborted_ids=[x for x in w.aborted_ids if x <= hwm])
+    return _with_hwm(w, hwm)
 
 
 def _with_hwm(w: ValidWriteIdList, hwm: int) -> ValidWriteIdList:
+    """A compactor list lowered to ``hwm``: the aborted ids up to it stay exceptions."""
     return ValidWriteIdList(w.table_name, hwm, aborted_ids=[x for x in w.aborted_ids if x <= hwm])
-
-
-def _local(location: str) -> str:
-    if location.startswith("file://"):
-        return location[len("file://"):]
-    if location.startswith("file:"):
-        return location[len("file:"):]
-    return location
 
 
 # -- planning --------------------------------------------------------------------------------
@@ -138,10 +125,9 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
         raise ValueError(f"kind must be {MINOR!r} or {MAJOR!r}, not {kind!r}")
     if int(visibility_txn_id) <= 0:
         raise ValueError("visibility_txn_id must be the compaction transaction id (> 0)")
-    loc = _local(location)
-    txns = valid_txns if valid_txns is None or isinstance(valid_txns, ValidTxnList) \
-        else ValidTxnList.parse(valid_txns)
-    wids = _as_wids(valid_write_ids) if already_compactor_list \
+    loc = require_local_path(location)
+    txns = as_valid_txns(valid_txns)
+    wids = as_valid_write_ids(valid_write_ids) if already_compactor_list \
         else compactor_write_ids(valid_write_ids)
     snap = get_acid_state(loc, wids, txns)
     # a delta straddling the watermark (streaming, or a multi-id range) caps the compaction
@@ -182,49 +168,6 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
                           inputs, tuple(outputs))
 
 
-# -- row schema --------------------------------------------------------------------------------
-
-def _pick_row_type(files: _Files, candidates: Sequence[Tuple[str, Optional[str], bool]]
-                   ) -> Optional[pa.StructType]:
-    """Row struct of the widest file (ties: the newest), preferring real column names."""
-    best: Optional[List[pa.Field]] = None
-    for rel, side, acid in candidates:
-        f = files.open_orc(rel, side)
-        if f is None:  # streaming file with nothing flushed yet
-            continue
-        fields = list(f.schema.field(5).type) if acid and _acid_names(f.schema) else list(f.schema)
-        if best is None or len(fields) > len(best) or (
-                len(fields) == len(best) and (not _looks_positional(fields)
-                                              or _looks_positional(best))):
-            best = fields
-    return None if best is None else pa.struct(best)
-
-
-def _conform_row(col: pa.ChunkedArray, target: pa.StructType) -> pa.ChunkedArray:
-    """Map a ``row`` struct column to the target struct by field position."""
-    if col.type == target:
-        return col
-    chunks = []
-    for ch in col.chunks:
-        n = len(ch)
-        children = []
-        for i, fl in enumerate(target):
-            if i < ch.type.num_fields:
-                child = ch.field(i)
-                if child.type != fl.type:
-                    try:
-                        child = child.cast(fl.type)
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                        raise AcidSchemaError(f"row field {i} has type {child.type}, "
-                                              f"expected {fl.type}: {e}") from e
-            else:
-                child = pa.nulls(n, type=fl.type)
-            children.append(child)
-        mask = ch.is_null() if ch.null_count else None
-        chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=mask))
-    return pa.chunked_array(chunks, type=target)
-
-
 # -- staging ---------------------------------------------------------------------------------
 
 @dataclass
@@ -254,60 +197,22 @@ class CompactionResult:
     seconds: float
 
 
-def _valid_mask(wids: ValidWriteIdList, arr: np.ndarray) -> np.ndarray:
-    mask = arr <= wids.high_watermark
-    exc = wids.exceptions
-    if exc:
-        mask &= ~np.isin(arr, np.asarray(exc, dtype=np.int64))
-    return mask
-
-
-def _read_events(files: _Files, rel: str, side: Optional[str], filt: bool,
-                 wids: ValidWriteIdList, row_type: pa.StructType) -> pa.Table:
-    f = files.open_orc(rel, side)
-    if f is None:  # streaming file with nothing flushed yet
-        return acid_schema(pa.schema(list(row_type))).empty_table()
-    names = _acid_names(f.schema)
-    if names is None:
-        raise AcidSchemaError(f"{files.full(rel)}: not an ACID event file: {f.schema.names}")
-    t = f.read()
-    cols = [t.column(names[n.lower()]) for n in ACID_FIELD_NAMES]
-    types = [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()]
-    cols = [c if c.type == ty else c.cast(ty) for c, ty in zip(cols[:5], types)] + \
-        [_conform_row(cols[5], row_type)]
-    t = pa.Table.from_arrays(cols, schema=acid_schema(pa.schema(list(row_type))))
-    if filt and t.num_rows:
-        keep = _valid_mask(wids, t.column("currentTransaction").to_numpy())
-        if not keep.all():
-            t = t.filter(pa.array(keep))
-    return t
-
-
-_SORT_KEYS = [("originalTransaction", "ascending"), ("bucket", "ascending"),
-              ("rowId", "ascending"), ("currentTransaction", "ascending")]
-
-
-def _sorted(t: pa.Table) -> pa.Table:
-    if t.num_rows <= 1:
-        return t
-    return t.take(pc.sort_indices(t, sort_keys=_SORT_KEYS))
-
-
-def _stage_minor(st: StagedCompaction, files: _Files, options: Optional[WriterOptions]) -> None:
+def _stage_minor(st: StagedCompaction, files: TableFiles,
+                 options: Optional[WriterOptions]) -> None:
     plan = st.plan
     wids = plan.valid_write_ids
     snap = plan.snapshot
-    cands = [(rel, _side(rel, d.side_files), True) for d in snap.deltas for rel in d.files]
+    cands = [(rel, d.side_file_for(rel), True) for d in snap.deltas for rel in d.files]
     if not cands:
         cands = [(rel, None, True) for d in snap.delete_deltas for rel in d.files]
-    row_type = _pick_row_type(files, cands) or pa.struct([])
+    row_type = pick_row_type(files, cands) or pa.struct([])
     for is_delete, dirs, out in ((False, snap.deltas, format_delta),
                                  (True, snap.delete_deltas, format_delete_delta)):
         if not dirs:
             continue
         name = out(plan.min_write_id, plan.max_write_id, None, plan.visibility_txn_id)
         target = os.path.join(st.staging_dir, name)
-        _ensure_dir_with_version(target)
+        ensure_acid_dir(target)
         by_bucket: Dict[int, List[pa.Table]] = {}
         for d in dirs:
             filt = wids.range_validity(d.min_write_id, d.max_write_id) is not RangeResponse.ALL
@@ -317,11 +222,11 @@ def _stage_minor(st: StagedCompaction, files: _Files, options: Optional[WriterOp
                     raise AcidSchemaError(f"{files.full(rel)}: not a bucket file name in an "
                                           f"ACID directory")
                 st.bytes_read += files.size(rel)
-                t = _read_events(files, rel, _side(rel, d.side_files), filt, wids, row_type)
+                t = read_events(files, rel, d.side_file_for(rel), filt, wids, row_type)
                 if t.num_rows:
                     by_bucket.setdefault(b.bucket_id, []).append(t)
         for bucket_id in sorted(by_bucket):
-            events = _sorted(pa.concat_tables(by_bucket[bucket_id]).combine_chunks())
+            events = sort_events(pa.concat_tables(by_bucket[bucket_id]).combine_chunks())
             n = events.num_rows
             write_acid_file(os.path.join(target, format_bucket_file(bucket_id)), events,
                             inserts=0 if is_delete else n, deletes=n if is_delete else 0,
@@ -333,32 +238,26 @@ def _stage_minor(st: StagedCompaction, files: _Files, options: Optional[WriterOp
                 st.rows += n
 
 
-def _side(rel: str, sides: Sequence[str]) -> Optional[str]:
-    s = rel + "_flush_length"
-    return s if s in sides else None
-
-
-def _stage_major(st: StagedCompaction, files: _Files, options: Optional[WriterOptions],
+def _stage_major(st: StagedCompaction, files: TableFiles, options: Optional[WriterOptions],
                  schema: Optional[pa.Schema]) -> None:
     plan = st.plan
     snap = plan.snapshot
     name = format_base(plan.max_write_id, plan.visibility_txn_id)
     target = os.path.join(st.staging_dir, name)
-    _ensure_dir_with_version(target)
+    ensure_acid_dir(target)
     with open(os.path.join(target, METADATA_FILE), "w", encoding="utf-8") as fh:
         json.dump(_METADATA_ACID, fh, separators=(",", ":"))
     splits = plan_splits_for_snapshot(plan.location, snap)
     if schema is None:
         cands = []
         if snap.base is not None:
-            cands += [(rel, _side(rel, snap.base.side_files), True) for rel in snap.base.files]
-        cands += [(rel, _side(rel, d.side_files), True) for d in snap.deltas for rel in d.files]
+            cands += [(rel, snap.base.side_file_for(rel), True) for rel in snap.base.files]
+        cands += [(rel, d.side_file_for(rel), True) for d in snap.deltas for rel in d.files]
         cands += [(rel, None, False) for rel in snap.original_files]
-        row_type = _pick_row_type(files, cands)
+        row_type = pick_row_type(files, cands)
         schema = pa.schema(list(row_type)) if row_type is not None else pa.schema([])
     else:
         schema = schema.remove_metadata() if isinstance(schema, pa.Schema) else pa.schema(schema)
-    row_fields = list(schema)
     for sp in splits:
         for df in sp.data_files:
             st.bytes_read += files.size(df.path)
@@ -368,16 +267,7 @@ def _stage_major(st: StagedCompaction, files: _Files, options: Optional[WriterOp
         n = t.num_rows
         if n == 0:
             continue
-        rid = t.column("ROW__ID").combine_chunks()
-        o = rid.field("writeid")
-        cols = [t.column(i).combine_chunks() for i in range(1, t.num_columns)]
-        events = pa.Table.from_arrays([
-            pa.array(np.full(n, OP_INSERT, dtype=np.int32)), o, rid.field("bucketid"),
-            rid.field("rowid"), o,
-            pa.StructArray.from_arrays(cols, fields=row_fields) if row_fields
-            else pa.array([{}] * n, type=pa.struct([])),
-        ], schema=acid_schema(schema))
-        events = _sorted(events)
+        events = sort_events(live_rows_as_events(t, schema))
         write_acid_file(os.path.join(target, format_bucket_file(sp.bucket_id)), events,
                         inserts=n, options=options)
         st.files += 1
@@ -392,7 +282,7 @@ def stage_compaction(plan: CompactionPlan, *, schema=None,
                            f"{STAGING_PREFIX}{plan.visibility_txn_id:07d}-{uuid.uuid4().hex[:12]}")
     os.makedirs(staging)
     st = StagedCompaction(plan, staging)
-    files = _Files(plan.location)
+    files = TableFiles(plan.location)
     try:
         if plan.kind == MINOR:
             _stage_minor(st, files, options)
@@ -478,18 +368,16 @@ def cleanable(location: str, highest_write_id: int, valid_write_ids, valid_txns,
     compaction's), under the current snapshot (``valid_write_ids``/``valid_txns``: the
     compaction must be committed in it), plus staging directories of compaction
     transactions for which ``txn_finished(txn_id)`` is true."""
-    loc = _local(location)
-    if not os.path.isdir(loc):
+    loc = location_path(location)
+    if loc is None or not os.path.isdir(loc):
         return []
-    w = _as_wids(valid_write_ids)
+    w = as_valid_write_ids(valid_write_ids)
     hwm = min(w.high_watermark, int(highest_write_id))
     cleaner_wids = ValidWriteIdList(w.table_name, hwm,
                                     open_ids=[x for x in w.open_ids if x <= hwm],
                                     aborted_ids=[x for x in w.aborted_ids if x <= hwm])
-    txns = valid_txns if valid_txns is None or isinstance(valid_txns, ValidTxnList) \
-        else ValidTxnList.parse(valid_txns)
     try:
-        snap = get_acid_state(loc, cleaner_wids, txns)
+        snap = get_acid_state(loc, cleaner_wids, valid_txns)
     except SnapshotError:
         return []
     out = [p for p in list(snap.obsolete) + list(snap.aborted) if "/" not in p]

@@ -1,0 +1,85 @@
+"""Hive column type strings as the Arrow types the table's ORC files hold.
+
+The project's one reader of Hive type strings (``FieldSchema.type`` as the metastore stores
+it: ``int``, ``decimal(10,2)``, ``array<struct<a:int,b:string>>``, ``map<string,bigint>``):
+the streaming ingest client builds its row schema with it, and ``spark.hive_acid`` derives
+its Spark types from these Arrow types.
+
+Invariants:
+
+* case and blanks around names do not matter; struct field names lose their backquotes;
+* ``timestamp`` is an Arrow timestamp in nanoseconds without time zone (Hive's TIMESTAMP is
+  a local date-time; Spark reads it as TIMESTAMP_NTZ);
+* ``char(n)`` and ``varchar(n)`` are strings (the length is not enforced here);
+* ``decimal``/``numeric`` without a precision is ``decimal(10,0)``, as in Hive;
+* every other type (``uniontype``, intervals, ``void``, a malformed string) raises
+  :class:`UnsupportedHiveType`: callers turn it into their own error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+import pyarrow as pa
+
+__all__ = ["UnsupportedHiveType", "arrow_type"]
+
+_PRIMITIVES = {
+    "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "integer": pa.int32(),
+    "bigint": pa.int64(), "boolean": pa.bool_(), "float": pa.float32(),
+    "double": pa.float64(), "double precision": pa.float64(), "string": pa.string(),
+    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("ns"),
+}
+_DECIMAL = re.compile(r"(?:decimal|numeric)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\Z")
+
+
+class UnsupportedHiveType(ValueError):
+    """A Hive type string this project cannot map to an Arrow type."""
+
+
+def arrow_type(text: str) -> pa.DataType:
+    """The Arrow type of a Hive column type string (see the module docstring)."""
+    t = text.strip()
+    low = t.lower()
+    if low in _PRIMITIVES:
+        return _PRIMITIVES[low]
+    if low.startswith(("varchar", "char")):
+        return pa.string()
+    decimal = _DECIMAL.match(low)
+    if decimal:
+        return pa.decimal128(int(decimal.group(1) or 10), int(decimal.group(2) or 0))
+    if low.startswith("array<") and low.endswith(">"):
+        return pa.list_(arrow_type(t[len("array<"):-1]))
+    if low.startswith("map<") and low.endswith(">"):
+        parts = _split_top_level(t[len("map<"):-1])
+        if len(parts) != 2:
+            raise UnsupportedHiveType(f"unsupported Hive type {text!r}")
+        return pa.map_(arrow_type(parts[0]), arrow_type(parts[1]))
+    if low.startswith("struct<") and low.endswith(">"):
+        fields = []
+        for item in _split_top_level(t[len("struct<"):-1]):
+            name, _, typ = item.partition(":")
+            if not typ.strip():
+                raise UnsupportedHiveType(f"unsupported Hive type {text!r}")
+            fields.append(pa.field(name.strip().strip("`"), arrow_type(typ)))
+        return pa.struct(fields)
+    raise UnsupportedHiveType(f"unsupported Hive type {text!r}")
+
+
+def _split_top_level(text: str) -> List[str]:
+    """``a:int,b:map<int,string>`` -> ``["a:int", "b:map<int,string>"]``: commas inside
+    ``<>`` or ``()`` belong to a nested type."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    if last:
+        out.append(last)
+    return out

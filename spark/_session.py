@@ -1,0 +1,108 @@
+"""Which ``Driver`` a Spark session uses: registration, lookup and shutdown.
+
+One ``Driver`` (``_driver``) per process and metastore URI, created on first use and kept
+until :func:`shutdown`. ``register(session)`` installs the data source on the session with
+the driver's coordinator address and key, and remembers the session's metastore URI; every
+``hive_acid`` call on a session that was not registered registers it first.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, Optional
+
+from pyspark.sql import SparkSession
+
+from ._coordinator import coordinator_hosts
+from ._datasource import HiveAcidDataSource
+from ._driver import Driver
+from ._errors import HiveAcidError
+
+_drivers: Dict[str, Driver] = {}
+_drivers_mu = threading.Lock()
+
+ARROW_MAX_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+_NO_BYTE_LIMIT = "2147483647"     # Int.MaxValue: Spark's "batches bounded by rows only"
+
+
+def _session_uri(session: SparkSession, uri: Optional[str] = None) -> str:
+    if uri:
+        return uri
+    for key in ("spark.hadoop.hive.metastore.uris", "spark.hive.metastore.uris"):
+        try:
+            v = session.conf.get(key, None)
+        except Exception:
+            v = None
+        if v:
+            return v
+        v = session.sparkContext.getConf().get(key, None)
+        if v:
+            return v
+    raise HiveAcidError("no metastore: pass uri=... or set spark.hadoop.hive.metastore.uris")
+
+
+def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
+    """The driver of ``uri`` (default: the session's metastore), started on first use."""
+    uri = _session_uri(session, uri)
+    with _drivers_mu:
+        d = _drivers.get(uri)
+        if d is None:
+            bind, advertised = coordinator_hosts(session.sparkContext.getConf())
+            d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised)
+        return d
+
+
+def register(session: SparkSession, uri: Optional[str] = None) -> None:
+    """Register the ``hive_acid`` data source on ``session`` (metastore: ``uri`` or the
+    session's ``spark.hadoop.hive.metastore.uris``)."""
+    d = driver_for(session, uri)
+    cls = type("HiveAcidDataSource", (HiveAcidDataSource,), {
+        "_defaults": {"metastore.uris": d.uri, "coordinator": d.address,
+                      "authkey": d.authkey, "speculation": speculation_on(session)},
+        "__module__": HiveAcidDataSource.__module__,
+    })
+    session.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    _lift_arrow_byte_limit(session)
+    session.dataSource.register(cls)
+    session.__dict__["_hive_acid_uri"] = d.uri
+
+
+def registered_driver(session: SparkSession) -> Driver:
+    """The driver of the session's registered metastore (registering the session first)."""
+    uri = session.__dict__.get("_hive_acid_uri")
+    if uri is None:
+        register(session)
+        uri = session.__dict__["_hive_acid_uri"]
+    return driver_for(session, uri)
+
+
+def shutdown() -> None:
+    """Abort this process's open hive_acid transactions, release its read locks and stop its
+    background threads (also fine to skip: the metastore times them out)."""
+    with _drivers_mu:
+        drivers = list(_drivers.values())
+        _drivers.clear()
+    for d in drivers:
+        d.close()
+
+
+def speculation_on(session: SparkSession) -> bool:
+    """Is ``spark.speculation`` on? (A SparkContext setting: fixed for the session's life.)"""
+    return str(session.sparkContext.getConf().get("spark.speculation", "false")).strip() \
+        .lower() == "true"
+
+
+def _lift_arrow_byte_limit(session: SparkSession) -> None:
+    """Spark 4.1+ caps the Arrow batches it sends to Python workers (the rows a
+    ``df.write.format("hive_acid")`` task or a ``mapInArrow`` receives) at
+    ``spark.sql.execution.arrow.maxBytesPerBatch`` by measuring the batch being built after
+    *every row*; with the struct-wrapped input of these operators that measurement was most of
+    the JVM's time in an append (about half the append's wall time). Unless the session sets
+    the key itself, set it to Int.MaxValue, the value for which Spark skips the check, so
+    batches are bounded by ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows by
+    default) only, as before Spark 4.1."""
+    try:
+        if session.conf.get(ARROW_MAX_BYTES, None) is None:
+            session.conf.set(ARROW_MAX_BYTES, _NO_BYTE_LIMIT)
+    except Exception:     # a Spark without the key: nothing to lift
+        pass
