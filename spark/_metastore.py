@@ -23,7 +23,8 @@ from typing import Dict, List, Sequence, Tuple
 from thrift.transport.TTransport import TTransportException
 
 from orc_acid.layout import location_path, parse_partition_name, partition_dir_name
-from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+
+from hms_txn.clients import snapshots
 
 from ._errors import HiveAcidError
 
@@ -108,25 +109,9 @@ class MetastoreConnection:
 
 # -- snapshots --------------------------------------------------------------------------------
 
-def _aborted_flags(bits: bytes, n: int) -> List[bool]:
-    bits = bits or b""
-    return [(i // 8 < len(bits)) and bool((bits[i // 8] >> (i % 8)) & 1) for i in range(n)]
-
-
 def valid_txn_list(ms: MetastoreConnection, current_txn: int = 0) -> str:
     """The ValidTxnList of a new snapshot (as Hive's ``createValidReadTxnList``)."""
-    resp = ms.get_open_txns()
-    hwm = resp.txn_high_water_mark
-    if current_txn > 0:
-        hwm = min(current_txn, hwm)
-    ids = list(resp.open_txns or [])
-    flags = _aborted_flags(resp.abortedBits, len(ids))
-    open_ids, aborted = [], []
-    for t, ab in zip(ids, flags):
-        if t == current_txn or t > hwm:
-            continue
-        (aborted if ab else open_ids).append(t)
-    return str(ValidTxnList(hwm, open_ids, aborted))
+    return str(snapshots.valid_txn_list(ms.get_open_txns(), current_txn))
 
 
 def valid_write_ids(ms: MetastoreConnection, full_names: Sequence[str], txns: str
@@ -135,13 +120,8 @@ def valid_write_ids(ms: MetastoreConnection, full_names: Sequence[str], txns: st
         fullTableNames=[n.lower() for n in full_names], validTxnList=txns))
     out = {}
     for t in resp.tblValidWriteIds:
-        inv = list(t.invalidWriteIds or [])
-        flags = _aborted_flags(t.abortedBits, len(inv))
-        opens = [w for w, a in zip(inv, flags) if not a]
-        aborted = [w for w, a in zip(inv, flags) if a]
-        out[t.fullTableName.lower()] = str(ValidWriteIdList(
-            t.fullTableName.lower(), t.writeIdHighWaterMark, opens, aborted,
-            t.minOpenWriteId if opens else None))
+        t.fullTableName = t.fullTableName.lower()
+        out[t.fullTableName] = str(snapshots.valid_write_id_list(t))
     return out
 
 

@@ -49,6 +49,7 @@ from typing import Dict, List, Optional
 
 from orc_acid.layout import location_path, partition_dir_name
 
+from hms_txn.common.config import ConfigError, parse_duration
 from hms_txn.wire import client as wire_client
 from hms_txn.wire.client import MetastoreClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
@@ -225,7 +226,10 @@ class StreamingConnection:
             text = self._client.get_config_value("hive.txn.timeout", "300s")
         except Exception:
             return 300.0
-        return _duration_s(text, 300.0)
+        try:
+            return parse_duration(text or "300s")
+        except ConfigError:
+            return 300.0
 
     # -- RPC (the writing thread and the heartbeat thread share nothing but this) ------------
 
@@ -566,21 +570,3 @@ def _user() -> str:
         return getpass.getuser()
     except Exception:  # pragma: no cover
         return "hms_txn"
-
-
-def _duration_s(text: str, default: float) -> float:
-    t = (text or "").strip().lower()
-    if not t:
-        return default
-    units = (("ms", 0.001), ("s", 1.0), ("sec", 1.0), ("m", 60.0), ("min", 60.0),
-             ("h", 3600.0), ("d", 86400.0))
-    for suffix, mult in sorted(units, key=lambda u: -len(u[0])):
-        if t.endswith(suffix):
-            try:
-                return float(t[:-len(suffix)]) * mult
-            except ValueError:
-                return default
-    try:
-        return float(t)                  # Hive: plain numbers are seconds
-    except ValueError:
-        return default
