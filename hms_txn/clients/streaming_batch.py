@@ -7,14 +7,11 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from hms_txn.wire import client as wire_client
 from hms_txn.wire.client import MetastoreClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
-
-if TYPE_CHECKING:   # the connection owns its batches; annotations only
-    from hms_txn.clients.streaming_ingest import StreamingConnection
 
 log = logging.getLogger("hms_txn.clients.streaming_ingest")
 
@@ -44,7 +41,8 @@ def open_client(uri: str, timeout_s: float) -> MetastoreClient:
 class TransactionBatch:
     """``n`` transactions written into one ``delta_X_Y/bucket_N``, committed one by one."""
 
-    def __init__(self, conn: "StreamingConnection", n: int):
+    def __init__(self, conn: Any, n: int):
+        """``conn``: the ``streaming_ingest.StreamingConnection`` that owns the batch."""
         from orc_acid.streaming_writer import StreamingBucketWriter
         if n < 1:
             raise ValueError("a batch needs at least one transaction")
