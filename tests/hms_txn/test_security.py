@@ -149,7 +149,7 @@ def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
     finally:
         plain.close()
 
-    caplog.set_level("INFO", logger="hms_txn.server")
+    caplog.set_level("INFO", logger="hms_txn.wire.server")
     client = digest_client(sasl_hms.port, token)
     try:
         client.create_database(t.Database(name="via_token"))

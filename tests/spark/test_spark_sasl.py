@@ -64,7 +64,7 @@ class _Records(logging.Handler):
 @pytest.fixture
 def server_log():
     handler = _Records()
-    logger = logging.getLogger("hms_txn.server")
+    logger = logging.getLogger("hms_txn.wire.server")
     previous = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)
