@@ -19,7 +19,6 @@ Not a test: timings depend on the machine. Prints (and with ``--out`` writes) on
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import tempfile
@@ -29,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 import orc_acid
+
+from hms_bench.results import emit_json
 from orc_acid import compaction as C
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
@@ -119,11 +120,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="also write the JSON result to this file")
     args = p.parse_args(argv)
     result = run(args.deltas, args.rows, args.repeat, args.dir)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit_json(result, args.out)
     return 0
 
 

@@ -3,6 +3,7 @@ targets met or missed, and the table and chart of the results."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -210,3 +211,12 @@ def chart(results: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
+
+
+def emit_json(result: Any, out: str | None) -> None:
+    """Print a result as JSON, and write it to ``out`` too when given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text + "\n")

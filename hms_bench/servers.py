@@ -156,6 +156,16 @@ def pg_bindir() -> str:
     raise RuntimeError("PostgreSQL server binaries not found (install Debian's postgresql package)")
 
 
+def create_pg_database(port: int, user: str, name: str) -> None:
+    """CREATE DATABASE ``name`` on the loopback PostgreSQL server at ``port``."""
+    import psycopg2
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user=user, dbname="postgres")
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+
+
 class BenchPostgres:
     """A throw-away PostgreSQL cluster for benchmarks, with durability settings left ON.
 
@@ -211,14 +221,9 @@ class BenchPostgres:
 
     def create_database(self, prefix: str = "bench") -> str:
         """A new empty database; returns its JDBC URL (what a hive-site.xml carries)."""
-        import psycopg2
         self._dbs += 1
         name = f"{prefix}_{self._dbs}"
-        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{name}"')
-        conn.close()
+        create_pg_database(self.port, self.user, name)
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:

@@ -22,7 +22,6 @@ Prints (and with ``--out`` writes) one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import shutil
@@ -31,6 +30,8 @@ import time
 
 import numpy as np
 import pyarrow as pa
+
+from hms_bench.results import emit_json
 
 TABLE = "default.stream_bench"
 
@@ -182,11 +183,7 @@ def main(argv=None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     report = {"benchmark": "streaming ingest, one writer", "cpus": os.cpu_count(),
               "runs": results}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit_json(report, args.out)
     return 0
 
 

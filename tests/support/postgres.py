@@ -16,9 +16,8 @@ import subprocess
 import tempfile
 import threading
 
-import psycopg2
 
-from hms_bench.servers import pg_bindir  # noqa: F401  (the suite and the benchmark share it)
+from hms_bench.servers import create_pg_database, pg_bindir
 
 
 def free_port() -> int:
@@ -70,11 +69,7 @@ class PostgresServer:
         with self._lock:
             self._counter += 1
             name = f"{prefix}_{os.getpid()}_{self._counter}"
-        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{name}"')
-        conn.close()
+        create_pg_database(self.port, self.user, name)
         return self.url(name)
 
     def url(self, dbname: str) -> str:
