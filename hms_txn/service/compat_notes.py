@@ -28,6 +28,20 @@ IMPLEMENTED: dict[str, str] = {
     "get_partitions_statistics_req": (
         "no statistics, isStatsCompliant false: column statistics are not stored yet"),
     "get_aggr_stats_for": "no statistics, partsFound 0: column statistics are not stored yet",
+    "add_write_ids_to_min_history": (
+        "accepted, nothing recorded: our Cleaner already keeps every file a transaction "
+        "opened before the compaction committed may read, which covers what Hive records "
+        "for its Cleaner here"),
+    "update_transaction_statistics": (
+        "accepted, nothing updated: Hive adds the counts to the materialized views that "
+        "use the table, and hms-txn has none"),
+    "get_type_all": "always MetaException \"Not yet implemented\", as Hive",
+    "list_privileges": (
+        "a data connector object answers nothing (MISSING_RESULT), as Hive's handler, which "
+        "has no branch for it"),
+    "get_privilege_set": (
+        "a data connector object answers nothing (MISSING_RESULT), as Hive's handler, which "
+        "has no branch for it"),
 }
 
 # Methods answered "not supported" whose answer a client treats specially.
