@@ -45,7 +45,14 @@ IMPLEMENTED: dict[str, str] = {
 }
 
 # Methods answered "not supported" whose answer a client treats specially.
+_OUR_COMPACTOR = (
+    "compactions run inside hms-txn (`hive.compactor.worker.threads`); a Hive Worker running "
+    "elsewhere (HiveServer2 with `hive.metastore.runworker.in=hs2`) logs the refusal and "
+    "leaves the queue to ours. Serving it would need Hive's commit-time bookkeeping of "
+    "compaction transactions, which our compactor does differently")
 NOT_SUPPORTED: dict[str, str] = {
+    "find_next_compact": _OUR_COMPACTOR,
+    "find_next_compact2": _OUR_COMPACTOR,
     "get_partitions_by_expr": (
         "Hive's client prunes partitions itself only when this call answers "
         "TApplicationException UNKNOWN_METHOD; the MetaException fails pruned queries"),
