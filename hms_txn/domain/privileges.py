@@ -21,6 +21,8 @@ We store and answer; engines decide what a privilege allows. Hive's rules, kept 
   handler has no branch for them: the client gets MISSING_RESULT), while grants, revokes and
   ``refresh_privileges`` work on them (Hive's store has them). hms-txn keeps no data
   connectors, so grants on one are not checked against one;
+* grants on tables, partitions and columns hold the table's and partition's ids, as Hive's
+  hold references to them: they follow a rename and go with a drop (foreign keys);
 * listings come in grant order (Hive's queries have no ORDER BY).
 
 Refusals Hive's store raises as InvalidObjectException/NoSuchObjectException reach the client
@@ -43,13 +45,15 @@ from hms_txn.domain.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.roles import (MUTEX, PRINCIPAL_TYPE_VALUES, ROLE, principal_type_name,
                                   require_role_principal, roles_in_hierarchy, wrapped)
 from hms_txn.domain.txn_records import java_str
-from hms_txn.store.schema import privileges
+from hms_txn.store.schema import partitions, privileges, tbls
 from hms_txn.store.sql import lock_mutex
 
 GLOBAL, DATABASE, TABLE, PARTITION, COLUMN, DATACONNECTOR = 1, 2, 3, 4, 5, 6
 OBJECT_TYPE_NAMES = {GLOBAL: "GLOBAL", DATABASE: "DATABASE", TABLE: "TABLE",
                      PARTITION: "PARTITION", COLUMN: "COLUMN", DATACONNECTOR: "DATACONNECTOR"}
+LISTED_TYPES = (GLOBAL, DATABASE, TABLE, PARTITION, COLUMN)    # those Hive's handler reads
 P = privileges.c
+_NO_PARTITION = -1          # a partition reference whose partition does not exist
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,16 @@ class PrivilegeSet:
     roles: dict[str, list[Grant]] | None = None
 
 
+@dataclass(frozen=True)
+class _Target:
+    """A table, partition or column reference resolved: the table (None if missing), the
+    partition's id (None: none named; ``_NO_PARTITION``: named but missing) and name."""
+    table_id: int | None
+    doc: dict | None
+    part_id: int | None = None
+    part_name: str | None = None
+
+
 def java_split(text: str) -> list[str]:
     """Java's ``text.split(",")``: trailing empty parts dropped, ``""`` stays ``[""]``."""
     parts = text.split(",")
@@ -109,46 +123,48 @@ def _principal_cond(name: str, principal_type: str):
 
 
 def _rows(conn: Connection, cond) -> list:
-    return conn.execute(select(privileges).where(cond).order_by(P.id)).all()
+    """Privilege rows with the current names of their tables and partitions."""
+    query = (select(privileges, tbls.c.db_name.label("t_db"), tbls.c.tbl_name.label("t_name"),
+                    partitions.c.doc.label("p_doc"))
+             .select_from(privileges.outerjoin(tbls, P.tbl_id == tbls.c.tbl_id)
+                          .outerjoin(partitions, P.part_id == partitions.c.part_id))
+             .where(cond).order_by(P.id))
+    return conn.execute(query).all()
 
 
-def _table(conn: Connection, obj: ObjectRef) -> dict | None:
+def _resolve(conn: Connection, obj: ObjectRef, *, required: bool = False) -> _Target:
+    """The table (and partition, when values are given) an object reference names;
+    ``required``: a missing table is refused (Hive's ``get_table_core`` message)."""
     row = catalog.table_row(conn, _lower(obj.db), _lower(obj.name))
-    return None if row is None else {"id": row.tbl_id, "doc": json.loads(row.doc)}
+    if row is None:
+        if required:
+            raise MetastoreError(f"{_catalog(obj)}.{_lower(obj.db)}.{_lower(obj.name)} table "
+                                 f"not found")
+        return _Target(None, None)
+    doc = json.loads(row.doc)
+    if obj.part_values is None:
+        return _Target(row.tbl_id, doc)
+    part_name = catalog.partition_name(doc, list(obj.part_values))
+    part_id = conn.execute(select(partitions.c.part_id).where(
+        (partitions.c.tbl_id == row.tbl_id) & (partitions.c.part_name == part_name))).scalar()
+    return _Target(row.tbl_id, doc, part_id if part_id is not None else _NO_PARTITION,
+                   part_name)
 
 
-def _require_table(conn: Connection, obj: ObjectRef) -> dict:
-    """The table of a partition or column reference (Hive's ``get_table_core`` message)."""
-    table = _table(conn, obj)
-    if table is None:
-        raise MetastoreError(f"{_catalog(obj)}.{_lower(obj.db)}.{_lower(obj.name)} table "
-                             f"not found")
-    return table
-
-
-def _part_name(table: dict, values) -> str:
-    return catalog.partition_name(table["doc"], list(values))
-
-
-def _partition_exists(conn: Connection, table: dict, part_name: str) -> bool:
-    return bool(catalog.partition_rows(conn, table["id"], [part_name]))
-
-
-def _on_object(obj: ObjectRef, part_name: str | None = None):
-    """Rows on exactly the object ``obj`` (its partition ``part_name`` when a partition or
-    partition column; a table column when None); an unset name matches nothing."""
+def _on(obj: ObjectRef, target: _Target | None = None):
+    """Rows on exactly the object ``obj`` (``target``: its resolved table and partition;
+    a partition id of None is a table column). A missing object matches nothing."""
     t = obj.type
     cond = P.object_type == t
     if t == GLOBAL:
         return cond
     if t == DATACONNECTOR:
         return cond & (P.object_name == _lower(obj.name))
-    cond &= (P.cat_name == _catalog(obj)) & (P.db_name == _lower(obj.db))
     if t == DATABASE:
-        return cond
-    cond &= P.object_name == _lower(obj.name)
+        return cond & (P.cat_name == _catalog(obj)) & (P.db_name == _lower(obj.db))
+    cond &= P.tbl_id == target.table_id
     if t in (PARTITION, COLUMN):
-        cond &= P.part_name == part_name
+        cond &= P.part_id == target.part_id
     if t == COLUMN:
         cond &= P.column_name == _lower(obj.column)
     return cond
@@ -168,11 +184,12 @@ def grant(conn: Connection, grants: Iterable[Grant]) -> None:
         gtype = principal_type_name(g.grantor_type, "grantor type")
         if ptype == ROLE:
             require_role_principal(conn, g.principal)
-        target = _grant_target(conn, g.obj)
-        if target is None:
+        found = _grant_target(conn, g.obj)
+        if found is None:
             continue                                    # no such table / partition
-        on, part_name, where = target
-        held = {r.privilege for r in _rows(conn, on & _principal_cond(g.principal, ptype)
+        target, where = found
+        held = {r.privilege for r in _rows(conn, _on(g.obj, target)
+                                           & _principal_cond(g.principal, ptype)
                                            & _authorizer_cond(g.authorizer))
                 if r.grantor is not None and g.grantor is not None
                 and r.grantor.lower() == g.grantor.lower()}
@@ -184,10 +201,10 @@ def grant(conn: Connection, grants: Iterable[Grant]) -> None:
             conn.execute(insert(privileges).values(
                 object_type=obj.type,
                 cat_name=None if obj.type in (GLOBAL, DATACONNECTOR) else _catalog(obj),
-                db_name=None if obj.type in (GLOBAL, DATACONNECTOR) else _lower(obj.db),
-                object_name=None if obj.type in (GLOBAL, DATABASE) else _lower(obj.name),
-                part_name=part_name,
-                part_values=None if part_name is None else json.dumps(list(obj.part_values)),
+                db_name=_lower(obj.db) if obj.type == DATABASE else None,
+                object_name=_lower(obj.name) if obj.type == DATACONNECTOR else None,
+                tbl_id=target.table_id if target else None,
+                part_id=target.part_id if target else None,
                 column_name=obj.column if obj.type == COLUMN else None,
                 principal_name=g.principal, principal_type=ptype, privilege=privilege,
                 create_time=now, grantor=g.grantor, grantor_type=gtype,
@@ -199,36 +216,30 @@ def _authorizer_cond(authorizer: str | None):
     return P.authorizer == authorizer if authorizer is not None else true()
 
 
-def _grant_target(conn: Connection, obj: ObjectRef):
-    """(condition on the object's rows, partition name, the words naming it in Hive's
-    "already granted" message), or None when the table or partition does not exist."""
+def _grant_target(conn: Connection, obj: ObjectRef) -> tuple[_Target | None, str] | None:
+    """(the resolved table or partition, the words naming the object in Hive's "already
+    granted" message), or None when the table or partition does not exist."""
     t = obj.type
     if t == GLOBAL:
-        return _on_object(obj), None, ""
+        return None, ""
     if t == DATABASE:
         _require_database(conn, obj)
-        return _on_object(obj), None, f"on database {obj.db} "
+        return None, f"on database {obj.db} "
     if t == DATACONNECTOR:      # Hive names the object by its (unset) dbName here
-        return _on_object(obj), None, f"on data connector {java_str(obj.db)} "
+        return None, f"on data connector {java_str(obj.db)} "
     if t not in (TABLE, PARTITION, COLUMN):
         raise MetastoreError(f"cannot grant privileges on object type {java_str(t)}")
-    table = _table(conn, obj)
-    if table is None:
+    target = _resolve(conn, obj if t != TABLE else ObjectRef(t, obj.db, obj.name))
+    if target.table_id is None or target.part_id == _NO_PARTITION:
         return None
     if t == TABLE:
-        return _on_object(obj), None, f"on table [{obj.db},{obj.name}] "
-    part_name = None
-    if obj.part_values is not None:
-        part_name = _part_name(table, obj.part_values)
-        if not _partition_exists(conn, table, part_name):
-            return None
+        return target, f"on table [{obj.db},{obj.name}] "
     if t == PARTITION:
-        if part_name is None:
+        if target.part_id is None:
             return None
-        return _on_object(obj, part_name), part_name, \
-            f"on partition [{obj.db},{obj.name},{part_name}] "
-    where = f"[{obj.db},{obj.name}" + (f",{part_name}" if part_name is not None else "") + "]"
-    return _on_object(obj, part_name), part_name, f"on column {obj.column} {where} "
+        return target, f"on partition [{obj.db},{obj.name},{target.part_name}] "
+    part = f",{target.part_name}" if target.part_name is not None else ""
+    return target, f"on column {obj.column} [{obj.db},{obj.name}{part}] "
 
 
 def _require_database(conn: Connection, obj: ObjectRef) -> None:
@@ -248,10 +259,10 @@ def revoke(conn: Connection, grants: Iterable[Grant], grant_option: bool) -> Non
         if g.privilege is None or not g.privilege.strip():
             continue
         ptype = principal_type_name(g.principal_type)
-        target = _revoke_target(conn, g.obj)
-        if target is None:
+        found_target = _revoke_target(conn, g.obj)
+        if found_target is None:
             continue
-        cond, exact, missing = target
+        cond, exact, missing = found_target
         held = _rows(conn, cond & _principal_cond(g.principal, ptype))
         found = False                       # Hive sets it once per request, never resets
         for privilege in java_split(g.privilege):
@@ -282,28 +293,30 @@ def _revoke_target(conn: Connection, obj: ObjectRef):
     for a privilege not found), or None for an object type Hive ignores."""
     t = obj.type
     if t == GLOBAL:
-        return _on_object(obj), True, "No user grant found for privileges {privilege}"
+        return _on(obj), True, "No user grant found for privileges {privilege}"
     if t == DATABASE:
         _require_database(conn, obj)
-        return _on_object(obj), True, ("No database grant found for privileges {privilege}"
-                                         f" on database {obj.db}")
+        return _on(obj), True, ("No database grant found for privileges {privilege}"
+                                f" on database {obj.db}")
     if t == DATACONNECTOR:
-        return _on_object(obj), True, ("No dataconnector grant found for privileges "
-                                         "{privilege} on data connector " + java_str(obj.name))
+        return _on(obj), True, ("No dataconnector grant found for privileges {privilege} on "
+                                "data connector " + java_str(obj.name))
     if t == TABLE:
-        return _on_object(obj), False, ("No grant ({privilege}) found  on table "
-                                          f"{obj.name}, database is {obj.db}")
+        target = _resolve(conn, ObjectRef(t, obj.db, obj.name))
+        return _on(obj, target), False, ("No grant ({privilege}) found  on table "
+                                         f"{obj.name}, database is {obj.db}")
     if t not in (PARTITION, COLUMN):
         return None
-    table = _require_table(conn, obj)
-    doc = table["doc"]
-    part_name = None if obj.part_values is None else _part_name(table, obj.part_values)
+    target = _resolve(conn, obj, required=True)
+    doc = target.doc
     where = f"on table {doc['tableName']}, "
-    if part_name is not None or t == PARTITION:
-        where += f"partition is {java_str(part_name)}, "
+    if target.part_name is not None or t == PARTITION:
+        where += f"partition is {java_str(target.part_name)}, "
     if t == COLUMN:
         where += f"column name = {obj.column}, "
-    return (_on_object(obj, part_name), False,
+    if t == PARTITION and target.part_id is None:
+        target = _Target(target.table_id, doc, _NO_PARTITION)   # no values: no partition
+    return (_on(obj, target), False,
             "No grant ({privilege}) found  " + f"{where}database is {doc['dbName']}")
 
 
@@ -317,26 +330,30 @@ def list_grants(conn: Connection, principal: str | None, principal_type: int | N
     answer) for a data connector, as Hive's handler."""
     ptype = None if principal is None else principal_type_name(principal_type)
     t = obj.type
-    if t is not None and t not in (GLOBAL, DATABASE, TABLE, PARTITION, COLUMN):
+    if t is not None and t not in LISTED_TYPES:
         return None
     if principal is None and (t is None or (t != GLOBAL and obj.db is None)):
         raise MetastoreError("list_privileges needs a principal or an object")
     if t is None:
-        cond = P.object_type != DATACONNECTOR
+        cond = P.object_type.in_(LISTED_TYPES)
     elif t != GLOBAL and obj.db is None:
         cond = P.object_type == t
         if t == COLUMN:
-            cond &= P.part_name.is_not(None) if obj.part_values else P.part_name.is_(None)
+            cond &= P.part_id.is_not(None) if obj.part_values else P.part_id.is_(None)
     else:
-        part_name = None
-        if t == PARTITION or (t == COLUMN and obj.part_values):
-            part_name = _part_name(_require_table(conn, obj), obj.part_values or ())
-        cond = _on_object(obj, part_name)
+        target = None
+        if t in (TABLE, PARTITION, COLUMN):
+            named = t == PARTITION or (t == COLUMN and obj.part_values)
+            if named and obj.part_values is None:
+                raise MetastoreError("a partition's privileges need its partValues")
+            target = _resolve(conn, obj if named else ObjectRef(t, obj.db, obj.name),
+                              required=bool(named))
+        cond = _on(obj, target)
     if principal is not None:
         cond &= _principal_cond(principal, ptype)
     rows = _rows(conn, cond)
     if t is None:       # Hive lists them kind by kind, table columns before partition ones
-        rows.sort(key=lambda r: (r.object_type, r.part_name is not None, r.id))
+        rows.sort(key=lambda r: (r.object_type, r.part_id is not None, r.id))
     return [_grant(r) for r in rows]
 
 
@@ -346,12 +363,16 @@ def privilege_set(conn: Connection, obj: ObjectRef, user: str | None,
     they hold (directly or not); on GLOBAL only the user's and groups' with grants, and no
     roles (Hive's ``getUserPrivilegeSet``). None for a data connector."""
     t = obj.type
-    if t not in (GLOBAL, DATABASE, TABLE, PARTITION, COLUMN):
+    if t not in LISTED_TYPES:
         return None
-    part_name = None
-    if t in (PARTITION, COLUMN) and obj.part_values:
-        part_name = _part_name(_require_table(conn, obj), obj.part_values)
-    on = _on_object(obj, part_name)
+    target = None
+    if t in (TABLE, PARTITION, COLUMN):
+        named = t in (PARTITION, COLUMN) and bool(obj.part_values)
+        target = _resolve(conn, obj if named else ObjectRef(t, obj.db, obj.name),
+                          required=named)
+        if t == PARTITION and not named:        # Hive looks for a partition named null
+            target = _Target(target.table_id, target.doc, _NO_PARTITION)
+    on = _on(obj, target)
 
     def held(name: str, ptype: str) -> list[Grant]:
         return [_grant(r) for r in _rows(conn, on & _principal_cond(name, ptype))]
@@ -390,12 +411,12 @@ def refresh(conn: Connection, obj: ObjectRef, authorizer: str | None,
     if obj.type == COLUMN and obj.column is not None:
         raise MetastoreError("columnName must be null")
     lock_mutex(conn, MUTEX)
-    if obj.type == COLUMN:                  # every column of the table
-        cond = (P.object_type == COLUMN) & (P.cat_name == _catalog(obj)) \
-            & (P.db_name == _lower(obj.db)) & (P.object_name == _lower(obj.name)) \
-            & P.part_name.is_(None)
+    if obj.type in (TABLE, COLUMN):
+        target = _resolve(conn, ObjectRef(obj.type, obj.db, obj.name))
+        cond = (P.object_type == obj.type) & (P.tbl_id == target.table_id) \
+            & P.part_id.is_(None)                       # the table, or all its columns
     else:
-        cond = _on_object(obj)
+        cond = _on(obj)
     existing = {_key(_grant(r)): r.id for r in _rows(conn, cond & _authorizer_cond(authorizer))}
     wanted: dict[tuple, Grant] = {}
     for g in grants:
@@ -415,10 +436,14 @@ def _key(g: Grant) -> tuple:
 
 
 def _grant(r) -> Grant:
-    values = PRINCIPAL_TYPE_VALUES
-    obj = ObjectRef(
-        type=r.object_type, db=r.db_name, name=r.object_name,
-        part_values=tuple(json.loads(r.part_values)) if r.part_values else None,
-        column=r.column_name, catalog=r.cat_name)
-    return Grant(obj, r.principal_name, values[r.principal_type], r.privilege, r.create_time,
-                 r.grantor, values.get(r.grantor_type), bool(r.grant_option), r.authorizer)
+    """A privilege row as a Grant, its table and partition named as they are now."""
+    if r.tbl_id is not None:
+        values = json.loads(r.p_doc)["values"] if r.part_id is not None else None
+        obj = ObjectRef(r.object_type, r.t_db, r.t_name,
+                        tuple(values) if values is not None else None, r.column_name,
+                        r.cat_name)
+    else:
+        obj = ObjectRef(r.object_type, r.db_name, r.object_name, catalog=r.cat_name)
+    types = PRINCIPAL_TYPE_VALUES
+    return Grant(obj, r.principal_name, types[r.principal_type], r.privilege, r.create_time,
+                 r.grantor, types.get(r.grantor_type), bool(r.grant_option), r.authorizer)

@@ -376,8 +376,9 @@ Index("ix_role_members_principal", role_members.c.principal_name,
 
 # One row per granted privilege, of every object type (Hive's GLOBAL_PRIVS, DB_PRIVS,
 # DC_PRIVS, TBL_PRIVS, PART_PRIVS, TBL_COL_PRIVS, PART_COL_PRIVS in one table): object_type
-# is the HiveObjectType number; object_name the table or data connector; part_values the
-# partition's values (JSON list) next to its name.
+# is the HiveObjectType number. A database is named (db_name), a data connector too
+# (object_name); tables and partitions are referenced by id, as Hive references them, so
+# their grants follow a rename and go with a drop (the foreign keys cascade).
 privileges = Table(
     "privileges", metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
@@ -386,8 +387,8 @@ privileges = Table(
     Column("cat_name", NAME),
     Column("db_name", NAME),
     Column("object_name", NAME),
-    Column("part_name", PART_NAME),
-    Column("part_values", Text),
+    Column("tbl_id", BigInteger, ForeignKey("tbls.tbl_id", ondelete="CASCADE")),
+    Column("part_id", BigInteger, ForeignKey("partitions.part_id", ondelete="CASCADE")),
     Column("column_name", String(767)),
     Column("principal_name", String(128), nullable=False),
     Column("principal_type", String(16), nullable=False),
@@ -401,6 +402,8 @@ privileges = Table(
 )
 Index("ix_privileges_object", privileges.c.object_type, privileges.c.db_name,
       privileges.c.object_name)
+Index("ix_privileges_table", privileges.c.tbl_id)
+Index("ix_privileges_partition", privileges.c.part_id)
 Index("ix_privileges_principal", privileges.c.principal_name, privileges.c.principal_type)
 
 # HiveServer2's DBTokenStore (add_token ... get_master_keys): opaque strings it stores and

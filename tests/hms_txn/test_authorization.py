@@ -237,3 +237,31 @@ def test_bad_input_is_a_declared_meta_exception(client):
         .principalGrants == []
     assert [p.principalName for p in client.list_privileges(None, None, ref(GLOBAL))] == \
         ["admin"]
+
+
+def test_grants_follow_renames_and_go_with_drops(client):
+    """Hive's table, partition and column privileges reference the table and partition
+    (TBL_PRIVS.TBL_ID, PART_PRIVS.PART_ID, ...): a rename keeps them, a drop removes them
+    (ObjectStore.dropTable/dropPartitions delete the grants)."""
+    _setup(client)
+    client.grant_privileges(bag(priv(ref(TABLE, "pdb", "pt"), "bob", USER, "SELECT"),
+                                priv(ref(PARTITION, "pdb", "pt", ["1"]), "bob", USER, "SELECT"),
+                                priv(ref(COLUMN, "pdb", "pt", ["1"], "a"), "bob", USER, "SELECT")))
+    table = client.get_table("pdb", "pt")
+    table.tableName = "renamed"
+    client.alter_table("pdb", "pt", table)
+    part = client.get_partition("pdb", "renamed", ["1"])
+    part.values = ["2"]
+    client.rename_partition("pdb", "renamed", ["1"], part)
+    found = client.list_privileges("bob", USER, T.HiveObjectRef())
+    assert [(p.hiveObject.objectType, p.hiveObject.objectName, p.hiveObject.partValues)
+            for p in found] == [(TABLE, "renamed", None), (PARTITION, "renamed", ["2"]),
+                                (COLUMN, "renamed", ["2"])]
+    assert len(client.list_privileges(None, None, ref(PARTITION, "pdb", "renamed", ["2"]))) == 1
+    assert client.list_privileges(None, None, ref(TABLE, "pdb", "pt")) == []
+    client.drop_partition("pdb", "renamed", ["2"], True)
+    assert [p.hiveObject.objectType for p in client.list_privileges("bob", USER,
+                                                                    T.HiveObjectRef())] == [TABLE]
+    client.drop_table("pdb", "renamed", True)
+    client.create_table(make_table("pdb", "renamed"))
+    assert client.list_privileges("bob", USER, T.HiveObjectRef()) == []
