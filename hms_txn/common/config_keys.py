@@ -190,6 +190,9 @@ _key("hive.cluster.delegation.token.renew-interval", 86400.0, _seconds("ms"),
 _key("hive.cluster.delegation.token.max-lifetime", 7 * 86400.0, _seconds("ms"),
      "No renewal keeps a delegation token valid longer than this after its issue.",
      "metastore.cluster.delegation.token.max-lifetime")
+_key("hive.users.in.admin.role", "", parse_str,
+     "Comma-separated users granted the admin role at start (Hive's addAdminUsers).",
+     "metastore.users.in.admin.role")
 # Observability
 _key("hms_txn.metrics.enabled", False, parse_bool,
      "Serve /metrics (Prometheus) and /health over HTTP.")

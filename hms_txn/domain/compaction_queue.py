@@ -2,6 +2,12 @@
 
 Only the bookkeeping lives here; the worker that runs compactions belongs to the
 compaction issue and moves entries through the states below.
+
+A request for an object that is already queued is refused the way Hive 4 refuses it
+(``CompactFunction``): id -1, state "refused", not accepted, and a message naming the
+queued entry. An entry blocks new requests while initiated or working, and while ready for
+cleaning if it compacted up to the table's current compactor high-water mark (nothing was
+written since that a new compaction could take).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
 from hms_txn.domain.txn_records import now_ms
+from hms_txn.domain.writeids import get_valid_write_ids
 from hms_txn.store.schema import compaction_queue, completed_compactions, next_compaction_id
 from hms_txn.store.sql import lock_mutex, reserve_ids
 
@@ -38,6 +45,7 @@ STATE_NAMES = {
     DID_NOT_INITIATE: "did not initiate", REFUSED: "refused", ABORTED: "aborted",
 }
 STATE_CODES = {name: code for code, name in STATE_NAMES.items()}
+REFUSED_ID = -1        # compact2's id for a request it did not enqueue
 
 
 @dataclass
@@ -93,12 +101,17 @@ def compact(conn: Connection, dbname: str, tablename: str, partitionname: str | 
     q = compaction_queue.c
     cond = (q.db_name == db) & (q.tbl_name == table)
     cond &= q.part_name == part if part is not None else q.part_name.is_(None)
-    existing = conn.execute(
-        select(q.id, q.state).where(cond).where(q.state.in_((INITIATED, WORKING)))
-        .order_by(q.id).limit(1)
-    ).first()
-    if existing is not None:
-        return CompactionResult(existing.id, STATE_NAMES[existing.state], False,
+    queued = conn.execute(
+        select(q.id, q.state, q.highest_write_id).where(cond)
+        .where(q.state.in_((INITIATED, WORKING, READY_FOR_CLEANING))).order_by(q.id)
+    ).all()
+    if any(e.state == READY_FOR_CLEANING for e in queued):
+        hwm = _compactor_high_water_mark(conn, db, table)
+        queued = [e for e in queued if e.state != READY_FOR_CLEANING
+                  or e.highest_write_id == hwm]
+    if queued:
+        existing = queued[0]
+        return CompactionResult(REFUSED_ID, STATE_NAMES[REFUSED], False,
                                 f"Compaction is already scheduled with state="
                                 f"'{STATE_NAMES[existing.state]}' and id={existing.id}")
     new_id = reserve_ids(conn, next_compaction_id, 1)
@@ -115,6 +128,15 @@ def compact(conn: Connection, dbname: str, tablename: str, partitionname: str | 
         log.info("enqueued %s compaction %d of %s.%s%s", CompactionType(ctype).name,
                  result.id, db, table, f"/{part}" if part else "")
     return result
+
+
+def _compactor_high_water_mark(conn: Connection, db: str, table: str) -> int:
+    """The table's write-id high-water mark as a compactor would take it now: just below
+    its lowest open write id (Hive's ``TxnUtils.createValidCompactWriteIdList``)."""
+    ids = get_valid_write_ids(conn, [f"{db}.{table}"])[0]
+    if ids.min_open_write_id is not None:
+        return ids.min_open_write_id - 1
+    return ids.hwm
 
 
 def show_compact(conn: Connection, *, id: int | None = None, pool_name: str | None = None,

@@ -26,8 +26,8 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import InvalidInput, NoSuchLock, TxnOpen
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_lock_id, txn_components, txn_to_write_id
-from hms_txn.domain.txn_records import (DataOp, TxnType, heartbeat_txn_in, lock_id_str, now_ms,
-                                        require_open_heartbeat, txn_id_str)
+from hms_txn.domain.txn_records import (DataOp, TxnType, heartbeat_txn_in, java_str, lock_id_str,
+                                        now_ms, require_open_heartbeat, txn_id_str)
 from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,13 @@ class _Row:
     state: int
     type: int
     extra: dict = field(default_factory=dict)
+
+
+def lock_info_text(r: _Row) -> str:
+    """One lock component as Hive's ``LockInfo.toString`` prints it in its messages."""
+    return (f"{lock_id_str(r.ext_id)} intLockId:{r.int_id} {txn_id_str(r.txn_id)} "
+            f"db:{java_str(r.db)} table:{java_str(r.tbl)} partition:{java_str(r.part)} "
+            f"state:{LockState(r.state).name} type:{LockType(r.type).name}")
 
 
 def _overlap(a: _Row, b: _Row) -> bool:
@@ -318,9 +325,7 @@ def _check(conn: Connection, ext_id: int, txn_id: int, zero_wait_read: bool,
             if (zero_wait_read and req.type == LockType.SHARED_READ or exclusive_ctas) \
                     and txn_id:
                 _DELETE_LOCK.execute(conn, {"p_ext": ext_id})
-                what = (f"lockid:{ex.ext_id} intLockId:{ex.int_id} {txn_id_str(ex.txn_id)} "
-                        f"db:{ex.db} table:{ex.tbl} partition:{ex.part} "
-                        f"type:{LockType(ex.type).name}")
+                what = lock_info_text(ex)
                 msg = (f"Failed to initiate a concurrent CTAS operation with the same table "
                        f"name, lockInfo : {what}" if exclusive_ctas else
                        f"Unable to acquire read lock due to an existing exclusive lock "
@@ -347,13 +352,8 @@ def unlock(conn: Connection, lock_id: int) -> bool:
         return False
     owner = rows[0].txn_id
     if owner and any(r.state == LockState.ACQUIRED for r in rows):
-        r = rows[0]
-        raise TxnOpen(
-            f"Unlocking locks associated with transaction not permitted.  "
-            f"{lock_id_str(lock_id)} intLockId:{r.int_id} {txn_id_str(owner)} "
-            f"db:{r.db} table:{r.tbl} partition:{r.part} "
-            f"state:{LockState(r.state).name} type:{LockType(r.type).name}"
-            .replace(":None", ":null"))
+        raise TxnOpen(f"Unlocking locks associated with transaction not permitted.  "
+                      f"{lock_info_text(rows[0])}")
     _DELETE_LOCK.execute(conn, {"p_ext": lock_id})
     return True
 

@@ -75,6 +75,11 @@ def lock_id_str(lock_id: int) -> str:
     return f"lockid:{lock_id}"
 
 
+def java_str(value) -> str:
+    """A value as Java's string concatenation prints it (``null`` for None)."""
+    return "null" if value is None else str(value)
+
+
 # Statements every caller runs, built once and executed with bound values: building a Core
 # statement per call costs several times more than executing it, and on SQLite a ``Prepared``
 # statement also skips SQLAlchemy's per-execution overhead (see hms_txn.store.prepared).

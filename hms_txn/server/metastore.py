@@ -23,8 +23,12 @@ from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
+from hms_txn.domain import roles
+from hms_txn.service.authorization import AuthorizationService
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.fb303 import Fb303Service
+from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
+                                          TypeService)
 from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
@@ -34,6 +38,7 @@ from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService
+from hms_txn.service.token_store import TokenStoreService
 from hms_txn.service.tokens import TokenService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
@@ -67,6 +72,11 @@ class Metastore:
         self.partitions = Partitions(self.warehouse, object_json)
         self.databases = Databases(self.warehouse, self.tables)
         self.units.write(self.databases.ensure_default).apply(self.warehouse)
+        if upstream is None:
+            # Roles admin and public, as Hive's metastore creates them at start.
+            admins = [u.strip() for u in config["hive.users.in.admin.role"].split(",")
+                      if u.strip()]
+            self.units.write(lambda conn: roles.ensure_default_roles(conn, admins))
         # Transactions, write ids, locks, compaction queue.
         self.txns = TxnManager(config)
         self._serving = False
@@ -103,7 +113,12 @@ class Metastore:
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
                     self.notification_service, self.token_service]
         if self.upstream is None:
-            return Handler([*services, self.catalog_service])
+            # Roles, privileges, HiveServer2's token store, runtime statistics, types and
+            # partition marks: in extension mode the upstream's (forwarded).
+            records = [AuthorizationService(self.units), TokenStoreService(self.units),
+                       RuntimeStatsService(self.units), TypeService(self.units),
+                       PartitionEventService(self.units)]
+            return Handler([*services, self.catalog_service, *records])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))

@@ -28,10 +28,31 @@ IMPLEMENTED: dict[str, str] = {
     "get_partitions_statistics_req": (
         "no statistics, isStatsCompliant false: column statistics are not stored yet"),
     "get_aggr_stats_for": "no statistics, partsFound 0: column statistics are not stored yet",
+    "add_write_ids_to_min_history": (
+        "accepted, nothing recorded: our Cleaner already keeps every file a transaction "
+        "opened before the compaction committed may read, which covers what Hive records "
+        "for its Cleaner here"),
+    "update_transaction_statistics": (
+        "accepted, nothing updated: Hive adds the counts to the materialized views that "
+        "use the table, and hms-txn has none"),
+    "get_type_all": "always MetaException \"Not yet implemented\", as Hive",
+    "list_privileges": (
+        "a data connector object answers nothing (MISSING_RESULT), as Hive's handler, which "
+        "has no branch for it"),
+    "get_privilege_set": (
+        "a data connector object answers nothing (MISSING_RESULT), as Hive's handler, which "
+        "has no branch for it"),
 }
 
 # Methods answered "not supported" whose answer a client treats specially.
+_OUR_COMPACTOR = (
+    "compactions run inside hms-txn (`hive.compactor.worker.threads`); a Hive Worker running "
+    "elsewhere (HiveServer2 with `hive.metastore.runworker.in=hs2`) logs the refusal and "
+    "leaves the queue to ours. Serving it would need Hive's commit-time bookkeeping of "
+    "compaction transactions, which our compactor does differently")
 NOT_SUPPORTED: dict[str, str] = {
+    "find_next_compact": _OUR_COMPACTOR,
+    "find_next_compact2": _OUR_COMPACTOR,
     "get_partitions_by_expr": (
         "Hive's client prunes partitions itself only when this call answers "
         "TApplicationException UNKNOWN_METHOD; the MetaException fails pruned queries"),

@@ -1,8 +1,9 @@
-"""Locks and compaction requests on the wire (``domain.locks``, ``domain.compaction_queue``)."""
+"""Locks and compaction requests on the wire (``domain.locks``, ``domain.compaction_queue``,
+``domain.compaction_admin``)."""
 
 from __future__ import annotations
 
-from hms_txn.domain import compaction_queue, locks
+from hms_txn.domain import compaction_admin, compaction_queue, locks
 from hms_txn.domain.compaction_queue import CompactionInfo
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -68,7 +69,8 @@ def _lock_response(result):
 
 
 class CompactionService:
-    """``compact``, ``compact2``, ``show_compact``: the queue as clients see it."""
+    """``compact``, ``compact2``, ``show_compact``, ``abort_Compactions``,
+    ``get_latest_committed_compaction_info``: the queue as clients see it."""
 
     def __init__(self, units: UnitOfWork):
         self.units = units
@@ -95,6 +97,22 @@ class CompactionService:
             tablename=rqst.tbName, partitionname=rqst.partName, ctype=rqst.type,
             state=rqst.state, limit=rqst.limit, order=rqst.order))
         return ttypes.ShowCompactResponse(compacts=[_compact_element(i) for i in infos])
+
+    def abort_Compactions(self, rqst):
+        ids = list(rqst.compactionIds or ())
+        outcomes = self.units.write(lambda conn: compaction_admin.abort_compactions(conn, ids))
+        return ttypes.AbortCompactResponse(abortedcompacts={
+            i: ttypes.AbortCompactionResponseElement(compactionId=o.compaction_id,
+                                                     status=o.status, message=o.message)
+            for i, o in outcomes.items()})
+
+    def get_latest_committed_compaction_info(self, rqst):
+        found = self.units.read(lambda conn: compaction_admin.latest_committed(
+            conn, rqst.dbname, rqst.tablename, rqst.partitionnames, rqst.lastCompactionId))
+        return ttypes.GetLatestCommittedCompactionInfoResponse(compactions=[
+            ttypes.CompactionInfoStruct(id=c.id, dbname=c.db, tablename=c.table,
+                                        partitionname=c.partition, type=c.ctype)
+            for c in found])
 
 
 def _compact_element(i: CompactionInfo):

@@ -8,7 +8,7 @@ before the read, so that a lazy commit landing in between is covered.
 
 from __future__ import annotations
 
-from hms_txn.common.errors import InvalidInput
+from hms_txn.common.errors import InvalidInput, NoSuchObject
 from hms_txn.domain import notifications
 from hms_txn.domain.dml_events import DmlEvents
 from hms_txn.service.units import UnitOfWork
@@ -77,3 +77,29 @@ class NotificationService:
             list(info.filesAdded or []) if info else [], info.subDirectoryList if info else None,
             list(rqst.partitionVals) if rqst.partitionVals else None))
         return t.WriteNotificationLogResponse()
+
+    def add_write_notification_log_in_batch(self, rqst):
+        """The batch form HiveServer2 sends for dynamic-partition ACID writes
+        (Hive.addWriteNotificationLogInBatch): one ACID_WRITE_EVENT per request, as
+        ``add_write_notification_log`` writes it, for the batch's table, all in one
+        transaction. Requests for partitions that do not exist are dropped, as Hive's handler
+        drops them; a table that does not exist fails the call."""
+        requests = list(rqst.requestList or ())
+
+        def work(conn):
+            self.dml_events.source.objects(conn, rqst.db, rqst.table, None)
+            for r in requests:
+                info = r.fileInfo
+                try:
+                    self.dml_events.add_write_notification(
+                        conn, r.txnId, r.writeId, rqst.db, rqst.table,
+                        list(info.filesAdded or []) if info else [],
+                        info.subDirectoryList if info else None,
+                        list(r.partitionVals) if r.partitionVals else None)
+                except NoSuchObject:
+                    if not r.partitionVals:
+                        raise
+
+        if requests:
+            self.units.write(work)
+        return t.WriteNotificationLogBatchResponse()

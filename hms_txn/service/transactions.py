@@ -205,6 +205,20 @@ class TxnService:
     def get_latest_txnid_in_conflict(self, txnId):
         return self.units.read(lambda conn: writeids.get_latest_txnid_in_conflict(conn, txnId))
 
+    @policy(route=Route.INLINE)
+    def add_write_ids_to_min_history(self, txnId, writeIds):
+        """Accepted; nothing to record. HiveServer2 4 sends, for each transactional table a
+        query reads, the lowest write id its snapshot still sees (DbTxnManager
+        .addWriteIdsToMinHistory); Hive's Cleaner (with metastore.txn.use.minhistorywriteid)
+        keeps the files those write ids need. Our Cleaner already keeps every file that a
+        transaction opened before the compaction committed may read
+        (``compaction_bookkeeping.cleaning_blocker``), which covers these readers."""
+
+    def update_transaction_statistics(self, req):
+        """Accepted; nothing to update. Hive adds the counts to the rows of the
+        materialized views that use the table (MV_TABLES_USED); hms-txn has no materialized
+        views."""
+
     # -- background ---------------------------------------------------------------------------
 
     def abort_timed_out(self, timeout_s: float, *, batch: int = 1000) -> list[int]:

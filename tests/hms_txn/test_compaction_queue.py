@@ -15,9 +15,11 @@ def req(table, part=None, ctype=MAJOR, **kw):
 def test_compact_enqueue_dedup_and_show(hms, client):
     r1 = client.compact2(req("T", runas="etl", properties={"compactor.mapreduce.map.memory.mb": "1024"}))
     assert (r1.id, r1.state, r1.accepted) == (1, "initiated", True)
-    # the same table again while one is initiated: the existing entry, not accepted
+    # the same table again while one is initiated: refused as Hive 4 refuses it (id -1,
+    # state "refused", the queued entry in the message; Hive's CompactFunction.execute)
     r2 = client.compact2(req("t", ctype=MINOR))
-    assert (r2.id, r2.state, r2.accepted) == (1, "initiated", False)
+    assert (r2.id, r2.state, r2.accepted) == (-1, "refused", False)
+    assert r2.errormessage == "Compaction is already scheduled with state='initiated' and id=1"
     # a partition is its own object; compact (void) enqueues too
     r3 = client.compact2(req("t", part="k=1", ctype=MINOR))
     assert (r3.id, r3.accepted) == (2, True)
