@@ -104,7 +104,7 @@ def _column(table: Doc, name: str | None) -> Doc | None:
 
 # ------------------------------------------------------------------- Java's hash codes
 
-def _java_hash(text: str) -> int:
+def java_string_hash(text: str) -> int:
     """``String.hashCode`` as an unsigned 32-bit number."""
     units = text.encode("utf-16-be")
     h = 0
@@ -113,7 +113,7 @@ def _java_hash(text: str) -> int:
     return h
 
 
-def _java_set_text(items: Sequence[str]) -> str:
+def java_hash_set_text(items: Sequence[str]) -> str:
     """``HashSet<String>.toString()`` of distinct ``items`` added in this order: bucket
     order of a default-sized HashMap, insertion order within a bucket."""
     capacity = 16
@@ -121,7 +121,7 @@ def _java_set_text(items: Sequence[str]) -> str:
         capacity *= 2
 
     def bucket(text: str) -> int:
-        h = _java_hash(text)
+        h = java_string_hash(text)
         return (h ^ (h >> 16)) & (capacity - 1)
 
     ordered = sorted(range(len(items)), key=lambda i: (bucket(items[i]), i))
@@ -138,7 +138,7 @@ def _names_on(conn: Connection, tbl_id: int) -> set[str]:
 def _generated_name(conn: Connection, table: _Table, parts: Sequence[str | None]) -> str:
     """``generateConstraintName``: ``<last part>_<hash of the parts>_<ms>_<n>``."""
     text = "{" + ",".join("<null>" if p is None else p for p in parts) + "}"
-    hashcode = _java_hash(text) & 0xFFFFFFF
+    hashcode = java_string_hash(text) & 0xFFFFFFF
     taken = _names_on(conn, table.id)
     for counter in range(10):
         name = f"{parts[-1]}_{hashcode}_{int(time.time() * 1000)}_{counter}"
@@ -266,7 +266,7 @@ def _add_foreign_keys(conn: Connection, kind: Kind,
                 break
         if ref_sig not in valid:
             raise Refused(f"Foreign key references {ref_sig} but no corresponding primary key "
-                          f"or unique key exists. Possible keys: {_java_set_text(valid)}")
+                          f"or unique key exists. Possible keys: {java_hash_set_text(valid)}")
         if same and fk_sig == ref_sig:
             raise Refused(f"Cannot be both foreign key and primary/unique key on same table: "
                           f"{ref_sig}")
