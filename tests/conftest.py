@@ -69,3 +69,20 @@ def client(hms):
 
 def pytest_report_header(config):
     return [f"hms-txn tests; CI={os.environ.get('CI', '')}"]
+
+
+@pytest.fixture(scope="session")
+def java_metastore(tmp_path_factory):
+    """The reference Java metastore 2.3 (PySpark's jars, ``hms_bench.javahms``), started
+    once for the session: the differential tests share it, each in databases of its own."""
+    import importlib.util
+    import shutil
+
+    from hms_bench.javahms import start_java_metastore
+    from tests.support.postgres import free_port
+    from tests.support.requirements import require
+    require(shutil.which("java") is not None, "java is not installed")
+    require(importlib.util.find_spec("pyspark") is not None, "pyspark (its jars) is not installed")
+    server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
+    yield server
+    server.stop()

@@ -60,3 +60,9 @@ class NoSuchLock(MetastoreError):
 
 class NoSuchCompaction(MetastoreError):
     pass
+
+
+class Refused(MetastoreError):
+    """A request Hive's metastore refuses with a plain MetaException (a null name, a second
+    primary key, ...): answered as the called method's MetaException even when the method
+    declares more specific exceptions."""

@@ -16,15 +16,17 @@ from hms_txn.common.errors import AlreadyExists, InvalidOperation
 from hms_txn.domain import names
 from hms_txn.domain.catalog import (Doc, catalog_event, database_row, dumps, now_s,
                                     require_database)
+from hms_txn.domain.functions import Functions, database_functions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
-from hms_txn.store.schema import dbs, functions, tbls
+from hms_txn.store.schema import dbs, tbls
 
 
 class Databases:
-    def __init__(self, warehouse: Warehouse, tables: Tables):
+    def __init__(self, warehouse: Warehouse, tables: Tables, functions: Functions):
         self.warehouse = warehouse
         self.tables = tables
+        self.functions = functions
 
     def ensure_default(self, conn: Connection) -> FileChanges:
         files = FileChanges()
@@ -80,10 +82,12 @@ class Databases:
             raise InvalidOperation(
                 f"database {name} is not empty: it has {len(rows)} table(s); "
                 f"drop them first or drop the database with CASCADE")
+        if not cascade and database_functions(conn, name):
+            raise InvalidOperation(f"Database {name} is not empty. One or more functions exist.")
+        self.functions.drop_all(conn, name)     # Hive drops them first, each with its event
         for row in rows:
             files.delete.extend(self.tables.drop_rows(conn, row.tbl_id, json.loads(row.doc),
                                                       delete_data))
-        conn.execute(delete(functions).where(functions.c.db_name == name))
         conn.execute(delete(dbs).where(dbs.c.name == name))
         catalog_event(conn, "DROP_DATABASE", name, None, {"db": name})
         if delete_data:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, NamedTuple
 from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
+from hms_txn.domain.event_messages import LogEntry
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import reserve_ids
 from hms_txn.store.schema import notification_log, notification_sequence
@@ -171,3 +172,10 @@ def oldest_event(conn: Connection, after: int) -> Event | None:
     row = conn.execute(select(*_EVENT_COLUMNS).where(_nl.event_id > after)
                        .order_by(_nl.event_id).limit(1)).first()
     return None if row is None else _event(row)
+
+
+def append_entry(conn: Connection, entry: LogEntry) -> int:
+    """Write a message built by ``hms_txn.domain.event_messages`` (its event type, message
+    and row columns) in the caller's transaction; returns the event id."""
+    return append(conn, entry.event_type, entry.message, db_name=entry.db_name,
+                  tbl_name=entry.tbl_name, cat_name=entry.cat_name)

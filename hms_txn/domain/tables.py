@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation
 from hms_txn.domain import names
+from hms_txn.domain.constraints import Constraints, delete_table_rows
 from hms_txn.domain.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
                                     ObjectJson, catalog_event, database_row, dumps, is_external,
                                     is_true, now_s, require_database, require_table, table_row)
@@ -24,11 +25,14 @@ from hms_txn.store.schema import partitions, tbls
 
 class Tables:
     """Table changes. ``object_json`` renders objects for the notification messages (the
-    service layer gives it: the domain does not know the wire format)."""
+    service layer gives it: the domain does not know the wire format); ``constraints``
+    stores the constraints a table is created with."""
 
-    def __init__(self, warehouse: Warehouse, object_json: ObjectJson | None = None):
+    def __init__(self, warehouse: Warehouse, object_json: ObjectJson | None = None,
+                 constraints: Constraints | None = None):
         self.warehouse = warehouse
         self.object_json = object_json
+        self.constraints = constraints
 
     def _prepare(self, conn: Connection, table: Doc) -> Doc:
         """Validate a new table document and fill in what the server owns."""
@@ -66,7 +70,10 @@ class Tables:
             sd["location"] = self.warehouse.child(db_doc["locationUri"], doc["tableName"])
         return doc
 
-    def create(self, conn: Connection, table: Doc) -> FileChanges:
+    def create(self, conn: Connection, table: Doc, *,
+               constraints: dict[str, list[Doc]] | None = None) -> FileChanges:
+        """Create a table; ``constraints`` (documents by kind, see ``domain.constraints``)
+        are added in the same transaction, their events after CREATE_TABLE."""
         doc = self._prepare(conn, table)
         db, name = doc["dbName"], doc["tableName"]
         if table_row(conn, db, name) is not None:
@@ -82,6 +89,8 @@ class Tables:
         if self.object_json:
             message["tableObjJson"] = self.object_json("Table", doc)
         catalog_event(conn, "CREATE_TABLE", db, name, message)
+        if constraints:
+            self.constraints.add_for_new_table(conn, doc["catName"], constraints)
         if doc["tableType"] == VIEW:
             return FileChanges()
         return FileChanges(create=[doc["sd"].get("location")])
@@ -186,6 +195,7 @@ class Tables:
                     locations.append(loc)
             locations.append(table_loc)
         conn.execute(delete(partitions).where(partitions.c.tbl_id == tbl_id))
+        delete_table_rows(conn, tbl_id)
         conn.execute(delete(tbls).where(tbls.c.tbl_id == tbl_id))
         message = {"db": table["dbName"], "table": table["tableName"]}
         if self.object_json:

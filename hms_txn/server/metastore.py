@@ -17,16 +17,21 @@ from sqlalchemy import text
 
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_source import CatalogSource
+from hms_txn.domain.constraints import Constraints
 from hms_txn.domain.databases import Databases
+from hms_txn.domain.event_messages import MessageContext
 from hms_txn.domain.dml_events import CatalogObjects, DmlEvents
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
+from hms_txn.domain.functions import Functions
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain import roles
 from hms_txn.service.authorization import AuthorizationService
 from hms_txn.service.catalog import CatalogService
+from hms_txn.service.constraints import ConstraintService
 from hms_txn.service.fb303 import Fb303Service
+from hms_txn.service.functions import FunctionService
 from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
                                           TypeService)
 from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
@@ -68,9 +73,13 @@ class Metastore:
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)
         # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
-        self.tables = Tables(self.warehouse, object_json)
+        # Hive 4's notification messages (domain.event_messages) for functions and constraints.
+        messages = MessageContext(object_json or (lambda kind, doc: None))
+        self.constraints = Constraints(messages)
+        self.functions = Functions(messages)
+        self.tables = Tables(self.warehouse, object_json, self.constraints)
         self.partitions = Partitions(self.warehouse, object_json)
-        self.databases = Databases(self.warehouse, self.tables)
+        self.databases = Databases(self.warehouse, self.tables, self.functions)
         self.units.write(self.databases.ensure_default).apply(self.warehouse)
         if upstream is None:
             # Roles admin and public, as Hive's metastore creates them at start.
@@ -97,6 +106,9 @@ class Metastore:
         self.notification_service = NotificationService(self.units, DmlEvents(objects, object_json))
         self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
                                               self.databases, self.tables, self.partitions)
+        self.function_service = FunctionService(self.units, self.functions)
+        self.constraint_service = ConstraintService(self.units, self.warehouse, self.tables,
+                                                    self.constraints)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
@@ -118,7 +130,8 @@ class Metastore:
             records = [AuthorizationService(self.units), TokenStoreService(self.units),
                        RuntimeStatsService(self.units), TypeService(self.units),
                        PartitionEventService(self.units)]
-            return Handler([*services, self.catalog_service, *records])
+            return Handler([*services, self.catalog_service, self.function_service,
+                            self.constraint_service, *records])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))

@@ -1,4 +1,4 @@
-"""Thrift catalog calls: databases, tables, partitions, functions, statistics.
+"""Thrift catalog calls: databases, tables, partitions, statistics.
 
 Each method unpacks its wire arguments, runs the domain (``domain.catalog`` for reads,
 ``domain.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
@@ -20,6 +20,7 @@ from hms_txn.domain.databases import Databases
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.service.constraints import request_constraint_docs
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.encoded import EncodedStructs, encode
@@ -178,7 +179,8 @@ class CatalogService:
         self.create_table(tbl)
 
     def create_table_req(self, request):
-        self.create_table(request.table)
+        self._apply(self.units.write(lambda c: self.tables.create(
+            c, to_doc(request.table), constraints=request_constraint_docs(request))))
 
     @policy(route=Route.INLINE)
     def get_table(self, dbname, tbl_name):
@@ -422,13 +424,7 @@ class CatalogService:
     def partition_name_has_valid_characters(self, part_vals, throw_exception):
         return True
 
-    # ---------------------------------------------------------------- functions & statistics
-
-    def get_all_functions(self):
-        return t.GetAllFunctionsResponse(functions=[])
-
-    def get_functions(self, dbName, pattern):
-        return []
+    # ---------------------------------------------------------------- statistics
 
     def get_table_column_statistics(self, db_name, tbl_name, col_name):
         from hms_txn.common.errors import NoSuchObject

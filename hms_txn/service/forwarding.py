@@ -12,7 +12,8 @@ compaction, the notification log and fb303 stay ours (``TxnCalls``, ``Notificati
   (``get_database_req`` → ``get_database``, ``get_partitions_by_names_req`` →
   ``get_partitions_by_names``, ``alter_table_req`` → ``alter_table_with_environment_context``,
   ...), which every upstream version answers; constraint getters missing before Hive 3
-  answer empty. Write ids and ValidWriteIdLists are ours and never forwarded.
+  answer empty, and ``get_all_table_constraints`` is made of the primary and foreign keys.
+  Write ids and ValidWriteIdLists are ours and never forwarded.
 * ``get_table``/``get_table_req`` (and ``get_partitions_by_names_req`` with a
   ValidWriteIdList) are served through our metadata cache, whose loader reads the upstream.
   So are databases, table names, columns, functions (``extension.UpstreamFunctions``) and
@@ -333,7 +334,9 @@ class ForwardingService:
 
     def create_table_req(self, request):
         tbl = request.table
-        if request.primaryKeys or request.foreignKeys:
+        if (request.primaryKeys or request.foreignKeys or request.uniqueConstraints
+                or request.notNullConstraints or request.defaultConstraints
+                or request.checkConstraints):
             self.fwd.up("create_table_with_constraints", tbl, request.primaryKeys or [],
                      request.foreignKeys or [], request.uniqueConstraints or [],
                      request.notNullConstraints or [], request.defaultConstraints or [],
@@ -459,3 +462,16 @@ class ForwardingService:
     def get_check_constraints(self, request):
         return self.fwd.up_or("get_check_constraints", (request,),
                            lambda: t.CheckConstraintsResponse(checkConstraints=[]))
+
+    def get_all_table_constraints(self, request):
+        # A Hive 2.x upstream has only primary and foreign keys (the table's own: asked by
+        # the referencing side, which 2.3 answers without a parent table).
+        def from_keys():
+            db, table = request.dbName, request.tblName
+            pks = self.fwd.up("get_primary_keys", t.PrimaryKeysRequest(db_name=db, tbl_name=table))
+            fks = self.fwd.up("get_foreign_keys", t.ForeignKeysRequest(
+                foreign_db_name=db, foreign_tbl_name=table))
+            return t.AllTableConstraintsResponse(allTableConstraints=t.SQLAllTableConstraints(
+                primaryKeys=pks.primaryKeys, foreignKeys=fks.foreignKeys, uniqueConstraints=[],
+                notNullConstraints=[], defaultConstraints=[], checkConstraints=[]))
+        return self.fwd.up_or("get_all_table_constraints", (request,), from_keys)

@@ -462,3 +462,32 @@ partition_events = Table(
     info={"since": 8},
 )
 Index("ix_partition_events_table", partition_events.c.db_name, partition_events.c.tbl_name)
+# ------------------------------------------------------------------------ constraints (v6)
+#
+# Owned by hms_txn.domain.constraints. One row per column of a constraint, as Hive's
+# KEY_CONSTRAINTS: ``parent_tbl_id`` is the table the constraint is declared on (for a
+# foreign key, the referenced table), ``child_tbl_id`` the referencing table of a foreign
+# key. Rows go with either table (domain.tables.Tables.drop_rows). Column names are stored
+# lower-case; ``kind`` is Hive's MConstraint type (0 primary key, 1 foreign key, 2 unique,
+# 3 not null, 4 default, 5 check); ``value`` the default value or check expression.
+
+table_constraints = Table(
+    "table_constraints", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("constraint_name", NAME, nullable=False),
+    Column("kind", Integer, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("parent_tbl_id", BigInteger, nullable=False),
+    Column("parent_column", NAME),
+    Column("child_tbl_id", BigInteger),
+    Column("child_column", NAME),
+    Column("enable_validate_rely", Integer, nullable=False),
+    Column("update_rule", Integer),
+    Column("delete_rule", Integer),
+    Column("value", Text),
+    info={"since": 6},
+)
+Index("ix_table_constraints_parent", table_constraints.c.parent_tbl_id,
+      table_constraints.c.constraint_name)
+Index("ix_table_constraints_child", table_constraints.c.child_tbl_id)
