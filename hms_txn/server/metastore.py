@@ -29,6 +29,7 @@ from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_metho
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
+from hms_txn.service.statistics import StatisticsService
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
@@ -87,6 +88,7 @@ class Metastore:
         self.notification_service = NotificationService(self.units, DmlEvents(objects, object_json))
         self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
                                               self.databases, self.tables, self.partitions)
+        self.statistics_service = StatisticsService(self.units, object_json)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
@@ -103,7 +105,7 @@ class Metastore:
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
                     self.notification_service, self.token_service]
         if self.upstream is None:
-            return Handler([*services, self.catalog_service])
+            return Handler([*services, self.catalog_service, self.statistics_service])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))

@@ -21,13 +21,14 @@ IMPLEMENTED: dict[str, str] = {
     "get_all_functions": "an empty list: functions are not stored yet",
     "get_functions": "an empty list: functions are not stored yet",
     "get_table_column_statistics": (
-        "NoSuchObjectException for every column of an existing table: column statistics "
-        "are not stored yet"),
-    "get_table_statistics_req": (
-        "no statistics, isStatsCompliant false: column statistics are not stored yet"),
-    "get_partitions_statistics_req": (
-        "no statistics, isStatsCompliant false: column statistics are not stored yet"),
-    "get_aggr_stats_for": "no statistics, partsFound 0: column statistics are not stored yet",
+        "no result when the column has no statistics (a Java client raises "
+        "TApplicationException MISSING_RESULT), as Hive 4"),
+    "get_partition_column_statistics": (
+        "no result when the column has no statistics (a Java client raises "
+        "TApplicationException MISSING_RESULT), as Hive 4"),
+    "get_aggr_stats_for": (
+        "no result when a ValidWriteIdList is sent and some partition's statistics are not "
+        "valid for it, as Hive 4 (HiveServer2 then plans without them)"),
 }
 
 # Methods answered "not supported" whose answer a client treats specially.

@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 
@@ -337,4 +337,37 @@ next_delegation_token_id = Table(
     Column("id", Integer, primary_key=True),
     Column("next_id", BigInteger, nullable=False),
     info={"since": 3},
+)
+
+
+# ------------------------------------------------------------------ column statistics (v7)
+#
+# Owned by hms_txn.domain.column_stats. One row per table (or partition), engine ("hive",
+# "impala", ...) and column, as Hive's TAB_COL_STATS / PART_COL_STATS; ``data`` is the
+# ColumnStatisticsData document. Rows go with their table or partition (ON DELETE CASCADE;
+# SQLite enforces it, see hms_txn.store.engine).
+
+STATS_COLUMN = String(767)  # Hive's COLUMN_NAME width
+
+table_column_stats = Table(
+    "table_column_stats", metadata,
+    Column("tbl_id", BigInteger, ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True),
+    Column("engine", NAME, primary_key=True),
+    Column("col_name", STATS_COLUMN, primary_key=True),
+    Column("col_type", Text, nullable=False),
+    Column("last_analyzed", BigInteger, nullable=False),
+    Column("data", DOC, nullable=False),
+    info={"since": 7},
+)
+
+partition_column_stats = Table(
+    "partition_column_stats", metadata,
+    Column("part_id", BigInteger, ForeignKey("partitions.part_id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("engine", NAME, primary_key=True),
+    Column("col_name", STATS_COLUMN, primary_key=True),
+    Column("col_type", Text, nullable=False),
+    Column("last_analyzed", BigInteger, nullable=False),
+    Column("data", DOC, nullable=False),
+    info={"since": 7},
 )
