@@ -190,15 +190,22 @@ class CatalogService:
         read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                   require_write_ids=True)
         table = cached_table(read)
-        if req.getColumnStats or \
-                stats_state.table_compliance(read.doc, req.validWriteIdList) is not None:
+        compliant = stats_state.table_compliance(read.doc, req.validWriteIdList)
+        if req.getColumnStats or compliant is False:
             table = self._with_stats(table, read.doc, req)
+        elif compliant:
+            # the same struct for every reader the stats are valid for: kept with the entry
+            memo = entry_memo(read.entry) if read.entry is not None else {}
+            table = memo.get("CompliantTable") or memo.setdefault(
+                "CompliantTable", copy.copy(table))
+            table.isStatsCompliant = True
         return t.GetTableResult(table=table)
 
     def _with_stats(self, table: t.Table, doc: dict, req) -> t.Table:
         """The table as Hive's get_table_req gives it to a reader with a ValidWriteIdList
-        (``stats_state.reader_view``) and, when asked, with its column statistics (those of
-        the columns ``COLUMN_STATS_ACCURATE`` lists)."""
+        (``stats_state.reader_view``: ``isStatsCompliant``, and ``COLUMN_STATS_ACCURATE``
+        only when the stats are valid for it) and, when asked, with its column statistics
+        (those of the columns ``COLUMN_STATS_ACCURATE`` lists)."""
         view = stats_state.reader_view(doc, req.validWriteIdList)
         table = copy.copy(table)
         table.isStatsCompliant = view.get("isStatsCompliant")
