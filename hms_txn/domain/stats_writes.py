@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 from typing import Sequence
 
-from hms_txn.common.errors import Internal, MetastoreError, NoSuchObject
+from hms_txn.common.errors import Internal, InvalidInput, MetastoreError, NoSuchObject
 from hms_txn.domain import names, stats_state
 from hms_txn.domain.catalog import Doc, is_true, is_transactional, now_s
 from hms_txn.domain.column_stats import (
@@ -40,22 +40,32 @@ from hms_txn.domain.event_messages import (
     MessageContext, alter_partition, alter_table, update_partition_column_stats,
     update_table_column_stats)
 from hms_txn.domain.notifications import append
-from hms_txn.domain.stats_aggregation import merge_into
+from hms_txn.domain.stats_aggregation import kind_of, merge_into
 
 ACCURATE = stats_state.ACCURATE
 
 
 def normalize(stats: Doc, engine: str | None = None) -> Doc:
-    """``normalizeColStatsInput``: a copy with lower-case names and ``lastAnalyzed`` now."""
+    """``normalizeColStatsInput``: a copy with lower-case names and ``lastAnalyzed`` now.
+    Statistics without a table, or a column without a name, type or statistics (required
+    fields Hive's own code fails on), are refused."""
     out = copy.deepcopy(stats)
-    desc = out.setdefault("statsDesc", {})
+    desc = out.get("statsDesc") or {}
+    if not desc.get("dbName") or not desc.get("tableName"):
+        raise InvalidInput("column statistics name no table (statsDesc.dbName and tableName "
+                           "are required)")
     desc["catName"] = (desc.get("catName") or CATALOG).lower()
-    desc["dbName"] = names.lower(desc.get("dbName"))
-    desc["tableName"] = names.lower(desc.get("tableName"))
+    desc["dbName"] = names.lower(desc["dbName"])
+    desc["tableName"] = names.lower(desc["tableName"])
     desc["lastAnalyzed"] = now_s()
+    out["statsDesc"] = desc
     for obj in out.setdefault("statsObj", []):
-        obj["colName"] = (obj.get("colName") or "").lower()
-        obj["colType"] = (obj.get("colType") or "").lower()
+        if not obj.get("colName") or not obj.get("colType") or kind_of(obj.get("statsData")) is None:
+            raise InvalidInput(f"column statistics of {desc['dbName']}.{desc['tableName']}: "
+                               f"every object needs colName, colType and statsData "
+                               f"(got {obj.get('colName')!r})")
+        obj["colName"] = obj["colName"].lower()
+        obj["colType"] = obj["colType"].lower()
     out["engine"] = engine_of(out.get("engine") or engine)
     return out
 

@@ -528,3 +528,21 @@ def test_update_events(client):
     assert message["writeId"] == w.write_id and message["validWriteIds"] == w.valid_write_ids
     assert message["parameters"]["COLUMN_STATS_ACCURATE"] == '{"COLUMN_STATS":{"id":"true"}}'
     assert json.loads(message["colStatsJson"])["2"]["lst"][0] == "rec"
+
+
+def test_malformed_statistics_are_refused_and_change_nothing(client):
+    tables(client)
+    before = last_event_id(client)
+    no_data = T.ColumnStatistics(
+        statsDesc=T.ColumnStatisticsDesc(isTblLevel=True, dbName="s", tableName="t"),
+        statsObj=[T.ColumnStatisticsObj("id", "int", T.ColumnStatisticsData())])
+    no_table = T.ColumnStatistics(statsDesc=T.ColumnStatisticsDesc(isTblLevel=True),
+                                  statsObj=[T.ColumnStatisticsObj("id", "int", longs(1, 2, 0, 1))])
+    for stats in (no_data, no_table):
+        with pytest.raises(T.InvalidInputException, match="column statistics"):
+            client.update_table_column_statistics(stats)
+        with pytest.raises(T.InvalidInputException, match="column statistics"):
+            client.set_aggr_stats_for(T.SetPartitionsStatsRequest(colStats=[stats], engine="hive"))
+    assert last_event_id(client) == before
+    assert table_req(client, ["id"]) == []
+    assert "COLUMN_STATS_ACCURATE" not in client.get_table("s", "t").parameters
