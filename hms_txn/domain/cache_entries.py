@@ -14,11 +14,16 @@ from hms_txn.domain.catalog import is_external, is_transactional
 Doc = dict[str, Any]
 Key = tuple[str, str]
 
+# Column statistics events: they change COLUMN_STATS_ACCURATE and the write id of a table
+# or partition.
+STATS_EVENTS = frozenset({"UPDATE_TBL_COL_STAT_EVENT", "DELETE_TBL_COL_STAT_EVENT",
+                          "UPDATE_PART_COL_STAT_EVENT", "DELETE_PART_COL_STAT_EVENT"})
 # Events that change a table's document or its partitions.
 TABLE_EVENTS = frozenset({"CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
-                          "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
+                          "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"}) | STATS_EVENTS
 # After these the table still exists: the tailer reloads a dropped entry at once.
-RELOAD_EVENTS = frozenset({"ALTER_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION"})
+RELOAD_EVENTS = frozenset({"ALTER_TABLE", "ADD_PARTITION", "ALTER_PARTITION",
+                           "DROP_PARTITION"}) | STATS_EVENTS
 
 # Events that change a database's document.
 DATABASE_EVENTS = frozenset({"CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE"})

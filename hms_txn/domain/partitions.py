@@ -13,7 +13,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
-from hms_txn.domain import names
+from hms_txn.domain import column_stats, names
 from hms_txn.domain.catalog import (DDL_TIME, Doc, ObjectJson, catalog_event, dumps, is_external,
                                     now_s, partition_keys, partition_name, partition_rows,
                                     require_table)
@@ -110,7 +110,8 @@ class Partitions:
             catalog_event(conn, "ADD_PARTITION", db, table_name, message)
         return added, FileChanges(create=[(d.get("sd") or {}).get("location") for d in added])
 
-    def alter(self, conn: Connection, db: str, table_name: str, parts: list[Doc]) -> None:
+    def alter(self, conn: Connection, db: str, table_name: str, parts: list[Doc], *,
+              valid_write_ids: str | None = None, write_id: int = -1) -> None:
         db, table_name = names.lower(db), names.lower(table_name)
         tbl_id, table = require_table(conn, db, table_name, for_update=True)
         for part in parts:
@@ -132,6 +133,8 @@ class Partitions:
             params = dict(doc.get("parameters") or {})
             params[DDL_TIME] = str(now_s())
             doc["parameters"] = params
+            column_stats.partition_altered(conn, table, row.part_id, old, doc, valid_write_ids,
+                                           write_id)
             conn.execute(update(partitions).where(partitions.c.part_id == row.part_id)
                          .values(doc=dumps(doc)))
             message = {"db": db, "table": table_name, "isTruncateOp": "false",

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation
-from hms_txn.domain import names
+from hms_txn.domain import column_stats, names
 from hms_txn.domain.constraints import Constraints, delete_table_rows
 from hms_txn.domain.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
                                     ObjectJson, catalog_event, database_row, dumps, is_external,
@@ -96,7 +96,7 @@ class Tables:
         return FileChanges(create=[doc["sd"].get("location")])
 
     def alter(self, conn: Connection, db: str, name: str, new: Doc, *,
-              cascade: bool = False) -> FileChanges:
+              cascade: bool = False, valid_write_ids: str | None = None) -> FileChanges:
         db, name = names.lower(db), names.lower(name)
         files = FileChanges()
         tbl_id, old = require_table(conn, db, name, for_update=True)
@@ -137,11 +137,12 @@ class Tables:
             self._relocate_renamed(conn, tbl_id, old, doc, files)
         elif not doc["sd"].get("location"):
             doc["sd"]["location"] = old["sd"].get("location")
+        write_id = doc.get("writeId")
+        column_stats.table_altered(conn, tbl_id, old, doc, valid_write_ids, cascade=cascade)
         conn.execute(update(tbls).where(tbls.c.tbl_id == tbl_id).values(
             db_name=new_db, tbl_name=new_name, tbl_type=ttype, doc=dumps(doc)))
         if cascade and old_keys:
             _cascade_columns(conn, tbl_id, doc)
-        write_id = doc.get("writeId")
         message = {"db": db, "table": name, "tableType": old.get("tableType"),
                    "isTruncateOp": "false",
                    "writeId": int(write_id) if write_id is not None else -1}

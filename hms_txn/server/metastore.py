@@ -38,6 +38,7 @@ from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_metho
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
+from hms_txn.service.statistics import StatisticsService
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
@@ -109,6 +110,7 @@ class Metastore:
         self.function_service = FunctionService(self.units, self.functions)
         self.constraint_service = ConstraintService(self.units, self.warehouse, self.tables,
                                                     self.constraints)
+        self.statistics_service = StatisticsService(self.units, object_json)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
@@ -131,7 +133,8 @@ class Metastore:
                        RuntimeStatsService(self.units), TypeService(self.units),
                        PartitionEventService(self.units)]
             return Handler([*services, self.catalog_service, self.function_service,
-                            self.constraint_service, *records])
+                            self.constraint_service, self.statistics_service,
+                            *records])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))

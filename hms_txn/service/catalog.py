@@ -1,4 +1,4 @@
-"""Thrift catalog calls: databases, tables, partitions, statistics.
+"""Thrift catalog calls: databases, tables, partitions.
 
 Each method unpacks its wire arguments, runs the domain (``domain.catalog`` for reads,
 ``domain.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
@@ -9,11 +9,12 @@ removed once it has committed (``warehouse.FileChanges``).
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from typing import Any
 
-from hms_txn.domain import catalog, names
+from hms_txn.domain import catalog, column_stats, names, stats_state
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
 from hms_txn.domain.databases import Databases
@@ -190,7 +191,33 @@ class CatalogService:
     def get_table_req(self, req):
         read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                   require_write_ids=True)
-        return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
+        table = cached_table(read)
+        compliant = stats_state.table_compliance(read.doc, req.validWriteIdList)
+        if req.getColumnStats or compliant is False:
+            table = self._with_stats(table, read.doc, req)
+        elif compliant:
+            # the same struct for every reader the stats are valid for: kept with the entry
+            memo = entry_memo(read.entry) if read.entry is not None else {}
+            table = memo.get("CompliantTable") or memo.setdefault(
+                "CompliantTable", copy.copy(table))
+            table.isStatsCompliant = True
+        return t.GetTableResult(table=table)
+
+    def _with_stats(self, table: t.Table, doc: dict, req) -> t.Table:
+        """The table as Hive's get_table_req gives it to a reader with a ValidWriteIdList
+        (``stats_state.reader_view``: ``isStatsCompliant``, and ``COLUMN_STATS_ACCURATE``
+        only when the stats are valid for it) and, when asked, with its column statistics
+        (those of the columns ``COLUMN_STATS_ACCURATE`` lists)."""
+        view = stats_state.reader_view(doc, req.validWriteIdList)
+        table = copy.copy(table)
+        table.isStatsCompliant = view.get("isStatsCompliant")
+        table.parameters = dict(view.get("parameters") or {})
+        if req.getColumnStats:
+            columns = stats_state.columns_having_stats(view.get("parameters"))
+            stats = self.units.read(lambda c: column_stats.table_stats(
+                c, req.dbName, req.tblName, columns, req.engine, req.validWriteIdList))
+            table.colStats = None if stats is None else from_doc(t.ColumnStatistics, stats)
+        return table
 
     def get_table_objects_by_name(self, dbname, tbl_names):
         return [_table(d) for d in self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))]
@@ -247,7 +274,9 @@ class CatalogService:
     def alter_table_req(self, req):
         props = (req.environmentContext.properties or {}) if req.environmentContext else {}
         cascade = str(props.get("CASCADE", "")).lower() == "true"
-        self._apply(self.units.write(lambda c: self.tables.alter(c, req.dbName, req.tableName, to_doc(req.table), cascade=cascade)))
+        self._apply(self.units.write(lambda c: self.tables.alter(
+            c, req.dbName, req.tableName, to_doc(req.table), cascade=cascade,
+            valid_write_ids=req.validWriteIdList)))
         return t.AlterTableResponse()
 
     def drop_table(self, dbname, name, deleteData):
@@ -380,7 +409,10 @@ class CatalogService:
         self.alter_partitions(db_name, tbl_name, new_parts)
 
     def alter_partitions_req(self, req):
-        self.alter_partitions(req.dbName, req.tableName, req.partitions)
+        write_id = -1 if req.writeId is None else req.writeId
+        self.units.write(lambda c: self.partitions.alter(
+            c, req.dbName, req.tableName, [to_doc(p) for p in req.partitions or []],
+            valid_write_ids=req.validWriteIdList, write_id=write_id))
         return t.AlterPartitionsResponse()
 
     def rename_partition(self, db_name, tbl_name, part_vals, new_part):
@@ -424,20 +456,3 @@ class CatalogService:
     def partition_name_has_valid_characters(self, part_vals, throw_exception):
         return True
 
-    # ---------------------------------------------------------------- statistics
-
-    def get_table_column_statistics(self, db_name, tbl_name, col_name):
-        from hms_txn.common.errors import NoSuchObject
-        self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name))
-        raise NoSuchObject(f"no statistics for column {col_name} of table {db_name}.{tbl_name}")
-
-    def get_table_statistics_req(self, request):
-        self.units.read(lambda c: catalog.get_table(c, request.dbName, request.tblName))
-        return t.TableStatsResult(tableStats=[], isStatsCompliant=False)
-
-    def get_partitions_statistics_req(self, request):
-        self.units.read(lambda c: catalog.get_table(c, request.dbName, request.tblName))
-        return t.PartitionsStatsResult(partStats={}, isStatsCompliant=False)
-
-    def get_aggr_stats_for(self, request):
-        return t.AggrStats(colStats=[], partsFound=0)

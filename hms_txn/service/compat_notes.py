@@ -19,13 +19,14 @@ IMPLEMENTED: dict[str, str] = {
         "always MetaException: hms-txn changes no configuration for one connection "
         "(Hive allows its few per-session keys)"),
     "get_table_column_statistics": (
-        "NoSuchObjectException for every column of an existing table: column statistics "
-        "are not stored yet"),
-    "get_table_statistics_req": (
-        "no statistics, isStatsCompliant false: column statistics are not stored yet"),
-    "get_partitions_statistics_req": (
-        "no statistics, isStatsCompliant false: column statistics are not stored yet"),
-    "get_aggr_stats_for": "no statistics, partsFound 0: column statistics are not stored yet",
+        "no result when the column has no statistics (a Java client raises "
+        "TApplicationException MISSING_RESULT), as Hive 4"),
+    "get_partition_column_statistics": (
+        "no result when the column has no statistics (a Java client raises "
+        "TApplicationException MISSING_RESULT), as Hive 4"),
+    "get_aggr_stats_for": (
+        "no result when a ValidWriteIdList is sent and some partition's statistics are not "
+        "valid for it, as Hive 4 (HiveServer2 then plans without them)"),
     "add_write_ids_to_min_history": (
         "accepted, nothing recorded: our Cleaner already keeps every file a transaction "
         "opened before the compaction committed may read, which covers what Hive records "

@@ -80,6 +80,15 @@ _SERDES_WITH_METASTORE_SCHEMA = frozenset({
 })
 
 
+def _without_write_state(request):
+    """A copy of a statistics request without our writeId and validWriteIdList."""
+    request = copy.copy(request)
+    request.validWriteIdList = None
+    if hasattr(request, "writeId"):
+        request.writeId = -1
+    return request
+
+
 def _partitions_of(rows):
     return converted.partitions(d for _, d in rows)
 
@@ -140,12 +149,15 @@ class Forwarder:
             return None
 
     def stats_written(self, method: str, args: tuple) -> None:
-        stats = args[0]
-        if method.startswith("update_"):
+        """Drop the table whose statistics a forwarded call changed (its parameters carry
+        COLUMN_STATS_ACCURATE) from the cache."""
+        if method.startswith("delete_"):
+            db, table = args[0], args[1]
+        else:
+            first = args[0]
+            stats = first.colStats[0] if getattr(first, "colStats", None) else first
             desc = getattr(stats, "statsDesc", None)
             db, table = (desc.dbName, desc.tableName) if desc else (None, None)
-        else:
-            db, table = args[0], args[1]
         if db and table:
             self.cache.invalidate(db, table)
 
@@ -386,13 +398,38 @@ class ForwardingService:
         self._drop_table("drop_table_with_environment_context", dbname, name, deleteData,
                          environment_context)
 
+    # ---------------------------------------------------------------- column statistics
+    # Forwarded, with the write state taken out: write ids and ValidWriteIdLists are ours
+    # and mean nothing to the upstream. The _req writes become the older calls on an
+    # upstream that does not know them (Hive 2.x).
+
     def set_aggr_stats_for(self, request):
-        result = self.fwd.up("set_aggr_stats_for", request)
-        for stats in request.colStats or []:
-            desc = stats.statsDesc
-            if desc is not None and desc.dbName and desc.tableName:
-                self.fwd.cache.invalidate(desc.dbName, desc.tableName)
+        result = self.fwd.up("set_aggr_stats_for", _without_write_state(request))
+        self.fwd.stats_written("set_aggr_stats_for", (request,))
         return result
+
+    def _update_req(self, method: str, request):
+        def older():
+            return t.SetPartitionsStatsResponse(result=self.fwd.up(
+                method[:-len("_req")], (request.colStats or [None])[0]))
+        result = self.fwd.up_or(method, (_without_write_state(request),), older)
+        self.fwd.stats_written(method, (request,))
+        return result
+
+    def update_table_column_statistics_req(self, req):
+        return self._update_req("update_table_column_statistics_req", req)
+
+    def update_partition_column_statistics_req(self, req):
+        return self._update_req("update_partition_column_statistics_req", req)
+
+    def get_table_statistics_req(self, request):
+        return self.fwd.up("get_table_statistics_req", _without_write_state(request))
+
+    def get_partitions_statistics_req(self, request):
+        return self.fwd.up("get_partitions_statistics_req", _without_write_state(request))
+
+    def get_aggr_stats_for(self, request):
+        return self.fwd.up("get_aggr_stats_for", _without_write_state(request))
 
     # ---------------------------------------------------------------- functions
     # Read through extension.UpstreamFunctions (one get_all_functions, TTL, dropped on any

@@ -27,10 +27,12 @@ class SchemaError(Exception):
 # queue; 3 delegation tokens (``delegation_tokens``, ``next_delegation_token_id``); 4 a
 # lighter notification log (see _lighter_notification_log); 5 the durability marker
 # (``hms_durability_marker``, its row written on first use); 6 table constraints
-# (``table_constraints``); 8 roles, privileges and Hive's small stores (token store, runtime
-# statistics, types, partition events; the default roles are written by the server at start).
-# Versions 2, 3, 5, 6 and 8 only add tables (created from their ``info["since"]``), so they
-# need no data step; such an upgrade leaves every existing row alone.
+# (``table_constraints``); 7 column statistics (``table_column_stats``,
+# ``partition_column_stats``); 8 roles, privileges and Hive's small stores (token store,
+# runtime statistics, types, partition events; the default roles are written by the server
+# at start).
+# Versions 2, 3, 5, 6, 7 and 8 only add tables (created from their ``info["since"]``), so
+# they need no data step; such an upgrade leaves every existing row alone.
 
 
 def _lighter_notification_log(conn: Connection) -> None:

@@ -491,3 +491,34 @@ table_constraints = Table(
 Index("ix_table_constraints_parent", table_constraints.c.parent_tbl_id,
       table_constraints.c.constraint_name)
 Index("ix_table_constraints_child", table_constraints.c.child_tbl_id)
+# ------------------------------------------------------------------ column statistics (v7)
+#
+# Owned by hms_txn.domain.column_stats. One row per table (or partition), engine ("hive",
+# "impala", ...) and column, as Hive's TAB_COL_STATS / PART_COL_STATS; ``data`` is the
+# ColumnStatisticsData document. Rows go with their table or partition (ON DELETE CASCADE;
+# SQLite enforces it, see hms_txn.store.engine).
+
+STATS_COLUMN = String(767)  # Hive's COLUMN_NAME width
+
+table_column_stats = Table(
+    "table_column_stats", metadata,
+    Column("tbl_id", BigInteger, ForeignKey("tbls.tbl_id", ondelete="CASCADE"), primary_key=True),
+    Column("engine", NAME, primary_key=True),
+    Column("col_name", STATS_COLUMN, primary_key=True),
+    Column("col_type", Text, nullable=False),
+    Column("last_analyzed", BigInteger, nullable=False),
+    Column("data", DOC, nullable=False),
+    info={"since": 7},
+)
+
+partition_column_stats = Table(
+    "partition_column_stats", metadata,
+    Column("part_id", BigInteger, ForeignKey("partitions.part_id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("engine", NAME, primary_key=True),
+    Column("col_name", STATS_COLUMN, primary_key=True),
+    Column("col_type", Text, nullable=False),
+    Column("last_analyzed", BigInteger, nullable=False),
+    Column("data", DOC, nullable=False),
+    info={"since": 7},
+)

@@ -63,14 +63,18 @@ def counters(client) -> dict[str, int]:
 
 
 def write_txn(client, db, table, params: dict[str, str]) -> int:
-    """open_txns -> allocate_table_write_ids -> alter_table -> commit_txn; returns the write id."""
+    """open_txns -> allocate_table_write_ids -> alter_table_req -> commit_txn; returns the
+    write id. The table takes the write id because the alter carries the writer's
+    ValidWriteIdList, as HiveServer2's does (Hive 4's ObjectStore.alterTable)."""
     txn = client.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
     wid = client.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
         dbName=db, tableName=table, txnIds=[txn])).txnToWriteIds[0].writeId
     tbl = client.get_table(db, table)
     tbl.parameters.update(params)
     tbl.writeId = wid
-    client.alter_table(db, table, tbl)
+    client.alter_table_req(t.AlterTableRequest(
+        dbName=db, tableName=table, table=tbl,
+        validWriteIdList=with_own_write(snapshot(client, db, table), wid)))
     client.commit_txn(t.CommitTxnRequest(txnid=txn))
     return wid
 
