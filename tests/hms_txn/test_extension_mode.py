@@ -199,6 +199,10 @@ def _caught_up(ext, upstream_client) -> None:
     head = upstream_client.get_current_notificationEventId().eventId
     _wait(lambda: (ext.ms.cache.upstream_pos or 0) >= head,
           what=f"the upstream event poller to reach event {head}")
+    # ... and our own log: the events we logged for forwarded changes evict table names when
+    # the local tailer applies them (ExtensionCache.applied), as another process's would.
+    ours = ext.ms.units.read(notifications.current_event_id)
+    _wait(lambda: ext.ms.cache.pos >= ours, what=f"the local tailer to reach event {ours}")
 
 
 def _catalog_calls(pool) -> int:
