@@ -26,8 +26,9 @@ class SchemaError(Exception):
 # Versions: 1 catalog; 2 notification log, transactions, write ids, locks, compaction
 # queue; 3 delegation tokens (``delegation_tokens``, ``next_delegation_token_id``); 4 a
 # lighter notification log (see _lighter_notification_log); 5 the durability marker
-# (``hms_durability_marker``, its row written on first use).
-# Versions 2, 3 and 5 only add tables (created from their ``info["since"]``), so they need
+# (``hms_durability_marker``, its row written on first use); 9 ACID write notifications
+# (``txn_write_notification_log``).
+# Versions 2, 3, 5 and 9 only add tables (created from their ``info["since"]``), so they need
 # no data step; such an upgrade leaves every existing row alone.
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 
@@ -337,4 +337,28 @@ next_delegation_token_id = Table(
     Column("id", Integer, primary_key=True),
     Column("next_id", BigInteger, nullable=False),
     info={"since": 3},
+)
+
+# ------------------------------------------------------- ACID write notifications (v9)
+#
+# Owned by hms_txn.domain.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
+# (transaction, table, partition) an ACID write went into (add_write_notification_log, or a
+# commit's writeEventInfos), read by get_all_write_event_info and purged with the
+# notification log. ``part_name`` is "" for an unpartitioned table; ``files`` the encoded
+# file URIs joined with "]"; the objects are TJSON text. Indexed by time for the purge (one
+# row per write, not per commit as in the notification log).
+
+txn_write_notification_log = Table(
+    "txn_write_notification_log", metadata,
+    Column("txn_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("part_name", PART_NAME, primary_key=True),
+    Column("write_id", BigInteger, nullable=False),
+    Column("table_obj", Text, nullable=False),
+    Column("partition_obj", Text),
+    Column("files", Text, nullable=False),
+    Column("event_time", Integer, nullable=False),
+    Index("ix_txn_write_notification_time", "event_time"),
+    info={"since": 9},
 )

@@ -1,5 +1,6 @@
 """Notification log calls through real Thrift clients: reading, filtering, counting,
-client-fired INSERT events, purging, and dense ids with two server processes writing."""
+client-fired INSERT events, ACID write notifications, configuration answers, the gzip
+message format, purging, and dense ids with two server processes writing."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def test_fire_listener_event_insert(client):
     assert resp.eventIds == [start + 2, start + 3]
     msgs = [json.loads(e.message) for e in events(client, start + 1)]
     assert [m["files"] for m in msgs] == [["file:/w/u/a###"], ["file:/w/u/b###"]]
-    assert all(m["replace"] == "true" and "ptnObjJson" not in m for m in msgs)
+    assert all(m["replace"] == "true" and m["ptnObjJson"] is None for m in msgs)
 
     # an unsuccessful operation fires nothing
     resp = client.fire_listener_event(t.FireEventRequest(
@@ -124,16 +125,25 @@ def test_add_write_notification_log(client):
     wid = client.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
         dbName="default", tableName="acid", txnIds=[txn])).txnToWriteIds[0].writeId
     start = current(client)
-    client.add_write_notification_log(t.WriteNotificationLogRequest(
+    write = t.WriteNotificationLogRequest(
         txnId=txn, writeId=wid, db="default", table="acid",
         fileInfo=t.InsertEventRequestData(filesAdded=["file:/w/acid/delta_1_1/bucket_0"],
-                                          subDirectoryList=["delta_1_1"])))
-    (ev,) = events(client, start)
-    msg = json.loads(ev.message)
-    assert ev.eventType == "ACID_WRITE_EVENT"
-    assert (msg["txnid"], msg["writeId"], msg["database"], msg["table"]) == (txn, wid, "default", "acid")
-    assert msg["files"] == ["file:/w/acid/delta_1_1/bucket_0###delta_1_1"] and msg["partition"] is None
+                                          subDirectoryList=["delta_1_1"]))
+    client.add_write_notification_log(write)
+    client.add_write_notification_log(write)            # a retry changes nothing
+    # Hive 4 writes no notification event for an ACID write (TxnHandler.addWriteNotificationLog
+    # stores a TXN_WRITE_NOTIFICATION_LOG row); get_all_write_event_info serves it
+    assert events(client, start) == []
+    (info,) = client.get_all_write_event_info(t.GetAllWriteEventInfoRequest(txnId=txn))
+    assert (info.writeId, info.database, info.table, info.partition) == (wid, "default", "acid", "")
+    assert info.files == "file:/w/acid/delta_1_1/bucket_0###delta_1_1"
+    assert json.loads(info.tableObj)["1"] == {"str": "acid"} and info.partitionObj is None
+    assert client.get_all_write_event_info(t.GetAllWriteEventInfoRequest(
+        txnId=txn, dbName="default", tableName="other")) == []
     client.commit_txn(t.CommitTxnRequest(txnid=txn))
+    (ev,) = events(client, start)                        # COMMIT_TXN: txnid, no write lists
+    assert (ev.eventType, ev.catName, ev.dbName) == ("COMMIT_TXN", None, None)
+    assert json.loads(ev.message)["txnid"] == txn and json.loads(ev.message)["files"] is None
     with pytest.raises(TApplicationException, match="committed"):   # declares no exceptions
         client.add_write_notification_log(t.WriteNotificationLogRequest(
             txnId=txn, writeId=wid, db="default", table="acid",

@@ -76,8 +76,8 @@ from hms_txn.domain.event_messages.metadata import (
     update_table_column_stats)
 from hms_txn.domain.event_messages.transactions import (
     ALTERED_TABLES_KEY, WriteNotification, abort_txn, acid_write_message, alloc_write_ids,
-    commit_compaction, commit_txn, commit_write_notification, open_txns, write_event_info,
-    write_notification)
+    commit_compaction, commit_txn, commit_write_notification, open_txns,
+    other_changed_tables, write_event_info, write_notification)
 
 __all__ = [
     "DEFAULT_CATALOG", "LogEntry", "MessageContext", "ObjectJson", "encode_file", "encode_files",
@@ -90,5 +90,5 @@ __all__ = [
     "update_partition_column_stats", "update_table_column_stats",
     "ALTERED_TABLES_KEY", "WriteNotification", "abort_txn", "acid_write_message",
     "alloc_write_ids", "commit_compaction", "commit_txn", "commit_write_notification",
-    "open_txns", "write_event_info", "write_notification",
+    "open_txns", "other_changed_tables", "write_event_info", "write_notification",
 ]
