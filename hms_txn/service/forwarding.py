@@ -461,8 +461,11 @@ class ForwardingService:
     def create_function(self, func):
         self.fwd.up("create_function", func)
         self.fwd.cache.functions.invalidate()
-        doc = {**to_doc(func), "dbName": names.lower(func.dbName),
-               "functionName": names.lower(func.functionName)}
+        try:        # as the upstream stored it (it sets the creation time)
+            doc = to_doc(self.fwd.up("get_function", func.dbName, func.functionName))
+        except Exception:
+            doc = {**to_doc(func), "dbName": names.lower(func.dbName),
+                   "functionName": names.lower(func.functionName)}
         self.fwd.record("CREATE_FUNCTION", func.dbName, func.functionName,
                         self.fwd.events.function_created, doc, evict=False)
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from typing import Any, Iterable
 
-from hms_txn.bench.javahms import pyspark_jars
+from hms_bench.javahms import pyspark_jars
 from tests.support.requirements import require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
