@@ -1942,10 +1942,12 @@ struct NotificationEventRequest {
   1: required i64 lastEvent,
   2: optional i32 maxEvents,
   3: optional list<string> eventTypeSkipList,
-  // 4-6 are newer than 4.0.x: only the events of this catalog, database and tables
+  // 4-7 are newer than 4.0.x: only the events of this catalog, database and tables
   4: optional string catName,
   5: optional string dbName,
   6: optional list<string> tableNames,
+  // only these event types (ObjectStore.getNextNotification's isSetEventTypeList)
+  7: optional list<string> eventTypeList,
 }
 
 struct NotificationEvent {

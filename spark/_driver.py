@@ -255,9 +255,11 @@ class Driver:
                 self.ms.add_dynamic_partitions(T.AddDynamicPartitions(
                     txnid=txn.id, writeid=wid, dbname=info.db, tablename=info.name,
                     partitionnames=sorted(plist), operationType=op))
+        # WriteEventInfo.files joins the files with "]" (Hive's
+        # ReplChangeManager.TXN_WRITE_EVENT_FILE_SEPARATOR), as the server splits them.
         return [T.WriteEventInfo(
             writeId=wid, database=info.db, table=info.name,
-            files=",".join(os.path.join(info.location, p, f) if p else
+            files="]".join(os.path.join(info.location, p, f) if p else
                            os.path.join(info.location, f) for f in files),
             partition=p or None) for p, files in parts.items()]
 

@@ -330,6 +330,14 @@ _key("hive.metastore.event.message.factory", JSON_MESSAGE_ENCODER, _message_enco
      "apache-hive shims); GzipJSONMessageEncoder writes gzip(json-2.0) (base64 of gzipped "
      "JSON, Hive 4's default), which only Hive 4 readers and readers configured for it "
      "decode.", "metastore.event.message.factory")
+_key("hive.metastore.dml.events", True, parse_bool,
+     "Record the ACID writes a commit reports in writeEventInfos (Spark, streaming ingest) as "
+     "write notifications, as a Hive deployment with this setting records HiveServer2's "
+     "writes, and answer it to get_config_value (Impala's event processor starts only when "
+     "it is true). Hive's default is false; ours is true, see the README.")
+_key("hive.metastore.max.event.response", 1000000, parse_positive_int,
+     "Most events get_next_notification returns (also when the request asks for more, or "
+     "for no limit).", "metastore.max.event.response")
 # Metadata cache (hms_txn.cache)
 _key("hms_txn.cache.enabled", True, parse_bool,
      "Serve get_table/get_table_req/get_partitions_by_names from an in-memory cache kept "
@@ -389,6 +397,8 @@ PASSTHROUGH_DEFAULTS: dict[str, str] = {
     "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
     "hive.metastore.batch.retrieve.max": "300",
     "hive.exec.default.partition.name": "__HIVE_DEFAULT_PARTITION__",
+    # MetastoreConf CATALOG_DEFAULT: Impala's event processor requires "hive"
+    "metastore.catalog.default": "hive",
 }
 
 ALIAS_TO_KEY = {alias: key.name for key in KEYS.values() for alias in key.aliases}

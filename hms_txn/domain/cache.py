@@ -13,8 +13,10 @@ transaction), together with K's write-id state at that position: the highest all
 write id, the write ids of open transactions and those of aborted ones. The tailer moves
 the state forward (ALLOC_WRITE_ID_EVENT adds open ids, COMMIT_TXN removes them, ABORT_TXN
 marks them aborted) and drops the entry when an event changes K's metadata (CREATE/ALTER/
-DROP_TABLE, ADD/ALTER/DROP_PARTITION) after ``pos``; it then reloads the entry from the
-database. Events at or below an entry's ``pos`` are already in it and are skipped, so the
+DROP_TABLE, ADD/ALTER/DROP_PARTITION, and the two that name K only in their message: the
+ALTER_TABLE of a rename, whose row names the new name, and a COMMIT_TXN whose keyValue set
+a parameter of K, for which Hive writes no ALTER_TABLE) after ``pos``; it then reloads the
+entry from the database. Events at or below an entry's ``pos`` are already in it and are skipped, so the
 entry only moves forward: reads served from one process are monotonic.
 
 The validity rule
@@ -62,7 +64,6 @@ referable), so it is dropped with the entry.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
@@ -72,6 +73,8 @@ from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
 from hms_txn.common.errors import InvalidInput
 from hms_txn.domain import names, notifications
+from hms_txn.domain.event_messages import ALTERED_TABLES_KEY, other_changed_tables
+from hms_txn.domain.event_messages.formats import JSON_MESSAGE_FORMAT, decode
 from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
                                           MISS_REASONS, RELOAD_EVENTS, TABLE_EVENTS, CacheEntry,
                                           DatabaseEntry, DatabaseRead, Doc, Key, Loaded, TableRead,
@@ -468,20 +471,21 @@ class MetadataCache:
         if not self._running:
             return
         with self._lock:
-            for event_type, db, tbl, event_id in written:
+            for event_type, db, tbl, event_id, also in written:
                 if event_type in DATABASE_EVENTS and db:
                     name = db.lower()
                     self._local_dbs[name] = max(event_id, self._local_dbs.get(name, 0))
                     if self._databases.pop(name, None) is not None:
                         self._count("local_evictions")
                     continue
-                if event_type not in TABLE_EVENTS or not db or not tbl:
-                    continue
-                key = (db.lower(), tbl.lower())
-                if event_id > self._local.get(key, 0):
-                    self._local[key] = event_id
-                if self.drop(key) is not None:
-                    self._count("local_evictions")
+                keys = list(also)
+                if event_type in TABLE_EVENTS and db and tbl:
+                    keys.append((db.lower(), tbl.lower()))
+                for key in keys:
+                    if event_id > self._local.get(key, 0):
+                        self._local[key] = event_id
+                    if self.drop(key) is not None:
+                        self._count("local_evictions")
 
     # ------------------------------------------------------------------ the tailer
 
@@ -557,19 +561,26 @@ class MetadataCache:
         self._bytes = 0
         self._count("resets")
 
+    def _changed(self, ev: notifications.Event, key: Key, reload: list[Key] | None) -> None:
+        """``ev`` changed table ``key``: drop its entry if older (and reload it when
+        ``reload`` is given)."""
+        entry = self._entries.get(key)
+        if entry is not None and ev.event_id > entry.pos:
+            self.drop(key)
+            if reload is not None:
+                reload.append(key)
+
     def _apply(self, ev: notifications.Event, reload: list[Key]) -> None:
         etype = ev.event_type
         if etype in TABLE_EVENTS:
-            if not ev.db_name or not ev.tbl_name:
-                return
-            key = (ev.db_name.lower(), ev.tbl_name.lower())
-            entry = self._entries.get(key)
-            if entry is not None and ev.event_id > entry.pos:
-                self.drop(key)
-                if etype in RELOAD_EVENTS:
-                    reload.append(key)
+            if ev.db_name and ev.tbl_name:
+                self._changed(ev, (ev.db_name.lower(), ev.tbl_name.lower()),
+                              reload if etype in RELOAD_EVENTS else None)
+            if etype == "ALTER_TABLE" and self._entries:      # a rename: the old name too
+                for key in other_changed_tables(etype, _message(ev), ev.db_name, ev.tbl_name):
+                    self._changed(ev, key, None)
         elif etype == "ALLOC_WRITE_ID_EVENT":
-            msg = json.loads(ev.message)
+            msg = _message(ev)
             key = ((msg.get("dbName") or "").lower(), (msg.get("tableName") or "").lower())
             entry = self._entries.get(key)
             if entry is None or ev.event_id <= entry.pos:
@@ -579,9 +590,14 @@ class MetadataCache:
             for txn_id, wid in pairs:
                 self._txn_map.setdefault(int(txn_id), set()).add((key, int(wid)))
         elif etype in ("COMMIT_TXN", "ABORT_TXN"):
-            if not self._txn_map:
+            altered = etype == "COMMIT_TXN" and (ev.message_format != JSON_MESSAGE_FORMAT
+                                                 or ALTERED_TABLES_KEY in ev.message)
+            if not self._txn_map and not altered:
                 return
-            txn_id = json.loads(ev.message).get("txnid")
+            msg = _message(ev)
+            for key in other_changed_tables(etype, msg, None, None):
+                self._changed(ev, key, reload)
+            txn_id = msg.get("txnid")
             if txn_id is None:
                 return
             for key, wid in self._txn_map.pop(int(txn_id), ()):
@@ -600,3 +616,8 @@ class MetadataCache:
                 for key in [k for k, e in self._entries.items()
                             if k[0] == db and ev.event_id > e.pos]:
                     self.drop(key)
+
+
+def _message(ev: notifications.Event) -> dict:
+    """The message of an event, in whichever format it was written."""
+    return decode(ev.message, ev.message_format)

@@ -5,26 +5,23 @@ Objects are plain dicts that mirror the Thrift structs field by field (``tableNa
 them from and to the wire. Names are case-insensitive and stored lower-case, like the Java
 metastore does. Every function here runs on a connection the caller gives it; the changes
 are in ``databases``, ``tables`` and ``partitions``, each of which writes the change's
-notification event in the change's own transaction (``catalog_event``).
+notification event (``event_messages``) in the change's own transaction.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, InvalidObject, NoSuchObject
-from hms_txn.domain import names, notifications, partition_filter
+from hms_txn.domain import names, partition_filter
 from hms_txn.store.schema import dbs, partitions, tbls
 
 Doc = dict[str, Any]
-# Thrift-JSON text of a document (``kind`` names the struct: "Table", "Partition", ...), as
-# notification messages carry it; given by the service layer, which owns the wire format.
-ObjectJson = Callable[[str, Doc], str]
 
 MANAGED = "MANAGED_TABLE"
 EXTERNAL = "EXTERNAL_TABLE"
@@ -56,15 +53,6 @@ def is_transactional(table: Doc) -> bool:
 
 def partition_keys(table: Doc) -> list[str]:
     return [k["name"].lower() for k in table.get("partitionKeys") or []]
-
-
-def catalog_event(conn: Connection, event_type: str, db: str, table: str | None,
-                  message: Doc) -> None:
-    """Write the notification event of a catalog change in the change's transaction."""
-    # Every Hive JSON message carries these (JSONCreateTableMessage and friends).
-    message = {"server": "", "servicePrincipal": "", **message}
-    message.setdefault("timestamp", now_s())
-    notifications.append(conn, event_type, message, db_name=db, tbl_name=table)
 
 
 # ------------------------------------------------------------------------------ rows
@@ -126,8 +114,11 @@ def partition_name(table: Doc, values: list[str]) -> str:
 
 
 def set_table_parameter_in(conn: Connection, tbl_id: int, key: str, value: str, *,
-                           must_exist: bool) -> None:
-    """Set one table parameter inside the caller's transaction (with its ALTER_TABLE event).
+                           must_exist: bool) -> tuple[str, str]:
+    """Set one table parameter inside the caller's transaction; returns the table's
+    (database, name). Like Hive's ``TxnHandler.updateKeyValueAssociatedWithTxn``, a direct
+    update that writes no ALTER_TABLE event (the commit's COMMIT_TXN names the table for
+    our caches: ``event_messages.commit_txn``).
 
     ``must_exist``: the parameter must already be set, as Hive requires for the key/value a
     commit records; otherwise the call fails and changes nothing.
@@ -143,10 +134,7 @@ def set_table_parameter_in(conn: Connection, tbl_id: int, key: str, value: str, 
     params[key] = value
     doc["parameters"] = params
     conn.execute(update(tbls).where(tbls.c.tbl_id == tbl_id).values(doc=dumps(doc)))
-    notifications.append(conn, "ALTER_TABLE", {
-        "db": doc["dbName"], "table": doc["tableName"], "tableType": doc.get("tableType"),
-        "isTruncateOp": "false", "writeId": -1,
-    }, db_name=doc["dbName"], tbl_name=doc["tableName"])
+    return doc["dbName"], doc["tableName"]
 
 
 # ------------------------------------------------------------------------------ reads

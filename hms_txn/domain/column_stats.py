@@ -284,7 +284,7 @@ def delete_table_stats(conn: Connection, ctx: MessageContext, db: str, table: st
     params = doc.setdefault("parameters", {})
     stats_state.remove_columns(params, None if column is None else [column])
     save_table(conn, row.tbl_id, doc)
-    _append(conn, delete_table_column_stats(ctx, db, table, column))
+    append(conn, ctx.message_format, delete_table_column_stats(ctx, db, table, column))
     return True
 
 
@@ -308,13 +308,11 @@ def delete_partition_stats(conn: Connection, ctx: MessageContext, db: str, table
                            f"partition={name} col={column}")
     stats_state.remove_columns(pdoc.setdefault("parameters", {}), None if column is None else [column])
     save_partition(conn, part_id, pdoc)
-    _append(conn, delete_partition_column_stats(ctx, db, table, name, values, column))
+    append(conn, ctx.message_format,
+           delete_partition_column_stats(ctx, db, table, name, values, column))
     return True
 
 
-def _append(conn: Connection, entry) -> None:
-    append(conn, entry.event_type, entry.message, db_name=entry.db_name,
-           tbl_name=entry.tbl_name, cat_name=entry.cat_name)
 
 
 # ------------------------------------------------------------------------------ alters

@@ -23,6 +23,7 @@ from typing import Iterable
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
+from hms_txn.domain import event_messages as em
 from hms_txn.domain.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED,
                                              INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED,
                                              WORKING)
@@ -173,11 +174,13 @@ def any_timed_out(conn: Connection, cutoff_ms: int) -> bool:
                         .limit(1)).first() is not None
 
 
-def revoke_timed_out(conn: Connection, cutoff_ms: int) -> list[tuple[int, str]]:
+def revoke_timed_out(conn: Connection, cutoff_ms: int, *,
+                     messages: em.MessageContext) -> list[tuple[int, str]]:
     """Hive's revokeTimedoutWorkers: requests 'working' since before ``cutoff_ms``
     (``worker_cutoff_ms``) go back to initiated (their compaction transaction, if still
-    open, is aborted so the dead worker's output can never become visible); one whose
-    transaction did commit is ready for cleaning. Returns (id, new state) pairs."""
+    open, is aborted so the dead worker's output can never become visible: ``messages``
+    builds its ABORT_TXN); one whose transaction did commit is ready for cleaning. Returns
+    (id, new state) pairs."""
     lock_mutex(conn, "compaction")
     rows = conn.execute(select(compaction_queue).where(Q.state == WORKING)
                         .where(Q.start_ms < cutoff_ms).order_by(Q.id)).all()
@@ -188,8 +191,8 @@ def revoke_timed_out(conn: Connection, cutoff_ms: int) -> list[tuple[int, str]]:
             t = txn_row(conn, r.txn_id)
             state = None if t is None else t.state
             if state == TXN_OPEN:
-                abort_in(conn, [r.txn_id], reason=f"compaction {r.id} worker {r.worker_id} "
-                                                  f"timed out")
+                abort_in(conn, [r.txn_id], messages=messages,
+                         reason=f"compaction {r.id} worker {r.worker_id} timed out")
                 state = TXN_ABORTED
         if state == TXN_COMMITTED:
             nxt = conn.execute(select(next_txn_id.c.next_id)

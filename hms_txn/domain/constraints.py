@@ -315,7 +315,7 @@ class Constraints:
     def _log(self, conn: Connection, which: str, docs: list[Doc]) -> None:
         entry = KINDS[which].log(self.messages, docs)
         if entry is not None:
-            notifications.append_entry(conn, entry)
+            notifications.append(conn, self.messages.message_format, entry)
 
     def drop(self, conn: Connection, catalog: str, db: str, table: str, name: str) -> None:
         """``drop_constraint``: every row of that name on the table, whether declared on it
@@ -330,8 +330,8 @@ class Constraints:
             raise NoSuchObject(f"The constraint: {name} does not exist for the associated "
                                f"table: {db}.{table}")
         conn.execute(delete(tc).where(tc.c.id.in_(ids)))
-        notifications.append_entry(conn, em.drop_constraint(self.messages, db, table, name,
-                                                            catalog))
+        notifications.append(conn, self.messages.message_format,
+                             em.drop_constraint(self.messages, db, table, name, catalog))
 
 
 def delete_table_rows(conn: Connection, tbl_id: int) -> None:

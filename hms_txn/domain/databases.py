@@ -13,9 +13,9 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidOperation
-from hms_txn.domain import names
-from hms_txn.domain.catalog import (Doc, catalog_event, database_row, dumps, now_s,
-                                    require_database)
+from hms_txn.domain import event_messages as em
+from hms_txn.domain import names, notifications
+from hms_txn.domain.catalog import Doc, database_row, dumps, now_s, require_database
 from hms_txn.domain.functions import Functions, database_functions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
@@ -23,9 +23,14 @@ from hms_txn.store.schema import dbs, tbls
 
 
 class Databases:
-    def __init__(self, warehouse: Warehouse, tables: Tables, functions: Functions):
+    """Database changes (``messages`` builds their notification events, as for
+    ``tables.Tables``; ``functions`` are dropped with their database)."""
+
+    def __init__(self, warehouse: Warehouse, tables: Tables, messages: em.MessageContext,
+                 functions: Functions):
         self.warehouse = warehouse
         self.tables = tables
+        self.messages = messages
         self.functions = functions
 
     def ensure_default(self, conn: Connection) -> FileChanges:
@@ -51,12 +56,11 @@ class Databases:
         if database_row(conn, name) is not None:
             raise AlreadyExists(f"database {name} already exists")
         conn.execute(insert(dbs).values(name=name, doc=dumps(doc)))
-        catalog_event(conn, "CREATE_DATABASE", name, None,
-                      {"db": name, "location": doc["locationUri"]})
+        notifications.append(conn, self.messages.message_format,
+                             em.create_database(self.messages, doc))
         return FileChanges(create=[doc["locationUri"]])
 
-    @staticmethod
-    def alter(conn: Connection, name: str, new: Doc) -> None:
+    def alter(self, conn: Connection, name: str, new: Doc) -> None:
         name = names.lower(name)
         old = require_database(conn, name)
         if new.get("name") and names.lower(new["name"]) != name:
@@ -67,7 +71,8 @@ class Databases:
         doc["createTime"] = old.get("createTime")
         doc.setdefault("catalogName", old.get("catalogName", "hive"))
         conn.execute(update(dbs).where(dbs.c.name == name).values(doc=dumps(doc)))
-        catalog_event(conn, "ALTER_DATABASE", name, None, {"db": name})
+        notifications.append(conn, self.messages.message_format,
+                             em.alter_database(self.messages, old, doc))
 
     def drop(self, conn: Connection, name: str, *, delete_data: bool,
              cascade: bool) -> FileChanges:
@@ -89,7 +94,8 @@ class Databases:
             files.delete.extend(self.tables.drop_rows(conn, row.tbl_id, json.loads(row.doc),
                                                       delete_data))
         conn.execute(delete(dbs).where(dbs.c.name == name))
-        catalog_event(conn, "DROP_DATABASE", name, None, {"db": name})
+        notifications.append(conn, self.messages.message_format,
+                             em.drop_database(self.messages, doc))
         if delete_data:
             files.delete.append(doc.get("locationUri"))
         return files

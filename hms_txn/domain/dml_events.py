@@ -1,23 +1,30 @@
-"""The events of data changes that clients report: INSERT (``fire_listener_event``) and
-ACID_WRITE_EVENT (``add_write_notification_log``).
+"""The data changes clients report, recorded as Hive 4 records them: INSERT events
+(``fire_listener_event``) in the notification log, and ACID writes
+(``add_write_notification_log``, and a commit's ``writeEventInfos``) as write
+notifications, which ``get_all_write_event_info`` serves (``notifications.write_notifications``)
+and which Hive keeps out of the log (see ``event_messages``).
 
-Their messages name the table and partition the files went into, with the objects as
+The records name the table and partition the files went into, with the objects as
 Thrift-JSON; ``ObjectSource`` finds those objects (in our catalog, or, in extension mode,
 in the upstream metastore).
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any, Protocol
+import logging
+from typing import Any, Protocol, Sequence
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.common.errors import NoSuchObject
+from hms_txn.common.errors import MetastoreError, NoSuchObject
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import names, notifications
-from hms_txn.domain.catalog import (Doc, ObjectJson, partition_name, partition_rows,
-                                    require_table)
+from hms_txn.domain.catalog import partition_name, partition_rows, require_table
 from hms_txn.domain.txn_records import require_open
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
 
 
 class ObjectSource(Protocol):
@@ -44,71 +51,57 @@ class CatalogObjects:
         return table_doc, part_doc
 
 
-def _encode_file(path: str, subdir: str | None) -> str:
-    """Hive's ``ReplChangeManager.encodeFileUri`` without a change-management root:
-    ``<file>###<subdir>`` (the checksum is only written together with a cm root)."""
-    return f"{path}###{subdir or ''}"
-
-
 class DmlEvents:
-    def __init__(self, source: ObjectSource, object_json: ObjectJson | None = None):
-        self.source = source
-        self.object_json = object_json
+    """``messages`` builds the records; ``record_commit_writes``: whether a commit's
+    ``writeEventInfos`` are recorded (``hive.metastore.dml.events``)."""
 
-    def _obj_json(self, kind: str, doc: Doc | None) -> str | None:
-        if doc is None or self.object_json is None:
-            return None
-        return self.object_json(kind, doc)
+    def __init__(self, source: ObjectSource, messages: em.MessageContext, *,
+                 record_commit_writes: bool = True):
+        self.source = source
+        self.messages = messages
+        self.record_commit_writes = record_commit_writes
 
     def fire_insert(self, conn: Connection, db: str, table: str,
                     inserts: list[tuple[list[str] | None, bool, list[str], list[str] | None]]
                     ) -> list[int]:
-        """Write one INSERT event per ``(partition values, replace, files, subdirs)``.
-
-        Messages follow Hive's ``JSONInsertMessage``: server, servicePrincipal, cat, db,
-        table, tableType, tableObjJson, ptnObjJson (partitioned inserts), timestamp,
-        replace ("true"/"false") and files.
-        """
-        batch = []
+        """Write one INSERT event per ``(partition values, replace, files, subdirs)``;
+        returns their ids."""
+        entries = []
         for part_vals, replace, files, subdirs in inserts:
             table_doc, part_doc = self.source.objects(conn, db, table, part_vals)
-            message: dict[str, Any] = {
-                "server": "", "servicePrincipal": "", "cat": table_doc.get("catName") or "hive",
-                "db": table_doc["dbName"], "table": table_doc["tableName"],
-                "tableType": table_doc.get("tableType"),
-            }
-            obj = self._obj_json("Table", table_doc)
-            if obj is not None:
-                message["tableObjJson"] = obj
-            pobj = self._obj_json("Partition", part_doc)
-            if pobj is not None:
-                message["ptnObjJson"] = pobj
-            message["timestamp"] = int(time.time())
-            message["replace"] = "true" if replace else "false"
-            message["files"] = [_encode_file(f, subdirs[i] if subdirs and i < len(subdirs) else None)
-                                for i, f in enumerate(files)]
-            batch.append(("INSERT", message, table_doc["dbName"], table_doc["tableName"]))
-        return notifications.append_many(conn, batch)
+            entries.append(em.insert(self.messages, table_doc, part_doc, files,
+                                     replace=replace, subdirs=subdirs))
+        return notifications.append(conn, self.messages.message_format, *entries)
 
     def add_write_notification(self, conn: Connection, txn_id: int, write_id: int, db: str,
                                table: str, files: list[str], subdirs: list[str] | None,
-                               partition_values: list[str] | None) -> int:
-        """An ACID_WRITE_EVENT for a write inside an open transaction (Hive's
-        ``add_write_notification_log``), fields as Hive's ``JSONAcidWriteMessage``."""
+                               partition_values: list[str] | None) -> None:
+        """Record a write inside an open transaction (Hive's
+        ``add_write_notification_log``): a write notification, no log event."""
         require_open(conn, txn_id)
         table_doc, part_doc = self.source.objects(conn, db, table, partition_values)
-        part_name = None
-        if part_doc is not None:
-            part_name = partition_name(table_doc, part_doc["values"])
-        message: dict[str, Any] = {
-            "txnid": txn_id, "writeId": write_id, "timestamp": int(time.time()),
-            "server": "", "servicePrincipal": "",
-            "database": table_doc["dbName"], "table": table_doc["tableName"],
-            "partition": part_name,
-            "tableObjJson": self._obj_json("Table", table_doc),
-            "partitionObjJson": self._obj_json("Partition", part_doc),
-            "files": [_encode_file(f, subdirs[i] if subdirs and i < len(subdirs) else None)
-                      for i, f in enumerate(files)],
-        }
-        return notifications.append(conn, "ACID_WRITE_EVENT", message,
-                                    db_name=table_doc["dbName"], tbl_name=table_doc["tableName"])
+        notifications.add_write_notification(conn, em.write_notification(
+            self.messages, txn_id, write_id, table_doc, part_doc, files, subdirs))
+
+    def commit_writes(self, conn: Connection, txn_id: int, infos: Sequence[Doc]) -> None:
+        """Record the ``writeEventInfos`` of a commit (``WriteEventInfo`` documents) as
+        write notifications, when ``record_commit_writes``; in the commit's transaction,
+        after the commit itself. An entry whose table or partition is not found is left
+        out (logged): the record must not fail the commit it describes."""
+        if not self.record_commit_writes:
+            return
+        for info in infos:
+            try:
+                table_doc, part_doc = self.source.objects(conn, info["database"], info["table"],
+                                                          None)
+                if info.get("partition"):
+                    keys = [k["name"] for k in table_doc.get("partitionKeys") or []]
+                    values = names.partition_values_from_name(keys, info["partition"])
+                    part_doc = self.source.objects(conn, info["database"], info["table"],
+                                                   values)[1]
+            except MetastoreError as err:
+                log.warning("commit of txnid:%d: write of %s.%s %s not recorded: %s", txn_id,
+                            info["database"], info["table"], info.get("partition") or "", err)
+                continue
+            notifications.add_write_notification(conn, em.commit_write_notification(
+                self.messages, txn_id, info, table_doc, part_doc))

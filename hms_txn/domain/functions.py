@@ -120,7 +120,8 @@ class Functions:
         doc.update(functionName=name, dbName=db, catName=_catalog_of(database),
                    createTime=now_s(), resourceUris=doc.get("resourceUris") or [])
         conn.execute(insert(functions).values(db_name=db, func_name=name, doc=dumps(doc)))
-        notifications.append_entry(conn, em.create_function(self.messages, doc))
+        notifications.append(conn, self.messages.message_format,
+                             em.create_function(self.messages, doc))
 
     @staticmethod
     def alter(conn: Connection, db_arg: str | None, name: str | None, new: Doc | None) -> None:
@@ -173,7 +174,8 @@ class Functions:
     def _delete(self, conn: Connection, doc: Doc) -> None:
         conn.execute(delete(functions).where(functions.c.db_name == doc["dbName"],
                                              functions.c.func_name == doc["functionName"]))
-        notifications.append_entry(conn, em.drop_function(self.messages, doc))
+        notifications.append(conn, self.messages.message_format,
+                             em.drop_function(self.messages, doc))
 
 
 # ------------------------------------------------------------------------------ reads

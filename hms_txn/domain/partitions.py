@@ -13,20 +13,23 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
-from hms_txn.domain import column_stats, names
-from hms_txn.domain.catalog import (DDL_TIME, Doc, ObjectJson, catalog_event, dumps, is_external,
-                                    now_s, partition_keys, partition_name, partition_rows,
-                                    require_table)
+from hms_txn.domain import column_stats, names, notifications
+from hms_txn.domain import event_messages as em
+from hms_txn.domain.catalog import (DDL_TIME, Doc, dumps, is_external, now_s, partition_keys,
+                                    partition_name, partition_rows, require_table)
 from hms_txn.domain.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import partitions
 
 
 class Partitions:
-    """Partition changes (``object_json`` as for ``tables.Tables``)."""
+    """Partition changes (``messages`` as for ``tables.Tables``)."""
 
-    def __init__(self, warehouse: Warehouse, object_json: ObjectJson | None = None):
+    def __init__(self, warehouse: Warehouse, messages: em.MessageContext):
         self.warehouse = warehouse
-        self.object_json = object_json
+        self.messages = messages
+
+    def _log(self, conn: Connection, *entries: em.LogEntry | None) -> None:
+        notifications.append(conn, self.messages.message_format, *entries)
 
     def _prepare(self, table: Doc, part: Doc) -> tuple[str, Doc]:
         keys = partition_keys(table)
@@ -101,19 +104,16 @@ class Partitions:
             conn.execute(insert(partitions), [
                 {"tbl_id": tbl_id, "part_name": n, "doc": dumps(d)}
                 for n, d in prepared.items() if n not in existing])
-            message = {"db": db, "table": table_name,
-                       "partitions": [dict(zip(partition_keys(table), d["values"]))
-                                      for d in added]}
-            if self.object_json:
-                message["tableObjJson"] = self.object_json("Table", table)
-                message["partitionListJson"] = [self.object_json("Partition", d) for d in added]
-            catalog_event(conn, "ADD_PARTITION", db, table_name, message)
+            files = {n: self.warehouse.data_files((d.get("sd") or {}).get("location"))
+                     for n, d in prepared.items() if n not in existing}
+            self._log(conn, em.add_partitions(self.messages, table, added, files))
         return added, FileChanges(create=[(d.get("sd") or {}).get("location") for d in added])
 
     def alter(self, conn: Connection, db: str, table_name: str, parts: list[Doc], *,
               valid_write_ids: str | None = None, write_id: int = -1) -> None:
         db, table_name = names.lower(db), names.lower(table_name)
         tbl_id, table = require_table(conn, db, table_name, for_update=True)
+        altered = []
         for part in parts:
             name = partition_name(table, part.get("values") or [])
             row = conn.execute(select(partitions.c.part_id, partitions.c.doc).where(
@@ -137,13 +137,8 @@ class Partitions:
                                            write_id)
             conn.execute(update(partitions).where(partitions.c.part_id == row.part_id)
                          .values(doc=dumps(doc)))
-            message = {"db": db, "table": table_name, "isTruncateOp": "false",
-                       "keyValues": dict(zip(partition_keys(table), doc["values"]))}
-            if self.object_json:
-                message["tableObjJson"] = self.object_json("Table", table)
-                message["partitionObjBeforeJson"] = self.object_json("Partition", old)
-                message["partitionObjAfterJson"] = self.object_json("Partition", doc)
-            catalog_event(conn, "ALTER_PARTITION", db, table_name, message)
+            altered.append(em.alter_partition(self.messages, table, old, doc))
+        self._log(conn, *altered)
 
     def rename(self, conn: Connection, db: str, table_name: str, old_values: list[str],
                new_part: Doc) -> FileChanges:
@@ -167,9 +162,7 @@ class Partitions:
             files.rename.append((old_loc, doc["sd"]["location"]))
         conn.execute(update(partitions).where(partitions.c.part_id == row.part_id)
                      .values(part_name=new_name, doc=dumps(doc)))
-        catalog_event(conn, "ALTER_PARTITION", db, table_name,
-                      {"db": db, "table": table_name, "isTruncateOp": "false",
-                       "keyValues": dict(zip(partition_keys(table), doc["values"]))})
+        self._log(conn, em.alter_partition(self.messages, table, old, doc))
         return files
 
     def drop(self, conn: Connection, db: str, table_name: str, part_values: list[list[str]], *,
@@ -187,12 +180,8 @@ class Partitions:
             return [], FileChanges()
         conn.execute(delete(partitions).where(partitions.c.tbl_id == tbl_id,
                                               partitions.c.part_name.in_(list(rows))))
-        message = {"db": db, "table": table_name,
-                   "partitions": [dict(zip(partition_keys(table), d["values"]))
-                                  for d in rows.values()]}
-        if self.object_json:
-            message["tableObjJson"] = self.object_json("Table", table)
-        catalog_event(conn, "DROP_PARTITION", db, table_name, message)
+        self._log(conn, em.drop_partitions(self.messages, table,
+                                           [d["values"] for d in rows.values()]))
         dropped = list(rows.values())
         files = FileChanges()
         if delete_data and not is_external(table):

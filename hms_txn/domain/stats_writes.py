@@ -87,8 +87,7 @@ class StatsWriter:
         self.ctx = ctx
 
     def _event(self, conn, entry) -> None:
-        append(conn, entry.event_type, entry.message, db_name=entry.db_name,
-               tbl_name=entry.tbl_name, cat_name=entry.cat_name)
+        append(conn, self.ctx.message_format, entry)
 
     # -------------------------------------------------------------- table and partition
 

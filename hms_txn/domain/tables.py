@@ -14,25 +14,30 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation
-from hms_txn.domain import column_stats, names
+from hms_txn.domain import column_stats, names, notifications
+from hms_txn.domain import event_messages as em
 from hms_txn.domain.constraints import Constraints, delete_table_rows
 from hms_txn.domain.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
-                                    ObjectJson, catalog_event, database_row, dumps, is_external,
-                                    is_true, now_s, require_database, require_table, table_row)
+                                    database_row, dumps, is_external, is_true, now_s,
+                                    require_database, require_table, table_row)
 from hms_txn.domain.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import partitions, tbls
 
 
 class Tables:
-    """Table changes. ``object_json`` renders objects for the notification messages (the
-    service layer gives it: the domain does not know the wire format); ``constraints``
-    stores the constraints a table is created with."""
+    """Table changes. ``messages`` builds their notification events as Hive 4 writes them
+    (``event_messages``; the server gives it, with the wire format's ``object_json``: the
+    domain does not know the wire format); ``constraints`` stores the constraints a table is
+    created with."""
 
-    def __init__(self, warehouse: Warehouse, object_json: ObjectJson | None = None,
+    def __init__(self, warehouse: Warehouse, messages: em.MessageContext,
                  constraints: Constraints | None = None):
         self.warehouse = warehouse
-        self.object_json = object_json
+        self.messages = messages
         self.constraints = constraints
+
+    def _log(self, conn: Connection, entry: em.LogEntry | None) -> None:
+        notifications.append(conn, self.messages.message_format, entry)
 
     def _prepare(self, conn: Connection, table: Doc) -> Doc:
         """Validate a new table document and fill in what the server owns."""
@@ -85,10 +90,8 @@ class Tables:
             raise AlreadyExists(f"table {db}.{name} already exists") from None
         doc["id"] = result.inserted_primary_key[0]
         conn.execute(update(tbls).where(tbls.c.tbl_id == doc["id"]).values(doc=dumps(doc)))
-        message = {"db": db, "table": name, "tableType": doc["tableType"]}
-        if self.object_json:
-            message["tableObjJson"] = self.object_json("Table", doc)
-        catalog_event(conn, "CREATE_TABLE", db, name, message)
+        self._log(conn, em.create_table(self.messages, doc,
+                                        self.warehouse.data_files(doc["sd"].get("location"))))
         if constraints:
             self.constraints.add_for_new_table(conn, doc["catName"], constraints)
         if doc["tableType"] == VIEW:
@@ -137,19 +140,12 @@ class Tables:
             self._relocate_renamed(conn, tbl_id, old, doc, files)
         elif not doc["sd"].get("location"):
             doc["sd"]["location"] = old["sd"].get("location")
-        write_id = doc.get("writeId")
         column_stats.table_altered(conn, tbl_id, old, doc, valid_write_ids, cascade=cascade)
         conn.execute(update(tbls).where(tbls.c.tbl_id == tbl_id).values(
             db_name=new_db, tbl_name=new_name, tbl_type=ttype, doc=dumps(doc)))
         if cascade and old_keys:
             _cascade_columns(conn, tbl_id, doc)
-        message = {"db": db, "table": name, "tableType": old.get("tableType"),
-                   "isTruncateOp": "false",
-                   "writeId": int(write_id) if write_id is not None else -1}
-        if self.object_json:
-            message["tableObjBeforeJson"] = self.object_json("Table", old)
-            message["tableObjAfterJson"] = self.object_json("Table", doc)
-        catalog_event(conn, "ALTER_TABLE", db, name, message)
+        self._log(conn, em.alter_table(self.messages, old, doc, write_id=doc.get("writeId")))
         return files
 
     def _relocate_renamed(self, conn: Connection, tbl_id: int, old: Doc, doc: Doc,
@@ -198,10 +194,7 @@ class Tables:
         conn.execute(delete(partitions).where(partitions.c.tbl_id == tbl_id))
         delete_table_rows(conn, tbl_id)
         conn.execute(delete(tbls).where(tbls.c.tbl_id == tbl_id))
-        message = {"db": table["dbName"], "table": table["tableName"]}
-        if self.object_json:
-            message["tableObjJson"] = self.object_json("Table", table)
-        catalog_event(conn, "DROP_TABLE", table["dbName"], table["tableName"], message)
+        self._log(conn, em.drop_table(self.messages, table))
         return [loc for loc in locations if loc]
 
     def drop(self, conn: Connection, db: str, name: str, *, delete_data: bool) -> FileChanges:

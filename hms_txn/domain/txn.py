@@ -37,6 +37,7 @@ from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidInput
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID, OPEN, TxnState,
                                         TxnType, abort_in, current_hwm, now_ms, raise_not_open,
@@ -110,10 +111,12 @@ class Opened:
 
 class TxnManager:
     """Transaction bookkeeping (one per server process: it keeps the open-transaction
-    count of Hive's ``hive.max.open.txns`` check)."""
+    count of Hive's ``hive.max.open.txns`` check). ``messages`` builds the notification
+    events of transactions (``event_messages``)."""
 
-    def __init__(self, config):
+    def __init__(self, config, messages: em.MessageContext):
         self.config = config
+        self.messages = messages
         # Hive's tooManyOpenTxns: once the limit is hit, refuse until below 90% of it.
         self._too_many_open = False
         self._flag_lock = threading.Lock()
@@ -161,10 +164,9 @@ class TxnManager:
             for t in ids
         ]
         _INSERT_TXNS.execute(conn, rows[0] if num_txns == 1 else rows)
-        notifications.append(conn, "OPEN_TXN", {
-            "server": "", "servicePrincipal": "", "timestamp": now // 1000,
-            "txnIds": ids, "fromTxnId": ids[0], "toTxnId": ids[-1],
-        })
+        if txn_type != TxnType.READ_ONLY:     # Hive logs no READ_ONLY transaction
+            notifications.append(conn, self.messages.message_format,
+                                 em.open_txns(self.messages, ids[0], ids[-1]))
         return Opened(ids, raised)
 
     @staticmethod
@@ -216,8 +218,7 @@ class TxnManager:
 
     # -- abort ----------------------------------------------------------------------------
 
-    @staticmethod
-    def abort_txn(conn: Connection, txn_id: int, *, repl_policy: str | None = None,
+    def abort_txn(self, conn: Connection, txn_id: int, *, repl_policy: str | None = None,
                   error_code: int | None = None) -> bool:
         """Abort one transaction. Returns False when it was already aborted (a no-op)."""
         if repl_policy:
@@ -230,14 +231,13 @@ class TxnManager:
             log.info("abort_txn(%s): already aborted", txn_id_str(txn_id))
             return False
         reason = f"aborted by client (errorCode {error_code})" if error_code else None
-        abort_in(conn, [txn_id], reason=reason)
+        abort_in(conn, [txn_id], messages=self.messages, reason=reason)
         return True
 
-    @staticmethod
-    def abort_txns(conn: Connection, txn_ids: Sequence[int]) -> list[int]:
+    def abort_txns(self, conn: Connection, txn_ids: Sequence[int]) -> list[int]:
         """Best effort: aborts the open ones, ignores the rest (as Hive does)."""
         ids = list(txn_ids or ())
-        aborted = abort_in(conn, ids)
+        aborted = abort_in(conn, ids, messages=self.messages)
         if len(aborted) != len(set(ids)):
             log.warning("abort_txns: %d of %d transactions were open and got aborted",
                         len(aborted), len(set(ids)))
@@ -305,8 +305,8 @@ class TxnManager:
 
     # -- timeouts ---------------------------------------------------------------------------
 
-    @staticmethod
-    def abort_timed_out(conn: Connection, timeout_s: float, *, batch: int = 1000) -> list[int]:
+    def abort_timed_out(self, conn: Connection, timeout_s: float, *,
+                        batch: int = 1000) -> list[int]:
         """Abort up to ``batch`` open transactions whose last heartbeat is older than the
         timeout (the caller repeats, one transaction each, until fewer come back)."""
         cutoff = now_ms() - int(timeout_s * 1000)
@@ -323,7 +323,7 @@ class TxnManager:
             select(txns.c.txn_id).where(txns.c.txn_id.in_(ids))
             .where(txns.c.last_heartbeat_ms < cutoff).with_for_update()
         )}
-        aborted = abort_in(conn, sorted(fresh), reason="timed out")
+        aborted = abort_in(conn, sorted(fresh), messages=self.messages, reason="timed out")
         if aborted:
             log.info("aborted %d timed-out transaction(s): %s", len(aborted),
                      ", ".join(txn_id_str(t) for t in aborted[:20]))

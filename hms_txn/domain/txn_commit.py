@@ -1,25 +1,27 @@
 """Committing a transaction: recording its writes, the write-write conflict check, and
-the COMMIT_TXN event (Hive's ``TxnHandler.commitTxn``; see ``txn`` for the ordering rules
-the commit relies on)."""
+the COMMIT_TXN event, followed by COMMIT_COMPACTION_EVENT for a compaction's transaction
+(Hive's ``TxnHandler.commitTxn`` and ``createCommitNotificationEvent``; see ``txn`` for
+the ordering rules the commit relies on)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from sqlalchemy import Integer, bindparam, delete, insert, select, type_coerce, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.domain.catalog import set_table_parameter_in
+from hms_txn.domain.compaction_queue import CompactionType
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,
                                         UPDATE_DELETE, DataOp, TxnType, abort_in, now_ms,
                                         raise_not_open, txn_id_str)
 from hms_txn.store.prepared import Prepared
-from hms_txn.store.schema import (completed_txn_components, hive_locks, txn_components,
-                                  txn_to_write_id, txns, write_set)
+from hms_txn.store.schema import (compaction_queue, completed_txn_components, hive_locks,
+                                  txn_components, txn_to_write_id, txns, write_set)
 from hms_txn.store.sql import writer_is_exclusive
 
 log = logging.getLogger(__name__)
@@ -57,18 +59,10 @@ _MARK_COMMITTED = Prepared(update(txns).where(txns.c.txn_id == bindparam("p_txn"
                       .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
                               ended_ms=bindparam("p_now")))
 _RELEASE_TXN_LOCKS = Prepared(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
-
-
-@dataclass
-class WriteEvent:
-    """One entry of commit_txn's ``writeEventInfos``."""
-    write_id: int
-    database: str
-    table: str
-    files: str
-    partition: str | None = None
-    table_obj: str | None = None
-    partition_obj: str | None = None
+_COMPACTION_OF_TXN = Prepared(
+    select(compaction_queue.c.id, compaction_queue.c.ctype, compaction_queue.c.db_name,
+           compaction_queue.c.tbl_name, compaction_queue.c.part_name)
+    .where(compaction_queue.c.txn_id == bindparam("p_txn")))
 
 
 @dataclass
@@ -90,8 +84,8 @@ def check_commit_key(txn_id: int, key_value: tuple[int, str, str] | None) -> Non
             f"commit_txn {txn_id_str(txn_id)}: keyValue key {key_value[1]!r} must start "
             f"with {TXN_KEY_PREFIX!r} (table id {key_value[0]})")
 
-def commit_txn(conn: Connection, txn_id: int, *,
-               write_events: Sequence[WriteEvent] = (),
+def commit_txn(conn: Connection, txn_id: int, *, messages: em.MessageContext,
+               reports_writes: bool = False,
                excl_write_enabled: bool | None = None, repl_policy: str | None = None,
                key_value: tuple[int, str, str] | None = None,
                report_writes: bool = False) -> CommitResult:
@@ -103,6 +97,10 @@ def commit_txn(conn: Connection, txn_id: int, *,
     the commit records any write (``CommitResult.recorded_writes``), which costs a
     statement on some databases. A lost conflict aborts the transaction and is returned
     in ``CommitResult.conflict``, for the caller to commit the abort and then raise.
+    ``reports_writes``: the request carries ``writeEventInfos`` (a write, whatever else).
+    The events, built by ``messages``: COMMIT_TXN (none for a READ_ONLY transaction, as in
+    Hive), naming the table whose parameter ``key_value`` set (for which Hive writes no
+    ALTER_TABLE); then COMMIT_COMPACTION_EVENT when a compaction's transaction commits.
     """
     if repl_policy:
         log.info("commit_txn %s: replPolicy %r accepted and ignored", txn_id_str(txn_id),
@@ -120,18 +118,19 @@ def commit_txn(conn: Connection, txn_id: int, *,
     if row.state == ABORTED:
         raise_not_open(ABORTED, txn_id)
     now = now_ms()
+    altered = []
     if key_value is not None:
         # Recorded atomically with the commit (Hive's CommitTxnKeyValue): an ingest
         # job stores its progress marker so a replay after a crash can skip work
         # that this commit already made visible.
-        set_table_parameter_in(conn, key_value[0], key_value[1], key_value[2],
-                               must_exist=True)
+        altered.append(set_table_parameter_in(conn, key_value[0], key_value[1], key_value[2],
+                                              must_exist=True))
     read_only = row.txn_type == TxnType.READ_ONLY
     comps = (_TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
              if not read_only and (not flags_in_row or row.has_components) else [])
     recorded = True
     if report_writes:
-        recorded = bool(write_events or key_value is not None or comps
+        recorded = bool(reports_writes or key_value is not None or comps
                         or _may_have_written(conn, row, flags_in_row))
     upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
     commit_id = None
@@ -142,7 +141,7 @@ def commit_txn(conn: Connection, txn_id: int, *,
         if check_conflicts:
             conflict = _find_conflict(conn, txn_id, commit_id, upd_del)
             if conflict is not None:
-                abort_in(conn, [txn_id], now=now, reason=conflict)
+                abort_in(conn, [txn_id], messages=messages, now=now, reason=conflict)
                 return CommitResult(txn_id, conflict=conflict)
         seen = set()
         ws_rows = []
@@ -171,27 +170,24 @@ def commit_txn(conn: Connection, txn_id: int, *,
         # transaction in the same database transaction (require_open_heartbeat): a
         # transaction never heartbeated holds no locks and needs no release.
         _RELEASE_TXN_LOCKS.execute(conn, {"p_txn": txn_id})
-    ts = now // 1000
-    events = []
-    for w in write_events:
-        events.append(("ACID_WRITE_EVENT", {
-            "server": "", "servicePrincipal": "", "timestamp": ts, "txnid": txn_id,
-            "writeId": w.write_id, "database": w.database, "table": w.table,
-            "partition": w.partition, "files": w.files, "tableObj": w.table_obj,
-            "partitionObj": w.partition_obj,
-        }, w.database, w.table))
-    events.append(("COMMIT_TXN", {
-        "server": "", "servicePrincipal": "", "timestamp": ts, "txnid": txn_id,
-        "writeIds": [w.write_id for w in write_events],
-        "databases": [w.database for w in write_events],
-        "tables": [w.table for w in write_events],
-        "partitions": [w.partition for w in write_events],
-        "tableObjs": [w.table_obj for w in write_events],
-        "partitionObjs": [w.partition_obj for w in write_events],
-        "files": [w.files for w in write_events],
-    }, None, None))
-    ids = notifications.append_many(conn, events)
+    ids = [] if read_only else notifications.append(
+        conn, messages.message_format, em.commit_txn(messages, txn_id, altered),
+        _commit_compaction(conn, messages, row))
     return CommitResult(txn_id, commit_id=commit_id, event_ids=ids, recorded_writes=recorded)
+
+
+def _commit_compaction(conn: Connection, messages: em.MessageContext, row) -> em.LogEntry | None:
+    """The COMMIT_COMPACTION_EVENT of a compaction's transaction: its queue entry (Hive's
+    ``getCompactionByTxnId``); None for any other transaction."""
+    if row.txn_type not in (TxnType.COMPACTION, TxnType.REBALANCE_COMPACTION):
+        return None
+    entry = _COMPACTION_OF_TXN.execute(conn, {"p_txn": row.txn_id}).first()
+    if entry is None:
+        log.warning("no compaction queue entry for the compaction transaction %s",
+                    txn_id_str(row.txn_id))
+        return None
+    return em.commit_compaction(messages, row.txn_id, entry.id, CompactionType(entry.ctype).name,
+                                entry.db_name, entry.tbl_name, entry.part_name)
 
 
 def _may_have_written(conn: Connection, row, flags_in_row: bool) -> bool:

@@ -20,6 +20,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import NoSuchTxn, TxnAborted
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_txn_id, txns
@@ -148,22 +149,26 @@ def require_open_heartbeat(conn: Connection, txn_id: int, now: int) -> int:
     return txn_type
 
 
-def abort_in(conn: Connection, txn_ids: Iterable[int], *, now: int | None = None,
-             reason: str | None = None) -> list[int]:
-    """Abort those of ``txn_ids`` that are open, release their locks, write ABORT_TXN events.
+def abort_in(conn: Connection, txn_ids: Iterable[int], *, messages: em.MessageContext,
+             now: int | None = None, reason: str | None = None) -> list[int]:
+    """Abort those of ``txn_ids`` that are open, release their locks, write ABORT_TXN events
+    (``messages``), none for READ_ONLY transactions, as Hive's ``abortTxns``.
 
     Returns the ids actually aborted. Their components stay in ``txn_components`` (the
-    compactor's cleaner needs to know where aborted data may lie).
+    compactor's cleaner needs to know where aborted data may lie). Timed-out transactions
+    get their ABORT_TXN too, which Hive 4.0's reaper does not write (HIVE-27797): the
+    metadata caches and Impala learn from it that the write ids are aborted.
     """
     ids = sorted(set(int(t) for t in txn_ids))
     if not ids:
         return []
     now = now_ms() if now is None else now
     aborted: list[int] = []
+    logged: list[int] = []
     for chunk in _chunks(ids, 500):
         rows = conn.execute(
-            select(txns.c.txn_id).where(txns.c.txn_id.in_(chunk)).where(txns.c.state == OPEN)
-            .order_by(txns.c.txn_id).with_for_update()
+            select(txns.c.txn_id, txns.c.txn_type).where(txns.c.txn_id.in_(chunk))
+            .where(txns.c.state == OPEN).order_by(txns.c.txn_id).with_for_update()
         ).all()
         found = [r.txn_id for r in rows]
         if not found:
@@ -174,13 +179,9 @@ def abort_in(conn: Connection, txn_ids: Iterable[int], *, now: int | None = None
         conn.execute(update(txns).where(txns.c.txn_id.in_(found)).values(**values))
         conn.execute(delete(hive_locks).where(hive_locks.c.txn_id.in_(found)))
         aborted.extend(found)
-    if aborted:
-        ts = now // 1000
-        notifications.append_many(conn, [
-            ("ABORT_TXN", {"server": "", "servicePrincipal": "", "timestamp": ts,
-                           "txnid": t, "dbsUpdated": []}, None, None)
-            for t in aborted
-        ])
+        logged.extend(r.txn_id for r in rows if r.txn_type != TxnType.READ_ONLY)
+    notifications.append(conn, messages.message_format,
+                         *(em.abort_txn(messages, t) for t in logged))
     return aborted
 
 

@@ -82,6 +82,20 @@ class Warehouse:
         return {"numFiles": str(count), "totalSize": str(size)}
 
     @staticmethod
+    def data_files(location: str | None) -> list[str]:
+        """The files directly under a local directory, as URIs under ``location``, skipping
+        hidden names; [] when there are none or the location is not local. What Hive's
+        DbNotificationListener lists in the CREATE_TABLE and ADD_PARTITION events of a
+        managed table created or added over existing data (its ``FileIterator``)."""
+        path = local_path(location)
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name) if path else []
+        except OSError:
+            return []
+        return [Warehouse.child(location, e.name) for e in entries
+                if not e.name.startswith((".", "_")) and e.is_file()]
+
+    @staticmethod
     def rename(old: str, new: str) -> None:
         src, dst = local_path(old), local_path(new)
         if src and dst and os.path.exists(src):

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
 
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from hms_txn.store.prepared import Prepared
@@ -25,7 +26,7 @@ from hms_txn.store.sql import ListQuery, reserve_ids
 from hms_txn.store.schema import next_write_id, txn_components, txn_to_write_id, txns, write_set
 from hms_txn.domain.txn import TxnManager
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnType,
-                                        now_ms, require_open, txn_id_str)
+                                        require_open, txn_id_str)
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def split_table_name(full_name: str) -> tuple[str, str]:
 
 
 def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
-                             txn_ids: Sequence[int], *,
+                             txn_ids: Sequence[int], *, messages: em.MessageContext,
                              repl_policy: str | None = None,
                              src_txn_to_write_ids: Sequence[tuple[int, int]] | None = None,
                              reallocate: bool = False) -> list[tuple[int, int]]:
@@ -107,7 +108,7 @@ def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
 
     All-or-nothing: every transaction must be open (and not READ_ONLY), else nothing is
     allocated. A transaction that already has a write id on the table keeps it, and only
-    fresh allocations are announced with an ALLOC_WRITE_ID_EVENT.
+    fresh allocations are announced with an ALLOC_WRITE_ID_EVENT (``messages``).
     """
     if repl_policy or src_txn_to_write_ids:
         log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
@@ -158,12 +159,8 @@ def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
                     for t, w in new_pairs]
         _INSERT_WRITE_IDS.execute(conn, t2w_rows[0] if len(t2w_rows) == 1 else t2w_rows)
         existing.update(new_pairs)
-        notifications.append(conn, "ALLOC_WRITE_ID_EVENT", {
-            "server": "", "servicePrincipal": "", "timestamp": now_ms() // 1000,
-            "dbName": db, "tableName": table,
-            "txnIdList": [t for t, _ in new_pairs],
-            "writeIdList": [w for _, w in new_pairs],
-        }, db_name=db, tbl_name=table)
+        notifications.append(conn, messages.message_format,
+                             em.alloc_write_ids(messages, db, table, new_pairs))
     return [(t, existing[t]) for t in ids]
 
 

@@ -50,8 +50,23 @@ from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from hms_txn.domain.warehouse import Warehouse
+from hms_txn.wire.codec import object_json as thrift_object_json
 
 log = logging.getLogger(__name__)
+
+
+def message_context(config: Config, object_json: Callable[[str, dict], str]) -> MessageContext:
+    """The notification messages' context from the configuration: the ``server`` and
+    ``servicePrincipal`` Hive's MessageBuilder takes from ``metastore.thrift.uris`` and
+    ``metastore.kerberos.principal`` ("" when unset), the configured message format."""
+    def setting(*keys: str) -> str:
+        return next((v for v in map(config.lookup_string, keys) if v), "")
+
+    return MessageContext(
+        object_json, server=setting("metastore.thrift.uris", "hive.metastore.uris"),
+        service_principal=setting("metastore.kerberos.principal",
+                                  "hive.metastore.kerberos.principal"),
+        message_format=config.event_message_format())
 
 
 class Metastore:
@@ -73,14 +88,14 @@ class Metastore:
         # Every transaction the service layer runs goes through this unit of work; the
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)
+        # How every notification event is built and encoded (domain.event_messages).
+        self.messages = message_context(config, object_json or thrift_object_json)
         # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
-        # Hive 4's notification messages (domain.event_messages) for functions and constraints.
-        messages = MessageContext(object_json or (lambda kind, doc: None))
-        self.constraints = Constraints(messages)
-        self.functions = Functions(messages)
-        self.tables = Tables(self.warehouse, object_json, self.constraints)
-        self.partitions = Partitions(self.warehouse, object_json)
-        self.databases = Databases(self.warehouse, self.tables, self.functions)
+        self.constraints = Constraints(self.messages)
+        self.functions = Functions(self.messages)
+        self.tables = Tables(self.warehouse, self.messages, self.constraints)
+        self.partitions = Partitions(self.warehouse, self.messages)
+        self.databases = Databases(self.warehouse, self.tables, self.messages, self.functions)
         self.units.write(self.databases.ensure_default).apply(self.warehouse)
         if upstream is None:
             # Roles admin and public, as Hive's metastore creates them at start.
@@ -88,35 +103,37 @@ class Metastore:
                       if u.strip()]
             self.units.write(lambda conn: roles.ensure_default_roles(conn, admins))
         # Transactions, write ids, locks, compaction queue.
-        self.txns = TxnManager(config)
+        self.txns = TxnManager(config, self.messages)
         self._serving = False
-        self.txn_service = TxnService(self.units, self.txns)
+        # The data changes clients report (INSERT events, ACID write notifications): the
+        # tables and partitions they name are ours, or in extension mode the upstream's.
+        dml_events = DmlEvents(CatalogObjects() if upstream is None
+                               else UpstreamObjects(upstream.tables), self.messages,
+                               record_commit_writes=config["hive.metastore.dml.events"])
+        self.txn_service = TxnService(self.units, self.txns, dml_events)
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
         self.token_service = TokenService(self.units, DelegationTokens.from_config(config))
         self.observability = Observability()
-        # The metadata cache and the notification calls; in extension mode both read the
-        # catalog from the upstream.
+        # The metadata cache; in extension mode it reads the catalog from the upstream.
         if upstream is None:
             self.cache = MetadataCache(config, self.units.read, CatalogSource(self.units.read))
-            objects = CatalogObjects()
         else:
             self.cache = ExtensionCache(config, self.units.read, upstream.tables)
-            objects = UpstreamObjects(upstream.tables)
-        self.notification_service = NotificationService(self.units, DmlEvents(objects, object_json))
+        self.notification_service = NotificationService(
+            self.units, dml_events, max_events=config["hive.metastore.max.event.response"])
         self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
                                               self.databases, self.tables, self.partitions)
         self.function_service = FunctionService(self.units, self.functions)
         self.constraint_service = ConstraintService(self.units, self.warehouse, self.tables,
                                                     self.constraints)
-        self.statistics_service = StatisticsService(self.units, object_json)
+        self.statistics_service = StatisticsService(self.units, self.messages)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
         self.started_at = time.time()
         self.db_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, self.store.url.split("@")[-1]))
-        self._object_json = object_json
         self._threads: list[Any] = []
         self._stop = threading.Event()
 
@@ -137,7 +154,7 @@ class Metastore:
                             *records])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
-        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))
+        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self.messages))
         forwarding = ForwardingService(fwd, owned_methods(served))
         return Handler([*services, PartitionForwarding(fwd), forwarding], fallback=forwarding)
 

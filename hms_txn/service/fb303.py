@@ -4,16 +4,22 @@ lookups."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Callable, Protocol
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
 from hms_txn.wire.thrift_gen.fb303.ttypes import fb_status
+from hms_txn.wire.thrift_gen.hive_metastore.ttypes import ConfigValSecurityException
 
 log = logging.getLogger("hms_txn.handler")
 
 # Hive version we speak: 4.x clients pick their newest code paths from it.
 PROTOCOL_VERSION = "4.0.0"
+
+# The names get_config_value hands out (Hive 4's HMSHandler.get_config_value:
+# Pattern.matches("(hive|hdfs|mapred|metastore).*", name), a match of the whole name).
+_READABLE_CONFIG = re.compile(r"(hive|hdfs|mapred|metastore).*")
 
 
 class TailerControls(Protocol):
@@ -107,6 +113,16 @@ class Fb303Service:
         raise InvalidInput(f"{key} cannot be changed at run time on hms-txn")
 
     def get_config_value(self, name, defaultValue):
+        """Hive 4's answer: ``defaultValue`` for no name; ConfigValSecurityException for a
+        name outside Hive's allow-list (``javax.jdo.option.ConnectionPassword``, ...); the
+        value set in the configuration, else the default of a key we know (ours, and
+        Hive's defaults of the keys clients decide by, ``config_keys.PASSTHROUGH_DEFAULTS``),
+        else ``defaultValue``."""
+        if name is None:
+            return defaultValue
+        if not _READABLE_CONFIG.fullmatch(name):
+            raise ConfigValSecurityException(
+                message=f"For security reasons, the config key {name} cannot be accessed")
         value = self.config.lookup_string(name)
         return defaultValue if value is None else value
 

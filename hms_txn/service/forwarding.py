@@ -21,9 +21,12 @@ compaction, the notification log and fb303 stay ours (``TxnCalls``, ``Notificati
   ``extension.select_partitions``; a multi-match ``_ps`` read from the upstream's memoized
   answer to the same read); whatever the cache cannot answer exactly is forwarded.
 * DDL forwarded through us is written to OUR notification log (CREATE/ALTER/DROP_TABLE,
-  ADD/ALTER/DROP_PARTITION, CREATE/ALTER/DROP_DATABASE) with the objects the upstream
-  returned, after the upstream applied it; that keeps our cache (and other hms-txn
-  processes on the same database) right.
+  ADD/ALTER/DROP_PARTITION, CREATE/ALTER/DROP_DATABASE, CREATE/DROP_FUNCTION), as Hive 4
+  writes it, with the objects the upstream holds before and after the change, after the
+  upstream applied it; that keeps our cache (and other hms-txn processes on the same
+  database) right. A change whose objects cannot be read back is not logged (Hive's
+  readers need them): it is evicted from this process's cache, and the others see it
+  within the cache's time to live.
 
 An unreachable upstream is ``UpstreamUnavailable``, which the client gets as a
 MetaException naming the URI.
@@ -141,6 +144,26 @@ class Forwarder:
         except Exception:
             return None
 
+    def fetch_database(self, name: str) -> dict | None:
+        try:
+            return self.upstream.tables.get_database(name)
+        except Exception:
+            return None
+
+    def fetch_partitions(self, table: dict, values_list: list[list[str]]) -> list[dict | None]:
+        """The upstream's partitions of ``table`` with these values (None for one it does
+        not have or when it cannot be asked), in the order asked."""
+        keys = [k["name"] for k in table.get("partitionKeys") or []]
+        try:
+            wanted = [names.make_partition_name(keys, [str(v) for v in vals])
+                      for vals in values_list]
+            got = self.upstream.tables.get_partitions_by_names(table["dbName"],
+                                                               table["tableName"], wanted)
+        except Exception:
+            return [None] * len(values_list)
+        by_values = {tuple(p.get("values") or ()): p for p in got}
+        return [by_values.get(tuple(str(v) for v in vals)) for vals in values_list]
+
     def table_doc(self, db: str, name: str) -> dict | None:
         """The table for an event message (cache first)."""
         try:
@@ -193,20 +216,23 @@ class ForwardingService:
     def create_database(self, database):
         self.fwd.up("create_database", database)
         self.fwd.cache.databases.invalidate(database.name)
-        self.fwd.record("CREATE_DATABASE", database.name, None, self.fwd.events.database_changed,
-                     "CREATE_DATABASE", database.name)
+        doc = self.fwd.fetch_database(database.name) or to_doc(database)
+        self.fwd.record("CREATE_DATABASE", database.name, None, self.fwd.events.database_created,
+                        doc)
 
     def alter_database(self, dbname, db):
+        before = self.fwd.fetch_database(dbname)
         self.fwd.up("alter_database", dbname, db)
         self.fwd.cache.databases.invalidate(dbname)
-        self.fwd.record("ALTER_DATABASE", dbname, None, self.fwd.events.database_changed,
-                     "ALTER_DATABASE", dbname)
+        after = self.fwd.fetch_database(dbname) or to_doc(db)
+        self.fwd.record("ALTER_DATABASE", dbname, None, self.fwd.events.database_altered,
+                        before or after, after)
 
     def drop_database(self, name, deleteData, cascade):
+        before = self.fwd.fetch_database(name) or {"name": names.lower(name)}
         self.fwd.up("drop_database", name, deleteData, cascade)
         self.fwd.cache.invalidate(name, None)
-        self.fwd.record("DROP_DATABASE", name, None, self.fwd.events.database_changed,
-                     "DROP_DATABASE", name)
+        self.fwd.record("DROP_DATABASE", name, None, self.fwd.events.database_dropped, before)
 
     # Database reads come from the upstream through a TTL cache (extension.UpstreamDatabases):
     # forwarding these tiny, frequent calls would double their latency.
@@ -359,6 +385,7 @@ class ForwardingService:
 
     def _alter(self, method: str, dbname, tbl_name, new_tbl, *rest):
         before = self.fwd.fetch_table(dbname, tbl_name)
+        write_id = new_tbl.writeId if new_tbl is not None else None
         if new_tbl is not None and new_tbl.writeId is not None:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
@@ -367,8 +394,11 @@ class ForwardingService:
         if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():
             self.fwd.cache.databases.invalidate_tables(new_tbl.dbName)
         after = self.fwd.fetch_table(new_tbl.dbName or dbname, new_tbl.tableName or tbl_name)
-        self.fwd.record("ALTER_TABLE", dbname, tbl_name, self.fwd.events.table_altered, dbname, tbl_name,
-                     before, after)
+        if before is None or after is None:
+            self.fwd.cache.invalidate(dbname, tbl_name)
+            return
+        self.fwd.record("ALTER_TABLE", dbname, tbl_name, self.fwd.events.table_altered,
+                        before, after, write_id)
 
     def alter_table(self, dbname, tbl_name, new_tbl):
         self._alter("alter_table", dbname, tbl_name, new_tbl)
@@ -389,7 +419,10 @@ class ForwardingService:
         before = self.fwd.fetch_table(dbname, name)
         self.fwd.up(method, dbname, name, *rest)
         self.fwd.cache.databases.invalidate_tables(dbname)
-        self.fwd.record("DROP_TABLE", dbname, name, self.fwd.events.table_dropped, dbname, name, before)
+        if before is None:
+            self.fwd.cache.invalidate(dbname, name)
+            return
+        self.fwd.record("DROP_TABLE", dbname, name, self.fwd.events.table_dropped, before)
 
     def drop_table(self, dbname, name, deleteData):
         self._drop_table("drop_table", dbname, name, deleteData)
@@ -465,22 +498,27 @@ class ForwardingService:
                 functions=None if snap.docs is None else [from_doc(t.Function, d) for d in snap.docs])
         return rsp
 
-    def _function_changed(self, event_type: str, db, name, func) -> None:
-        self.fwd.cache.functions.invalidate()
-        self.fwd.record(event_type, db, name, self.fwd.events.function_changed, event_type,
-                     db or "", name or "", to_doc(func) if func is not None else None, evict=False)
-
     def create_function(self, func):
         self.fwd.up("create_function", func)
-        self._function_changed("CREATE_FUNCTION", func.dbName, func.functionName, func)
+        self.fwd.cache.functions.invalidate()
+        try:        # as the upstream stored it (it sets the creation time)
+            doc = to_doc(self.fwd.up("get_function", func.dbName, func.functionName))
+        except Exception:
+            doc = {**to_doc(func), "dbName": names.lower(func.dbName),
+                   "functionName": names.lower(func.functionName)}
+        self.fwd.record("CREATE_FUNCTION", func.dbName, func.functionName,
+                        self.fwd.events.function_created, doc, evict=False)
 
     def alter_function(self, dbName, funcName, newFunc):
         self.fwd.up("alter_function", dbName, funcName, newFunc)
-        self._function_changed("ALTER_FUNCTION", dbName, funcName, newFunc)
+        self.fwd.cache.functions.invalidate()     # Hive logs no event for it
 
     def drop_function(self, dbName, funcName):
         self.fwd.up("drop_function", dbName, funcName)
-        self._function_changed("DROP_FUNCTION", dbName, funcName, None)
+        self.fwd.cache.functions.invalidate()
+        self.fwd.record("DROP_FUNCTION", dbName, funcName, self.fwd.events.function_dropped,
+                        {"dbName": names.lower(dbName), "functionName": names.lower(funcName)},
+                        evict=False)
 
     # ---------------------------------------------------------------- Hive 3+ constraints
 

@@ -28,10 +28,19 @@ class PartitionForwarding:
 
     # ---------------------------------------------------------------- partitions
 
+    def _table(self, db: str, name: str) -> dict | None:
+        """The table for a partition event (its partition keys and object); None, after
+        evicting it, when it cannot be read (the change is then not logged)."""
+        table = self.fwd.table_doc(db, name) or self.fwd.fetch_table(db, name)
+        if table is None:
+            self.fwd.cache.invalidate(db, name)
+        return table
+
     def _parts_added(self, db: str, name: str, parts) -> None:
-        table = self.fwd.table_doc(db, name) or {"dbName": names.lower(db), "tableName": names.lower(name)}
-        self.fwd.record("ADD_PARTITION", db, name, self.fwd.events.partitions_added, table,
-                     [to_doc(p) for p in parts])
+        table = self._table(db, name)
+        if table is not None:
+            self.fwd.record("ADD_PARTITION", db, name, self.fwd.events.partitions_added, table,
+                            [to_doc(p) for p in parts])
 
     def add_partition(self, new_part):
         part = self.fwd.up("add_partition", new_part)
@@ -239,9 +248,22 @@ class PartitionForwarding:
             parts = self.get_partitions_by_names(req.db_name, req.tbl_name, list(req.names or []))
         return t.GetPartitionsByNamesResult(partitions=list(parts))
 
-    def _parts_altered(self, db, name, parts) -> None:
-        self.fwd.record("ALTER_PARTITION", db, name, self.fwd.events.partitions_altered, db, name,
-                     [to_doc(p) for p in parts or []])
+    def _before(self, db, name, values_list) -> list[dict | None]:
+        """The partitions about to be altered, as the upstream has them."""
+        table = self.fwd.table_doc(db, name) or self.fwd.fetch_table(db, name)
+        return self.fwd.fetch_partitions(table, values_list) if table else [None] * len(values_list)
+
+    def _parts_altered(self, db, name, before, parts) -> None:
+        """One ALTER_PARTITION per partition, with its object before (``before``) and
+        after (read back; the request's when it cannot be)."""
+        table = self._table(db, name)
+        if table is None:
+            return
+        sent = [to_doc(p) for p in parts or []]
+        stored = self.fwd.fetch_partitions(table, [p.get("values") or [] for p in sent])
+        after = [s or p for s, p in zip(stored, sent)]
+        self.fwd.record("ALTER_PARTITION", db, name, self.fwd.events.partitions_altered, table,
+                        [b or a for b, a in zip(before, after)], after)
 
     @staticmethod
     def _no_write_ids(parts):
@@ -253,25 +275,29 @@ class PartitionForwarding:
             out.append(p)
         return out
 
+    def _alter(self, method: str, db_name, tbl_name, parts: list, *rest) -> None:
+        """Forward an alter of ``parts`` (one partition's methods send ``parts[0]``)."""
+        before = self._before(db_name, tbl_name, [p.values or [] for p in parts])
+        sent = self._no_write_ids(parts)
+        self.fwd.up(method, db_name, tbl_name, sent if method.startswith("alter_partitions")
+                    else sent[0], *rest)
+        self._parts_altered(db_name, tbl_name, before, parts)
+
     def alter_partition(self, db_name, tbl_name, new_part):
-        self.fwd.up("alter_partition", db_name, tbl_name, self._no_write_ids([new_part])[0])
-        self._parts_altered(db_name, tbl_name, [new_part])
+        self._alter("alter_partition", db_name, tbl_name, [new_part])
 
     def alter_partition_with_environment_context(self, db_name, tbl_name, new_part,
                                                  environment_context):
-        self.fwd.up("alter_partition_with_environment_context", db_name, tbl_name,
-                 self._no_write_ids([new_part])[0], environment_context)
-        self._parts_altered(db_name, tbl_name, [new_part])
+        self._alter("alter_partition_with_environment_context", db_name, tbl_name, [new_part],
+                    environment_context)
 
     def alter_partitions(self, db_name, tbl_name, new_parts):
-        self.fwd.up("alter_partitions", db_name, tbl_name, self._no_write_ids(new_parts))
-        self._parts_altered(db_name, tbl_name, new_parts)
+        self._alter("alter_partitions", db_name, tbl_name, list(new_parts or []))
 
     def alter_partitions_with_environment_context(self, db_name, tbl_name, new_parts,
                                                   environment_context):
-        self.fwd.up("alter_partitions_with_environment_context", db_name, tbl_name,
-                 self._no_write_ids(new_parts), environment_context)
-        self._parts_altered(db_name, tbl_name, new_parts)
+        self._alter("alter_partitions_with_environment_context", db_name, tbl_name,
+                    list(new_parts or []), environment_context)
 
     def alter_partitions_req(self, req):
         self.alter_partitions_with_environment_context(req.dbName, req.tableName, req.partitions,
@@ -279,16 +305,19 @@ class PartitionForwarding:
         return t.AlterPartitionsResponse()
 
     def rename_partition(self, db_name, tbl_name, part_vals, new_part):
+        before = self._before(db_name, tbl_name, [list(part_vals or [])])
         self.fwd.up("rename_partition", db_name, tbl_name, part_vals, new_part)
-        self._parts_altered(db_name, tbl_name, [new_part])
+        self._parts_altered(db_name, tbl_name, before, [new_part])
 
     def rename_partition_req(self, req):
         self.rename_partition(req.dbName, req.tableName, list(req.partVals or []), req.newPart)
         return t.RenamePartitionResponse()
 
     def _parts_dropped(self, db, name, values_list) -> None:
-        self.fwd.record("DROP_PARTITION", db, name, self.fwd.events.partitions_dropped, db, name,
-                     [list(v) for v in values_list], self.fwd.table_doc(db, name))
+        table = self._table(db, name)
+        if table is not None:
+            self.fwd.record("DROP_PARTITION", db, name, self.fwd.events.partitions_dropped,
+                            table, [list(v) for v in values_list])
 
     def drop_partition(self, db_name, tbl_name, part_vals, deleteData):
         result = self.fwd.up("drop_partition", db_name, tbl_name, part_vals, deleteData)

@@ -1,4 +1,6 @@
-"""Thrift notification-log calls: reading the log, counting, and client-fired events.
+"""Thrift notification-log calls: reading, filtering and counting the log, client-fired
+events, and the ACID write notifications (``add_write_notification_log``,
+``get_all_write_event_info``).
 
 Clients keep event ids (they ask for "events after N"), so what they are shown must not be
 taken back by a power cut: after reading, every commit so far is made durable (a no-op
@@ -9,6 +11,7 @@ before the read, so that a lazy commit landing in between is covered.
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidInput, NoSuchObject
+from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.domain.dml_events import DmlEvents
 from hms_txn.service.units import UnitOfWork
@@ -22,9 +25,12 @@ def _event(ev) -> t.NotificationEvent:
 
 
 class NotificationService:
-    def __init__(self, units: UnitOfWork, dml_events: DmlEvents):
+    """``max_events``: the most events one read returns (``hive.metastore.max.event.response``)."""
+
+    def __init__(self, units: UnitOfWork, dml_events: DmlEvents, *, max_events: int = 1000000):
         self.units = units
         self.dml_events = dml_events
+        self.max_events = max_events
 
     def _durable_read(self, work):
         result = self.units.read(work)
@@ -32,9 +38,15 @@ class NotificationService:
         return result
 
     def get_next_notification(self, rqst):
-        max_events = rqst.maxEvents if rqst.maxEvents is not None and rqst.maxEvents > 0 else None
+        """Hive 4's ``getNextNotification``: ``maxEvents`` between 1 and the server's
+        maximum, else that maximum; the catalog, database, table and event type filters
+        as ``notifications.next_events`` applies them."""
+        wanted = rqst.maxEvents or 0
+        max_events = wanted if 0 < wanted < self.max_events else self.max_events
         events = self._durable_read(lambda conn: notifications.next_events(
-            conn, rqst.lastEvent or 0, max_events, rqst.eventTypeSkipList or ()))
+            conn, rqst.lastEvent or 0, max_events, rqst.eventTypeSkipList or (),
+            cat_name=rqst.catName, db_name=rqst.dbName, table_names=rqst.tableNames,
+            event_types=rqst.eventTypeList))
         return t.NotificationEventResponse(events=[_event(e) for e in events])
 
     def get_current_notificationEventId(self):
@@ -42,10 +54,11 @@ class NotificationService:
             eventId=self._durable_read(notifications.current_event_id))
 
     def get_notification_events_count(self, rqst):
-        to_event = rqst.toEventId if rqst.toEventId is not None and rqst.toEventId > 0 else None
+        if rqst.dbName is None:
+            raise InvalidInput("get_notification_events_count needs dbName (a database or *)")
         count = self.units.read(lambda conn: notifications.count_events(
-            conn, rqst.fromEventId or 0, rqst.dbName or "", to_event_id=to_event,
-            limit=rqst.limit))
+            conn, rqst.fromEventId or 0, rqst.dbName, cat_name=rqst.catName,
+            to_event_id=rqst.toEventId, limit=rqst.limit, table_names=rqst.tableNames))
         return t.NotificationEventsCountResponse(eventsCount=count)
 
     def fire_listener_event(self, rqst):
@@ -103,3 +116,10 @@ class NotificationService:
         if requests:
             self.units.write(work)
         return t.WriteNotificationLogBatchResponse()
+
+    def get_all_write_event_info(self, request):
+        """The ACID writes of a transaction (``ObjectStore.getAllWriteEventInfo``), which
+        Impala asks for at each COMMIT_TXN event; [] for none."""
+        rows = self.units.read(lambda conn: notifications.write_notifications(
+            conn, request.txnId, request.dbName, request.tableName))
+        return [t.WriteEventInfo(**em.write_event_info(row)) for row in rows]

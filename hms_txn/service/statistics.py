@@ -21,11 +21,11 @@ from typing import Any
 
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import column_stats
-from hms_txn.domain.event_messages import MessageContext, ObjectJson
+from hms_txn.domain.event_messages import MessageContext
 from hms_txn.domain.qualified_names import parse_db_name
 from hms_txn.domain.stats_writes import StatsWriter, normalize
 from hms_txn.service.units import UnitOfWork
-from hms_txn.wire.codec import from_doc, object_json as wire_object_json, to_doc
+from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 
@@ -52,11 +52,12 @@ def _single(request: t.SetPartitionsStatsRequest) -> dict:
 
 
 class StatisticsService:
-    """Column statistics of tables and partitions."""
+    """Column statistics of tables and partitions (``messages`` builds their events, in the
+    server's message format)."""
 
-    def __init__(self, units: UnitOfWork, object_json: ObjectJson | None = None):
+    def __init__(self, units: UnitOfWork, messages: MessageContext):
         self.units = units
-        self.ctx = MessageContext(object_json or wire_object_json)
+        self.ctx = messages
         self.writer = StatsWriter(self.ctx)
 
     # ---------------------------------------------------------------- writes

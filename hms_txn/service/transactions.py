@@ -39,8 +39,8 @@ from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
 from hms_txn.domain import writeids
 from hms_txn.domain import txn_commit
+from hms_txn.domain.dml_events import DmlEvents
 from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
 from hms_txn.service.units import Durability, Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -65,11 +65,13 @@ def bitset_bytes(flags) -> bytes:
 
 
 class TxnService:
-    """``open_txns`` ... ``get_valid_write_ids``: the transaction calls of the API."""
+    """``open_txns`` ... ``get_valid_write_ids``: the transaction calls of the API.
+    ``dml_events`` records the writes a commit reports (``writeEventInfos``)."""
 
-    def __init__(self, units: UnitOfWork, txns: TxnManager):
+    def __init__(self, units: UnitOfWork, txns: TxnManager, dml_events: DmlEvents):
         self.units = units
         self.txns = txns
+        self.dml_events = dml_events
 
     # -- transactions ------------------------------------------------------------------------
 
@@ -92,9 +94,8 @@ class TxnService:
 
     @policy(route=Route.BATCH, durability=LAZY)
     def commit_txn(self, rqst):
-        events = [WriteEvent(write_id=w.writeId, database=w.database, table=w.table,
-                             files=w.files, partition=w.partition, table_obj=w.tableObj,
-                             partition_obj=w.partitionObj)
+        events = [{"writeId": w.writeId, "database": w.database, "table": w.table,
+                   "files": w.files, "partition": w.partition}
                   for w in (rqst.writeEventInfos or ())]
         key_value = None
         if rqst.keyValue is not None:
@@ -107,10 +108,13 @@ class TxnService:
 
         def work(conn: Connection):
             result = txn_commit.commit_txn(
-                conn, rqst.txnid, write_events=events, excl_write_enabled=rqst.exclWriteEnabled,
-                repl_policy=rqst.replPolicy, key_value=key_value, report_writes=may_be_lazy)
+                conn, rqst.txnid, messages=self.txns.messages, reports_writes=bool(events),
+                excl_write_enabled=rqst.exclWriteEnabled, repl_policy=rqst.replPolicy,
+                key_value=key_value, report_writes=may_be_lazy)
             if may_be_lazy and result.recorded_writes:
                 self.units.require_durable(conn)
+            if events and result.conflict is None and not result.already_committed:
+                self.dml_events.commit_writes(conn, rqst.txnid, events)
             return result
 
         result = self.units.write(work, LAZY if may_be_lazy else Durability.DURABLE)
@@ -177,8 +181,9 @@ class TxnService:
         if not rqst.txnIds and (rqst.replPolicy or src):
             raise InvalidInput("replication write id allocation is not supported by hms-txn")
         pairs = self.units.write(lambda conn: writeids.allocate_table_write_ids(
-            conn, rqst.dbName, rqst.tableName, rqst.txnIds or [], repl_policy=rqst.replPolicy,
-            src_txn_to_write_ids=src, reallocate=bool(rqst.reallocate)))
+            conn, rqst.dbName, rqst.tableName, rqst.txnIds or [], messages=self.txns.messages,
+            repl_policy=rqst.replPolicy, src_txn_to_write_ids=src,
+            reallocate=bool(rqst.reallocate)))
         return ttypes.AllocateTableWriteIdsResponse(
             txnToWriteIds=[ttypes.TxnToWriteId(txnId=t, writeId=w) for t, w in pairs])
 

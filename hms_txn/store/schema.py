@@ -14,7 +14,7 @@ from sqlalchemy import (
     Table, Text, UniqueConstraint,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 
@@ -491,6 +491,8 @@ table_constraints = Table(
 Index("ix_table_constraints_parent", table_constraints.c.parent_tbl_id,
       table_constraints.c.constraint_name)
 Index("ix_table_constraints_child", table_constraints.c.child_tbl_id)
+
+
 # ------------------------------------------------------------------ column statistics (v7)
 #
 # Owned by hms_txn.domain.column_stats. One row per table (or partition), engine ("hive",
@@ -521,4 +523,29 @@ partition_column_stats = Table(
     Column("last_analyzed", BigInteger, nullable=False),
     Column("data", DOC, nullable=False),
     info={"since": 7},
+)
+
+
+# ------------------------------------------------------- ACID write notifications (v9)
+#
+# Owned by hms_txn.domain.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
+# (transaction, table, partition) an ACID write went into (add_write_notification_log, or a
+# commit's writeEventInfos), read by get_all_write_event_info and purged with the
+# notification log. ``part_name`` is "" for an unpartitioned table; ``files`` the encoded
+# file URIs joined with "]"; the objects are TJSON text. Indexed by time for the purge (one
+# row per write, not per commit as in the notification log).
+
+txn_write_notification_log = Table(
+    "txn_write_notification_log", metadata,
+    Column("txn_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("part_name", PART_NAME, primary_key=True),
+    Column("write_id", BigInteger, nullable=False),
+    Column("table_obj", Text, nullable=False),
+    Column("partition_obj", Text),
+    Column("files", Text, nullable=False),
+    Column("event_time", Integer, nullable=False),
+    Index("ix_txn_write_notification_time", "event_time"),
+    info={"since": 9},
 )

@@ -479,3 +479,53 @@ def test_monotonic_reads_and_read_your_own_writes(two_servers):
                 assert get_req(c, "default", "acid", snap).parameters["v"] == str(committed[0])
             hits += counters(c)["hits"]
         assert hits >= 6
+
+
+@pytest.mark.parametrize("encoder", [
+    "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageEncoder",
+    "org.apache.hadoop.hive.metastore.messaging.json.gzip.GzipJSONMessageEncoder"])
+def test_changes_named_only_in_messages_reach_b_in_either_format(postgres, tmp_path, encoder):
+    """B's tailer reads A's messages in the configured format (json-0.2 or gzip(json-2.0)):
+    a rename's ALTER_TABLE, whose row names the new table, drops the old name; a commit's
+    keyValue, for which Hive writes no ALTER_TABLE, drops the table its COMMIT_TXN names;
+    ALLOC_WRITE_ID_EVENT and COMMIT_TXN move a cached entry's write ids forward."""
+    conf = {"javax.jdo.option.ConnectionURL": postgres.create_database(),
+            "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"),
+            "hive.metastore.event.message.factory": encoder, **FAST}
+    a, b = ServerProcess(str(tmp_path / "a"), conf), ServerProcess(str(tmp_path / "b"), conf)
+    try:
+        with client_for(a.port) as ca, client_for(b.port) as cb:
+            ca.create_table(make_table("default", "old"))
+            ca.create_table(make_table("default", "sink", params={**ACID, "_meta.batch": "0"}))
+            ca.create_table(make_table("default", "acid", params=ACID))
+            s0 = snapshot(cb, "default", "acid")
+            for _ in range(2):
+                cb.get_table("default", "old")
+                cb.get_table("default", "sink")
+                get_req(cb, "default", "acid", s0)
+            wait_caught_up(cb)
+
+            tbl = ca.get_table("default", "old")
+            tbl.tableName = "new"
+            ca.alter_table("default", "old", tbl)
+            txn = ca.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+            ca.commit_txn(t.CommitTxnRequest(txnid=txn, keyValue=t.CommitTxnKeyValue(
+                tableId=ca.get_table("default", "sink").id, key="_meta.batch", value="7")))
+            txn = ca.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+            ca.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+                dbName="default", tableName="acid", txnIds=[txn]))
+            ca.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+            wait_caught_up(cb)
+            with pytest.raises(t.NoSuchObjectException):
+                cb.get_table("default", "old")
+            assert cb.get_table("default", "new").tableName == "new"
+            assert cb.get_table("default", "sink").parameters["_meta.batch"] == "7"
+            s1 = snapshot(cb, "default", "acid")
+            assert s1 != s0
+            base = counters(cb)
+            get_req(cb, "default", "acid", s1)     # the entry's write ids moved with the log
+            assert counters(cb)["hits"] == base["hits"] + 1
+    finally:
+        a.stop()
+        b.stop()

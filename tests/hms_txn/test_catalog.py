@@ -299,7 +299,7 @@ def test_get_partition_names_errors_use_field_one(client):
 def test_session_and_config_calls(client):
     assert client.set_ugi("alice", ["g1"]) == ["alice", "g1"]
     assert client.get_config_value("hive.txn.timeout", "x") == "300s"
-    assert client.get_config_value("no.such.key", "fallback") == "fallback"
+    assert client.get_config_value("hive.no.such.key", "fallback") == "fallback"
     assert client.getMetaConf("hive.metastore.try.direct.sql") == "true"
     with pytest.raises(t.MetaException, match="not a metastore configuration key"):
         client.getMetaConf("no.such.key")

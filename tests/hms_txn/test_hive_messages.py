@@ -23,75 +23,23 @@ import pytest
 from hms_txn.common import config
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.event_messages import formats
-from hms_txn.wire.codec import object_json
 from tests.support.hive_messages import jvm
-from tests.support.hive_messages.hive4_classes import EXTRA, HIVE4, NOT_IN_40, L, S
+from tests.support.hive_messages.hive23 import (
+    HIVE23_TYPES, OBJECT_INPUT, check_control, check_decoded, check_objects, control_input,
+    harness_errors)
+from tests.support.hive_messages.hive4_classes import HIVE4, check_message
 from tests.support.hive_messages.workload import (
     ACID, ACID_PART, CTX, FILES, NOW, P1, P1_FILES, P2, TABLE, UNPARTITIONED, WRITE,
-    WRITE_UNPARTITIONED, Case, cases, project, read_tjson, wire_doc)
+    WRITE_UNPARTITIONED, cases, read_tjson, wire_doc)
 
 CASES = {c.id: c for c in cases()}
 
 # ---------------------------------------------------------------- (a) Hive 4's message classes
 
-# The input object behind each TJSON key (Case.inputs).
-OBJECT_INPUT = {"dbJson": "database", "dbObjBeforeJson": "before", "dbObjAfterJson": "after",
-                "tableObjJson": "table", "tableObjBeforeJson": "before",
-                "tableObjAfterJson": "after", "partitionListJson": "partitions",
-                "partitionObjBeforeJson": "before", "partitionObjAfterJson": "after",
-                "ptnObjJson": "partition", "partitionObjJson": "partition",
-                "functionObjJson": "function", "colStatsJson": "stats"}
-
-
-def _check_type(key: str, jtype: str, value) -> None:
-    where = f"{key}={value!r} ({jtype})"
-    if value is None:
-        return                       # Jackson writes an unset field as null
-    if jtype == S:
-        assert isinstance(value, str), where
-    elif jtype == L:
-        assert isinstance(value, int) and not isinstance(value, bool), where
-    elif jtype == "bool":
-        assert value in ("true", "false"), where
-    elif jtype == "CompactionType":
-        assert value in ("MINOR", "MAJOR", "REBALANCE", "SMART_OPTIMIZE"), where
-    elif jtype.startswith("tjson:"):
-        assert isinstance(value, str) and value.startswith("{"), where
-    elif jtype.startswith("[tjson:") or jtype == "List<String>":
-        assert isinstance(value, list) and all(isinstance(v, str) for v in value), where
-    elif jtype == "List<Long>":
-        assert isinstance(value, list) and all(type(v) is int for v in value), where
-    elif jtype == "Map<String,String>":
-        assert isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                               for k, v in value.items()), where
-    elif jtype == "List<Map<String,String>>":
-        assert isinstance(value, list), where
-        for m in value:
-            _check_type(key, "Map<String,String>", m)
-    elif jtype == "List<PartitionFiles>":     # messaging/PartitionFiles: partitionName, files
-        assert isinstance(value, list), where
-        for pf in value:
-            assert list(pf) == ["partitionName", "files"], where
-            _check_type(key, S, pf["partitionName"])
-            _check_type(key, "List<String>", pf["files"])
-    else:
-        raise AssertionError(f"no check for {jtype}")
-
-
 @pytest.mark.parametrize("case_id", sorted(CASES))
 def test_keys_and_types_are_those_of_hive4_message_class(case_id):
-    case = CASES[case_id]
-    message = case.entry.message
-    _cls, fields = HIVE4[case.entry.event_type]
-    expected = [k for k, _ in fields if k not in NOT_IN_40.get(case.entry.event_type, ())]
-    expected += EXTRA.get(case.entry.event_type, [])
-    if em.ALTERED_TABLES_KEY in message:
-        expected.append(em.ALTERED_TABLES_KEY)
-    assert list(message) == expected
-    types = dict(fields)
-    for key, value in message.items():
-        if key in types:
-            _check_type(key, types[key], value)
+    message = CASES[case_id].entry.message
+    check_message(CASES[case_id].entry.event_type, message, (em.ALTERED_TABLES_KEY,))
     # the message encodes to JSON and back unchanged
     assert json.loads(formats.encode(message)) == message
 
@@ -284,34 +232,9 @@ def test_message_factory_configuration():
 
 # ---------------------------------------------------------------- (b), (c) Hive 2.3 in the JVM
 
-# The event types Hive 2.3's EventMessage.EventType knows (and that Hive 4 still writes).
-HIVE23_TYPES = {"CREATE_DATABASE", "DROP_DATABASE", "CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
-                "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION", "INSERT", "CREATE_FUNCTION",
-                "DROP_FUNCTION"}
 KNOWN = sorted(i for i, c in CASES.items() if c.entry.event_type in HIVE23_TYPES)
 UNKNOWN = sorted(i for i, c in CASES.items() if c.entry.event_type not in HIVE23_TYPES)
 FORMATS = ("json-0.2", "gzip(json-2.0)")
-
-
-def _control(case: Case) -> dict:
-    """The input of ControlMessages: the same objects, as TJSON text."""
-    m, i, t = case.entry.message, case.inputs, case.entry.event_type
-    kinds = {"database": "Database", "table": "Table", "function": "Function",
-             "before": "Partition" if t == "ALTER_PARTITION" else "Table",
-             "after": "Partition" if t == "ALTER_PARTITION" else "Table"}
-    c: dict = {"eventType": t}
-    for key, kind in kinds.items():
-        if i.get(key) is not None:
-            c[key] = object_json(kind, i[key])
-    if "partitions" in i:
-        c["partitions"] = [object_json("Partition", p) for p in i["partitions"]]
-    if t == "CREATE_TABLE":
-        c["files"] = m["files"]
-    if t == "ADD_PARTITION":
-        c["partitionFiles"] = m["partitionFiles"]
-    if t == "INSERT":          # Hive 2.3's builder takes names, not objects
-        c.update(db=m["db"], table=m["table"], partKeyVals=m["partKeyVals"], files=m["files"])
-    return c
 
 
 # hms-txn's old commit-time ALTER_TABLE (issue 35): no tableObj*Json
@@ -331,87 +254,11 @@ def decoded(tmp_path_factory):
                           "messageFormat": fmt, "message": formats.encode(case.entry.message, fmt),
                           "objects": case.objects})
         if case.id in KNOWN:
-            lines.append({"id": f"{case.id}@control", "control": _control(case),
+            lines.append({"id": f"{case.id}@control", "control": control_input(case),
                           "objects": case.objects})
     lines.append({"id": "old_alter_table", "eventType": "ALTER_TABLE", "messageFormat": "json-0.2",
                   "message": json.dumps(OLD_ALTER_TABLE)})
     return jvm.run_harness(classes, lines)
-
-
-def _errors(node, path="") -> list[str]:
-    """Every {"error": ...} the harness recorded under ``node``."""
-    if isinstance(node, dict):
-        if "error" in node:
-            return [f"{path}: {node['error']} {node.get('cause', '')}"]
-        return [e for k, v in node.items() for e in _errors(v, f"{path}.{k}")]
-    if isinstance(node, list):
-        return [e for i, v in enumerate(node) for e in _errors(v, f"{path}[{i}]")]
-    return []
-
-
-def _expected_getters(case: Case, known: dict, *, ours: bool) -> dict:
-    """What Hive 2.3's getters must return for ``case``: the objects it was built from,
-    reduced to the fields Hive 2.3's classes have."""
-    m, i, t = case.entry.message, case.inputs, case.entry.event_type
-
-    def obj(kind, doc):
-        return project(kind, wire_doc(kind, doc), known)
-
-    out = {"getEventType": t}
-    if ours:          # Hive 2.3's factory writes its own server, principal and time
-        out.update(getServer=CTX.server, getServicePrincipal=CTX.service_principal,
-                   getTimestamp=NOW)
-    if t in ("CREATE_DATABASE", "DROP_DATABASE"):
-        out["getDB"] = i["database"]["name"]
-    elif t == "CREATE_TABLE":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"],
-                   getTableObj=obj("Table", i["table"]), getFiles=m["files"])
-    elif t == "ALTER_TABLE":
-        out.update(getDB=i["before"]["dbName"], getTable=i["before"]["tableName"],
-                   getTableObjBefore=obj("Table", i["before"]),
-                   getTableObjAfter=obj("Table", i["after"]))
-    elif t == "DROP_TABLE":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"])
-    elif t == "ADD_PARTITION":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"],
-                   getTableObj=obj("Table", i["table"]),
-                   getPartitionObjs=[obj("Partition", p) for p in i["partitions"]],
-                   getPartitions=m["partitions"],
-                   getPartitionFilesIter=[{"getPartitionName": pf["partitionName"],
-                                           "getFiles": pf["files"], "_class": "PartitionFiles"}
-                                          for pf in m["partitionFiles"]])
-    elif t == "ALTER_PARTITION":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"],
-                   getTableObj=obj("Table", i["table"]),
-                   getPtnObjBefore=obj("Partition", i["before"]),
-                   getPtnObjAfter=obj("Partition", i["after"]), getKeyValues=m["keyValues"])
-    elif t == "DROP_PARTITION":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"],
-                   getTableObj=obj("Table", i["table"]),
-                   getPartitions=[dict(zip(["ds", "region"], p["values"]))
-                                  for p in i["partitions"]])
-    elif t == "INSERT":
-        out.update(getDB=i["table"]["dbName"], getTable=i["table"]["tableName"],
-                   getFiles=m["files"], getPartitionKeyValues=m["partKeyVals"])
-    elif t == "CREATE_FUNCTION":
-        out.update(getDB=i["function"]["dbName"], getFunctionObj=obj("Function", i["function"]))
-    elif t == "DROP_FUNCTION":
-        out.update(getDB=i["function"]["dbName"], getFunctionName=i["function"]["functionName"])
-    return out
-
-
-def _check_decoded(case: Case, result: dict, *, ours: bool) -> None:
-    assert "failure" not in result, result.get("failure")
-    assert result["known"] is True
-    assert result["dispatch"] == result["messageClass"]     # getEventMessage agrees
-    getters = result["getters"]
-    assert _errors(getters) == []          # every getter of the message works
-    known = result["fields"]
-    expected = _expected_getters(case, known, ours=ours)
-    got = {k: getters[k] for k in expected}
-    assert got == expected
-    if not ours:
-        assert isinstance(getters["getTimestamp"], int)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -419,17 +266,15 @@ def _check_decoded(case: Case, result: dict, *, ours: bool) -> None:
 def test_hive23_decodes_our_message(decoded, case_id, fmt):
     """(b) Hive 2.3's deserializer and every getter of its message class, on our message
     (a gzip one first gunzipped as Hive 4's gzip DeSerializer does)."""
-    _check_decoded(CASES[case_id], decoded[f"{case_id}@{fmt}"], ours=True)
+    check_decoded(CASES[case_id], decoded[f"{case_id}@{fmt}"],
+                  (CTX.server, CTX.service_principal, NOW))
 
 
 @pytest.mark.parametrize("case_id", KNOWN)
 def test_control_hive23_decodes_its_own_message(decoded, case_id):
     """(c) The same checks on the message Hive 2.3's JSONMessageFactory builds for the same
     objects: they hold for Hive's own message, so they test the decoding, not our format."""
-    result = decoded[f"{case_id}@control"]
-    _check_decoded(CASES[case_id], result, ours=False)
-    # Hive 2.3 writes a subset of our keys (Hive 4 added tableType, cat, dbJson, ...)
-    assert set(json.loads(result["message"])) <= set(CASES[case_id].entry.message)
+    check_control(CASES[case_id], decoded[f"{case_id}@control"])
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -448,25 +293,13 @@ def test_hive23_does_not_know_the_newer_types(decoded, case_id, fmt):
 def test_objects_decode_in_the_jvm(decoded, case_id, fmt):
     """Every Thrift object of every message, read by TDeserializer(TJSONProtocol) into Hive
     2.3's classes (MessageBuilder.getTObj), equals the object it was built from."""
-    case = CASES[case_id]
-    result = decoded[f"{case_id}@{fmt}"]
-    assert _errors(result["objects"]) == []
-    known = result["fields"]
-    for key, kind in case.objects.items():
-        source = case.inputs[OBJECT_INPUT.get(key, "list")]
-        got = result["objects"][key]
-        if source is None:
-            assert got is None
-        elif isinstance(source, list):
-            assert got == [project(kind, wire_doc(kind, d), known) for d in source]
-        else:
-            assert got == project(kind, wire_doc(kind, source), known)
+    check_objects(CASES[case_id], decoded[f"{case_id}@{fmt}"])
 
 
 def test_harness_sees_missing_keys(decoded):
     """The harness reports what a reader gets from a message without its objects: hms-txn's
     old commit-time ALTER_TABLE throws in getTableObjBefore/After."""
-    errors = _errors(decoded["old_alter_table"]["getters"])
+    errors = harness_errors(decoded["old_alter_table"]["getters"])
     assert any(e.startswith(".getTableObjBefore") and "NullPointerException" in e
                for e in errors), errors
     assert any(e.startswith(".getTableObjAfter") for e in errors), errors

@@ -24,8 +24,8 @@ from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, 
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import next_txn_id, tbls
 from hms_txn.domain.txn import RESERVE_AHEAD
-from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnState, TxnType
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.inprocess import calls
 
 
@@ -190,7 +190,8 @@ def _with_dynamic_partitions(ms: Metastore) -> tuple[int, dict]:
 
 def _with_write_events(ms: Metastore) -> tuple[int, dict]:
     txn, _ = _with_write_id(ms)
-    return txn, {"write_events": [WriteEvent(1, "db", "t", "delta_0000001_0000001_0000")]}
+    return txn, {"write_events": [t.WriteEventInfo(writeId=1, database="db", table="t",
+                                                   files="delta_0000001_0000001_0000")]}
 
 
 def _with_key_value(ms: Metastore) -> tuple[int, dict]:

@@ -1,5 +1,6 @@
 """Notification log calls through real Thrift clients: reading, filtering, counting,
-client-fired INSERT events, purging, and dense ids with two server processes writing."""
+client-fired INSERT events, ACID write notifications, configuration answers, the gzip
+message format, purging, and dense ids with two server processes writing."""
 
 from __future__ import annotations
 
@@ -68,6 +69,54 @@ def test_read_filter_and_count(client):
     assert count(fromEventId=start, dbName="n1", limit=1) == 1
 
 
+def test_filters_and_counts_as_hive4(hms_factory):
+    """Hive 4's ObjectStore.getNextNotification filters (exact catalog and database, any of
+    the tables, any of eventTypeList, none of eventTypeSkipList; the transaction events,
+    whose columns are NULL, fall out of a catalog or database filter) and its maxEvents
+    rule (0, negative or above metastore.max.event.response: the server maximum);
+    getNotificationEventsCount's ("*" every database; NULL database or catalog rows
+    counted; toEventId; at most limit)."""
+    with hms_factory({"hive.metastore.max.event.response": "4"}).client() as c:
+        start = current(c)
+        c.create_database(t.Database(name="f1"))
+        c.create_table(make_table("f1", "a"))
+        c.create_table(make_table("f1", "b"))
+        txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+        c.commit_txn(t.CommitTxnRequest(txnid=txn))
+        c.create_table(make_table("default", "a"))
+
+        def types(**kw):
+            rq = t.NotificationEventRequest(lastEvent=start, maxEvents=100, **kw)
+            return [(e.eventType, e.dbName, e.tableName) for e in
+                    c.get_next_notification(rq).events]
+
+        everything = types()
+        assert [e[0] for e in everything] == ["CREATE_DATABASE", "CREATE_TABLE", "CREATE_TABLE",
+                                              "OPEN_TXN"]             # the server's maximum
+        assert len(c.get_next_notification(t.NotificationEventRequest(
+            lastEvent=start, maxEvents=-1)).events) == 4
+        assert types(dbName="F1") == [("CREATE_DATABASE", "f1", None),
+                                      ("CREATE_TABLE", "f1", "a"), ("CREATE_TABLE", "f1", "b")]
+        assert types(catName="hive", tableNames=["A"]) == [("CREATE_TABLE", "f1", "a"),
+                                                           ("CREATE_TABLE", "default", "a")]
+        assert types(dbName="f1", tableNames=[]) == types(dbName="f1")
+        assert types(eventTypeList=["OPEN_TXN", "COMMIT_TXN"]) == [
+            ("OPEN_TXN", None, None), ("COMMIT_TXN", None, None)]
+        assert types(eventTypeList=["CREATE_TABLE"], eventTypeSkipList=["CREATE_TABLE"]) == []
+        assert types(catName="other") == []
+
+        def count(**kw):
+            return c.get_notification_events_count(
+                t.NotificationEventsCountRequest(fromEventId=start, **kw)).eventsCount
+
+        assert count(dbName="f1") == 5                     # 3 of f1, OPEN_TXN, COMMIT_TXN
+        assert count(dbName="*") == 6
+        assert count(dbName="F1", catName="other") == 2     # only the NULL-catalog rows
+        assert count(dbName="f1", tableNames=["b"]) == 1
+        assert count(dbName="*", toEventId=start + 2) == 2
+        assert count(dbName="*", limit=3) == 3 and count(dbName="*", limit=0) == 0
+
+
 def test_fire_listener_event_insert(client):
     client.create_table(make_table("default", "p", keys=[("ds", "string")]))
     client.add_partition(t.Partition(dbName="default", tableName="p", values=["2024-01-01"]))
@@ -99,7 +148,7 @@ def test_fire_listener_event_insert(client):
     assert resp.eventIds == [start + 2, start + 3]
     msgs = [json.loads(e.message) for e in events(client, start + 1)]
     assert [m["files"] for m in msgs] == [["file:/w/u/a###"], ["file:/w/u/b###"]]
-    assert all(m["replace"] == "true" and "ptnObjJson" not in m for m in msgs)
+    assert all(m["replace"] == "true" and m["ptnObjJson"] is None for m in msgs)
 
     # an unsuccessful operation fires nothing
     resp = client.fire_listener_event(t.FireEventRequest(
@@ -124,16 +173,33 @@ def test_add_write_notification_log(client):
     wid = client.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
         dbName="default", tableName="acid", txnIds=[txn])).txnToWriteIds[0].writeId
     start = current(client)
-    client.add_write_notification_log(t.WriteNotificationLogRequest(
+    write = t.WriteNotificationLogRequest(
         txnId=txn, writeId=wid, db="default", table="acid",
         fileInfo=t.InsertEventRequestData(filesAdded=["file:/w/acid/delta_1_1/bucket_0"],
+                                          subDirectoryList=["delta_1_1"]))
+    client.add_write_notification_log(write)
+    client.add_write_notification_log(write)            # a retry changes nothing
+    # Hive 4 writes no notification event for an ACID write (TxnHandler.addWriteNotificationLog
+    # stores a TXN_WRITE_NOTIFICATION_LOG row); get_all_write_event_info serves it
+    assert events(client, start) == []
+    (info,) = client.get_all_write_event_info(t.GetAllWriteEventInfoRequest(txnId=txn))
+    assert (info.writeId, info.database, info.table, info.partition) == (wid, "default", "acid", "")
+    assert info.files == "file:/w/acid/delta_1_1/bucket_0###delta_1_1"
+    assert json.loads(info.tableObj)["1"] == {"str": "acid"} and info.partitionObj is None
+    assert client.get_all_write_event_info(t.GetAllWriteEventInfoRequest(
+        txnId=txn, dbName="default", tableName="other")) == []
+    # a second write to the same table adds its files in front (TxnHandler's merge)
+    client.add_write_notification_log(t.WriteNotificationLogRequest(
+        txnId=txn, writeId=wid, db="default", table="acid",
+        fileInfo=t.InsertEventRequestData(filesAdded=["file:/w/acid/delta_1_1/bucket_1"],
                                           subDirectoryList=["delta_1_1"])))
-    (ev,) = events(client, start)
-    msg = json.loads(ev.message)
-    assert ev.eventType == "ACID_WRITE_EVENT"
-    assert (msg["txnid"], msg["writeId"], msg["database"], msg["table"]) == (txn, wid, "default", "acid")
-    assert msg["files"] == ["file:/w/acid/delta_1_1/bucket_0###delta_1_1"] and msg["partition"] is None
+    (info,) = client.get_all_write_event_info(t.GetAllWriteEventInfoRequest(txnId=txn))
+    assert info.files == ("file:/w/acid/delta_1_1/bucket_1###delta_1_1]"
+                          "file:/w/acid/delta_1_1/bucket_0###delta_1_1")
     client.commit_txn(t.CommitTxnRequest(txnid=txn))
+    (ev,) = events(client, start)                        # COMMIT_TXN: txnid, no write lists
+    assert (ev.eventType, ev.catName, ev.dbName) == ("COMMIT_TXN", None, None)
+    assert json.loads(ev.message)["txnid"] == txn and json.loads(ev.message)["files"] is None
     with pytest.raises(TApplicationException, match="committed"):   # declares no exceptions
         client.add_write_notification_log(t.WriteNotificationLogRequest(
             txnId=txn, writeId=wid, db="default", table="acid",

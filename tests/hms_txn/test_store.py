@@ -8,6 +8,7 @@ import time
 import pytest
 from sqlalchemy import bindparam, insert, inspect, select, update
 
+from hms_txn.domain.event_messages import LogEntry, WriteNotification
 from hms_txn.store import SchemaError, Store, ensure_schema
 from hms_txn.store.engine import WriterBusy
 from hms_txn.store.schema import SCHEMA_VERSION, metadata, schema_version
@@ -85,14 +86,15 @@ def _version_3_notification_log(store: Store) -> None:
 def test_version_3_is_upgraded_to_4_keeping_every_event(store):
     """Version 4 drops the event_time index and, on SQLite, makes the event id the rowid;
     the events, their ids and the id counter come through unchanged."""
-    from hms_txn.domain.notifications import append_many, next_events
+    from hms_txn.domain.notifications import append, next_events
     from hms_txn.store.schema import notification_sequence
     _create_version(store, 3)
     _version_3_notification_log(store)
     with store.write() as conn:
         conn.execute(insert(notification_sequence).values(id=1, next_event_id=1))
-        append_many(conn, [("OPEN_TXN", {"txnIds": [i]}, None, None) for i in range(300)])
-        append_many(conn, [("CREATE_TABLE", {"t": "x"}, "db", "x")])
+        append(conn, "json-0.2", *(LogEntry("OPEN_TXN", {"txnIds": [i]}, None, None, None)
+                                   for i in range(300)))
+        append(conn, "json-0.2", LogEntry("CREATE_TABLE", {"t": "x"}, "db", "x", "hive"))
         before = next_events(conn, 0, 1000)
     assert ensure_schema(store) == 3
     with store.write() as conn:
@@ -104,7 +106,8 @@ def test_version_3_is_upgraded_to_4_keeping_every_event(store):
                    if c.pk]
             assert [(c.name, c.type) for c in key] == [("event_id", "INTEGER")]
             assert not inspect(conn).has_table("notification_log_v3")
-        assert append_many(conn, [("DROP_TABLE", {}, "db", "x")]) == [before[-1].event_id + 1]
+        assert append(conn, "json-0.2", LogEntry("DROP_TABLE", {}, "db", "x", "hive")) == \
+            [before[-1].event_id + 1]
         assert conn.execute(select(schema_version.c.version)).scalar_one() == SCHEMA_VERSION
     assert ensure_schema(store) == SCHEMA_VERSION
 
@@ -378,21 +381,28 @@ def test_batch_that_must_not_wait_raises_writer_busy_and_runs_nothing(tmp_path):
 def test_purge_walks_the_log_in_id_order_and_never_takes_a_recent_event(store):
     """Purging by time without an event_time index: events before the first recent one
     (in id order) go; a recent event is never deleted, also when an older time follows it
-    (a clock stepped back); a log of old events only is emptied."""
-    from hms_txn.domain.notifications import append_many, next_events, purge_older_than
+    (a clock stepped back); a log of old events only is emptied. ACID write notifications
+    older than the time to live go with them."""
+    from hms_txn.domain.notifications import (add_write_notification, append, next_events,
+                                              purge_older_than, write_notifications)
     from hms_txn.store.schema import notification_log, notification_sequence
     ensure_schema(store)
     now = int(time.time())
     ages = [7200, 7000, 10, 5000, 0]       # seconds; the TTL below is one hour
     with store.write() as conn:
         conn.execute(insert(notification_sequence).values(id=1, next_event_id=1))
-        ids = append_many(conn, [("OPEN_TXN", {"i": i}, None, None) for i in range(len(ages))])
+        ids = append(conn, "json-0.2", *(LogEntry("OPEN_TXN", {"i": i}, None, None, None)
+                                         for i in range(len(ages))))
         for event_id, age in zip(ids, ages):
             conn.execute(update(notification_log).where(notification_log.c.event_id == event_id)
                          .values(event_time=now - age))
+        for txn_id, age in ((1, 7200), (2, 10)):
+            add_write_notification(conn, WriteNotification(txn_id, 1, "db", "t", "", "{}", None,
+                                                           "f###", now - age))
     assert store.transaction(lambda conn: purge_older_than(conn, 3600)) == 2
     with store.read() as conn:
         assert [e.event_id for e in next_events(conn, 0, 100)] == ids[2:]
+        assert [len(write_notifications(conn, t)) for t in (1, 2)] == [0, 1]
     with store.write() as conn:
         conn.execute(update(notification_log).values(event_time=now - 7200))
     assert store.transaction(lambda conn: purge_older_than(conn, 3600)) == 3

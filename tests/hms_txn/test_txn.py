@@ -14,6 +14,7 @@ from thrift.Thrift import TApplicationException
 
 from hms_txn.domain import notifications
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
+from tests.hms_txn.test_catalog import make_table
 
 # LockType / LockLevel / DataOperationType / TxnState numbers
 SR, SW, EX, XW = 1, 2, 3, 4
@@ -279,6 +280,10 @@ def test_repl_fields_accepted_and_ignored(client, caplog):
 
 
 def test_events_are_written_with_each_change(hms, client):
+    client.create_table(make_table("default", "t", keys=[("k", "string")],
+                                   params={"transactional": "true"}))
+    client.add_partition(T.Partition(dbName="default", tableName="t", values=["1"]))
+    part_loc = client.get_partition("default", "t", ["1"]).sd.location
     mark = last_event_id(hms)
     t1, t2 = open_txns(client, 2)
     wid = client.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
@@ -287,29 +292,56 @@ def test_events_are_written_with_each_change(hms, client):
     client.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
         dbName="default", tableName="t", txnIds=[t1]))
     client.commit_txn(T.CommitTxnRequest(txnid=t1, writeEventInfos=[
-        T.WriteEventInfo(writeId=wid, database="default", table="t", files="f1\u0001f2",
-                         partition="k=1", tableObj="{}", partitionObj="{}")]))
+        T.WriteEventInfo(writeId=wid, database="default", table="t",
+                         files="delta_1_1/bucket_0]delta_1_1/bucket_1", partition="k=1")]))
     client.abort_txn(T.AbortTxnRequest(txnid=t2))
     # failures write nothing
     with pytest.raises(T.TxnAbortedException):
         client.commit_txn(T.CommitTxnRequest(txnid=t2))
+    # READ_ONLY transactions write no events (TxnHandler: no OPEN/COMMIT/ABORT_TXN for them)
+    r1, r2 = open_txns(client, 2, txn_type=T.TxnType.READ_ONLY)
+    client.commit_txn(T.CommitTxnRequest(txnid=r1))
+    client.abort_txn(T.AbortTxnRequest(txnid=r2))
     evs = events(hms, mark)
-    assert [t for t, _, _ in evs] == ["OPEN_TXN", "ALLOC_WRITE_ID_EVENT", "ACID_WRITE_EVENT",
-                                      "COMMIT_TXN", "ABORT_TXN"]
+    # Hive 4 keeps ACID writes out of the log (no ACID_WRITE_EVENT rows)
+    assert [t for t, _, _ in evs] == ["OPEN_TXN", "ALLOC_WRITE_ID_EVENT", "COMMIT_TXN",
+                                      "ABORT_TXN"]
     msgs = {t: m for t, m, _ in evs}
-    assert msgs["OPEN_TXN"]["txnIds"] == [t1, t2]
+    # JSONOpenTxnMessage from the from/to constructor: txnIds null, readers expand the range
+    assert msgs["OPEN_TXN"]["txnIds"] is None
     assert (msgs["OPEN_TXN"]["fromTxnId"], msgs["OPEN_TXN"]["toTxnId"]) == (t1, t2)
     alloc = msgs["ALLOC_WRITE_ID_EVENT"]
     assert (alloc["dbName"], alloc["tableName"], alloc["txnIdList"], alloc["writeIdList"]) == \
         ("default", "t", [t1], [wid])
-    acid = msgs["ACID_WRITE_EVENT"]
-    assert (acid["txnid"], acid["writeId"], acid["database"], acid["table"], acid["partition"],
-            acid["files"]) == (t1, wid, "default", "t", "k=1", "f1\u0001f2")
     commit = msgs["COMMIT_TXN"]
     assert commit["txnid"] == t1
-    assert (commit["writeIds"], commit["databases"], commit["tables"], commit["partitions"],
-            commit["files"]) == ([wid], ["default"], ["t"], ["k=1"], ["f1\u0001f2"])
+    assert all(commit[k] is None for k in ("writeIds", "databases", "tables", "partitions",
+                                           "tableObjs", "partitionObjs", "files"))
     assert msgs["ABORT_TXN"]["txnid"] == t2
     ids = [e.event_id for _, _, e in evs]
     assert ids == list(range(ids[0], ids[0] + len(ids)))
-    assert evs[1][2].db_name == "default" and evs[1][2].tbl_name == "t"
+    # DbNotificationListener leaves the columns of transaction events NULL, but names the
+    # table of ALLOC_WRITE_ID_EVENT
+    assert [(e.cat_name, e.db_name, e.tbl_name) for _, _, e in evs] == [
+        (None, None, None), (None, "default", "t"), (None, None, None), (None, None, None)]
+    # the commit's writeEventInfos are its write notifications (hive.metastore.dml.events)
+    (info,) = client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=t1))
+    assert (info.writeId, info.database, info.table, info.partition) == (wid, "default", "t", "k=1")
+    assert info.files == (f"{part_loc}/delta_1_1/bucket_0###delta_1_1]"
+                          f"{part_loc}/delta_1_1/bucket_1###delta_1_1")
+    assert json.loads(info.partitionObj)["1"]["lst"] == ["str", 1, "1"]
+    assert client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=t2)) == []
+
+
+def test_commit_writes_unrecorded_without_dml_events(hms_factory):
+    """hive.metastore.dml.events=false: a commit's writeEventInfos are not recorded (Hive
+    records HiveServer2's writes only with the setting on), and get_config_value says so."""
+    with hms_factory({"hive.metastore.dml.events": "false"}).client() as c:
+        c.create_table(make_table("default", "t", params={"transactional": "true"}))
+        (txn,) = open_txns(c)
+        wid = c.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="t", txnIds=[txn])).txnToWriteIds[0].writeId
+        c.commit_txn(T.CommitTxnRequest(txnid=txn, writeEventInfos=[
+            T.WriteEventInfo(writeId=wid, database="default", table="t", files="f")]))
+        assert c.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=txn)) == []
+        assert c.get_config_value("hive.metastore.dml.events", "") == "false"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from hms_txn.domain.locks import LockRequest
-from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import TxnState, TxnType
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -21,14 +20,11 @@ class Calls:
         return self.ms.txn_service.open_txns(t.OpenTxnRequest(
             num_txns=n, user=user, hostname=host, txn_type=txn_type)).txn_ids
 
-    def commit_txn(self, txn_id: int, *, write_events: Sequence[WriteEvent] = (),
+    def commit_txn(self, txn_id: int, *, write_events: Sequence[t.WriteEventInfo] = (),
                    key_value: tuple[int, str, str] | None = None) -> None:
         rqst = t.CommitTxnRequest(txnid=txn_id, exclWriteEnabled=None)
         if write_events:
-            rqst.writeEventInfos = [t.WriteEventInfo(
-                writeId=w.write_id, database=w.database, table=w.table, files=w.files,
-                partition=w.partition, tableObj=w.table_obj, partitionObj=w.partition_obj)
-                for w in write_events]
+            rqst.writeEventInfos = list(write_events)
         if key_value is not None:
             rqst.keyValue = t.CommitTxnKeyValue(tableId=key_value[0], key=key_value[1],
                                                 value=key_value[2])

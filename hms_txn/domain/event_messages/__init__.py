@@ -16,8 +16,13 @@ value types and key order those of the ``org.apache.hadoop.hive.metastore.messag
 * files are lists of ``ReplChangeManager.encodeFileUri`` strings (``base.encode_file``);
   partition key maps go from partition column name to value in key order.
 
-``formats.encode`` turns a message into the MESSAGE column in the configured format
-(``json-0.2`` or ``gzip(json-2.0)``); ``formats.decode`` reads one back by its row's format.
+Every event the server writes is built here: the catalog changes (``databases``,
+``tables``, ``partitions``), the data changes clients report (``dml_events``), the
+transaction code (``txn``, ``txn_records``, ``txn_commit``, ``writeids``) and extension
+mode's forwarded changes (``extension_events``) hand the entries to
+``notifications.append``, which encodes each message into the MESSAGE column in the
+configured format (``MessageContext.message_format``: ``json-0.2`` or ``gzip(json-2.0)``,
+``formats.encode``); ``formats.decode`` reads one back by its row's format.
 
 Which Hive. The target is Hive 4.0.x. Fields that only later releases write are left out
 (ALLOC_WRITE_ID_EVENT's and COMMIT_COMPACTION_EVENT's ``catName``, ALTER_TABLE's and
@@ -41,6 +46,10 @@ Where Hive 4 writes no event, there is no builder and the caller writes nothing:
 * catalogs, data connectors, schemas and schema versions, ``load_partition_done``;
 * OPEN_TXN, COMMIT_TXN and ABORT_TXN of READ_ONLY transactions.
 
+Where we write one Hive 4.0 does not: the ABORT_TXN of a transaction the reaper aborts
+after ``hive.txn.timeout`` (Hive's reaper logs none, HIVE-27797): our caches, and Impala,
+learn from it that the transaction's write ids are aborted.
+
 ACID writes and COMMIT_TXN. Hive 4 keeps ACID write information out of the notification
 log: ``add_write_notification_log`` stores a TXN_WRITE_NOTIFICATION_LOG row (merged per
 transaction, table and partition) and COMMIT_TXN carries null write lists; a reader that
@@ -50,9 +59,12 @@ CommitTxnEvent). hms-txn does the same:
 
 * ``add_write_notification_log`` and ``writeEventInfos`` become ``WriteNotification`` rows
   (``transactions.write_notification`` / ``commit_write_notification``) in a table of our
-  store, served by ``get_all_write_event_info`` as ``write_event_info`` documents and
-  purged with the notification log's time to live (Hive's DbNotificationListener
-  cleaner purges both; from memory, not in the notes);
+  store (``notifications.add_write_notification``), served by ``get_all_write_event_info``
+  as ``write_event_info`` documents and purged with the notification log's time to live
+  (as ``ObjectStore.cleanWriteNotificationEvents`` does). Hive records ``writeEventInfos``
+  only for replicated transactions; we record those of every commit when
+  ``hive.metastore.dml.events`` is true (our Spark integration and streaming client
+  report their writes that way, as HiveServer2 does with ``add_write_notification_log``);
 * COMMIT_TXN is ``transactions.commit_txn``: txnid only, the lists null.
 
 This keeps every reader right: Hive 2.3 and 4 deserializers never see an ACID_WRITE_EVENT
@@ -76,8 +88,8 @@ from hms_txn.domain.event_messages.metadata import (
     update_table_column_stats)
 from hms_txn.domain.event_messages.transactions import (
     ALTERED_TABLES_KEY, WriteNotification, abort_txn, acid_write_message, alloc_write_ids,
-    commit_compaction, commit_txn, commit_write_notification, open_txns, write_event_info,
-    write_notification)
+    commit_compaction, commit_txn, commit_write_notification, open_txns,
+    other_changed_tables, write_event_info, write_notification)
 
 __all__ = [
     "DEFAULT_CATALOG", "LogEntry", "MessageContext", "ObjectJson", "encode_file", "encode_files",
@@ -90,5 +102,5 @@ __all__ = [
     "update_partition_column_stats", "update_table_column_stats",
     "ALTERED_TABLES_KEY", "WriteNotification", "abort_txn", "acid_write_message",
     "alloc_write_ids", "commit_compaction", "commit_txn", "commit_write_notification",
-    "open_txns", "write_event_info", "write_notification",
+    "open_txns", "other_changed_tables", "write_event_info", "write_notification",
 ]

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
+from hms_txn.common.config import JSON_MESSAGE_FORMAT
 from hms_txn.domain import names
 
 Doc = Mapping[str, Any]
@@ -28,12 +29,15 @@ class MessageContext:
     ``server`` is ``metastore.thrift.uris`` of the writing metastore and
     ``service_principal`` its ``metastore.kerberos.principal`` (Hive writes "" for unset
     ones); ``clock`` gives the time in seconds (``MessageBuilder.now()`` is
-    ``currentTimeMillis()/1000``, a JSON number of seconds).
+    ``currentTimeMillis()/1000``, a JSON number of seconds); ``message_format`` is the
+    MESSAGE_FORMAT the log's rows are written in (``formats``: the encoder of
+    ``hive.metastore.event.message.factory``).
     """
     object_json: ObjectJson
     server: str = ""
     service_principal: str = ""
     clock: Callable[[], float] = field(default=time.time)
+    message_format: str = JSON_MESSAGE_FORMAT
 
     def now(self) -> int:
         return int(self.clock())

@@ -56,6 +56,22 @@ def commit_txn(ctx: MessageContext, txn_id: int,
     return LogEntry("COMMIT_TXN", message, None, None, None)
 
 
+def other_changed_tables(event_type: str, message: Doc, db_name: str | None,
+                         tbl_name: str | None) -> list[tuple[str, str]]:
+    """The tables, besides the row's own DB_NAME.TBL_NAME, whose metadata an event changes
+    (lower-case (db, table) pairs): the old name of a renamed table (a rename's ALTER_TABLE
+    row names the new table, its message the old one) and the tables whose parameters a
+    commit set (``ALTERED_TABLES_KEY`` of COMMIT_TXN). What a metadata cache must drop
+    beyond the row's table; empty for every other event."""
+    if event_type == "ALTER_TABLE":
+        old = ((message.get("db") or "").lower(), (message.get("table") or "").lower())
+        row = ((db_name or "").lower(), (tbl_name or "").lower())
+        return [old] if all(old) and old != row else []
+    if event_type == "COMMIT_TXN":
+        return [(t["db"].lower(), t["table"].lower()) for t in message.get(ALTERED_TABLES_KEY) or ()]
+    return []
+
+
 def abort_txn(ctx: MessageContext, txn_id: int,
               dbs_updated: Sequence[str] | None = None) -> LogEntry:
     """ABORT_TXN (``JSONAbortTxnMessage``), one per aborted transaction (``abort_txns``
@@ -129,21 +145,33 @@ def commit_write_notification(ctx: MessageContext, txn_id: int, info: Doc, table
     """The write record of one ``CommitTxnRequest.writeEventInfos`` entry.
 
     Hive 4 (``HMSHandler.commit_txn``) records these only for a replayed replication
-    transaction: each file of ``info["files"]`` (joined with "]", each possibly an encoded
-    ``file#checksum#cmroot#subdir``) is moved under the local table or partition location
-    (``root/subdir/name``) and recorded like ``add_write_notification_log``. The same here,
-    for whichever transaction sends them (our streaming client sends its file names).
+    transaction, whose ``files`` (joined with "]") are encoded ``file#checksum#cmroot#subdir``
+    entries: each file goes under the local table or partition location as
+    ``root/subdir/name``. hms-txn records them for every transaction that sends them (the
+    Spark integration and the streaming client do, instead of
+    ``add_write_notification_log``): an encoded entry as Hive places it; a relative path
+    (a name, or ``delta_x/name``) under the location, its directory as the subdirectory;
+    an absolute path or URI as it is, its directory below the location (if it is below) as
+    the subdirectory.
     """
     root = ((partition if partition is not None else table).get("sd") or {}).get("location") or ""
+    root = root.rstrip("/")
     encoded = []
     for entry in split_write_event_files(info.get("files")):
         if not entry:
             continue
         path, _, fragment = entry.partition("#")
-        subdir = fragment.split("#")[2] if fragment.count("#") >= 2 else ""
-        name = path.rstrip("/").rsplit("/", 1)[-1]
-        encoded.append(encode_file("/".join(p for p in (root.rstrip("/"), subdir, name) if p),
-                                   subdir or None))
+        if fragment:
+            subdir = fragment.split("#")[2] if fragment.count("#") >= 2 else ""
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            path = "/".join(p for p in (root, subdir, name) if p)
+        elif path.startswith("/") or ":" in path.split("/", 1)[0]:
+            inner = path[len(root) + 1:] if root and path.startswith(root + "/") else ""
+            subdir = inner.rpartition("/")[0]
+        else:
+            subdir = path.rpartition("/")[0]
+            path = f"{root}/{path}" if root else path
+        encoded.append(encode_file(path, subdir or None))
     return WriteNotification(
         int(txn_id), int(info["writeId"]), table["dbName"], table["tableName"],
         partition_name(table, partition["values"]) if partition is not None else "",

@@ -95,13 +95,14 @@ def snapshot(units: UnitOfWork, txns: TxnManager, db: str,
     return units.read(read)
 
 
-def revoke_timed_out(units: UnitOfWork, timeout_s: float) -> list[tuple[int, str]]:
+def revoke_timed_out(units: UnitOfWork, txns: TxnManager,
+                     timeout_s: float) -> list[tuple[int, str]]:
     """``compaction_bookkeeping.revoke_timed_out`` for requests working for longer than
     ``timeout_s``; only a read unless one did."""
     cutoff = bk.worker_cutoff_ms(timeout_s)
     if not units.read(lambda conn: bk.any_timed_out(conn, cutoff)):
         return []
-    done = units.write(lambda conn: bk.revoke_timed_out(conn, cutoff))
+    done = units.write(lambda conn: bk.revoke_timed_out(conn, cutoff, messages=txns.messages))
     for entry_id, state in done:
         log.warning("compaction %d: worker timed out after %.0fs; now %s", entry_id, timeout_s,
                     "ready for cleaning" if state == READY_FOR_CLEANING else "re-queued")

@@ -74,7 +74,7 @@ class Initiator:
         cfg = self.config
         done = {"requested": [], "skipped": {}, "revoked": []}
         units = self.units
-        done["revoked"] = revoke_timed_out(units, cfg["hive.compactor.worker.timeout"])
+        done["revoked"] = revoke_timed_out(units, self.txns, cfg["hive.compactor.worker.timeout"])
         started = int(time.time() * 1000)
         since = 0 if self._prev_start_ms is None else self._prev_start_ms - _SLACK_MS
         self._prev_start_ms = started

@@ -94,7 +94,7 @@ class Worker:
 
     def run_once(self) -> bool:
         """Do one request if there is one; returns whether there was."""
-        revoke_timed_out(self.units, self.config["hive.compactor.worker.timeout"])
+        revoke_timed_out(self.units, self.txns, self.config["hive.compactor.worker.timeout"])
         if not self.units.read(bk.any_initiated):     # idle polls stay read-only
             return False
         e = self.units.write(lambda conn: bk.claim_next(conn, self.worker_id, __version__))
@@ -161,7 +161,8 @@ class Worker:
                 self._abort(txn_id)
                 discard_staged(staged)
                 return "revoked"
-            committed = units.write(lambda conn: txn_commit.commit_txn(conn, txn_id))
+            committed = units.write(lambda conn: txn_commit.commit_txn(
+                conn, txn_id, messages=self.txns.messages))
             if committed.conflict is not None:
                 raise TxnAborted(committed.conflict)    # the abort itself is committed
             txn_id = None

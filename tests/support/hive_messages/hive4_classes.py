@@ -129,3 +129,53 @@ NOT_IN_40 = {"ALTER_TABLE": {"locOwner"}, "ADD_PARTITION": {"locOwner"},
              "RELOAD": {"partitionListJson"}, "ALLOC_WRITE_ID_EVENT": {"catName"}}
 # Keys we write that the Hive 4 class does not have (ignored by every Hive reader).
 EXTRA = {"INSERT": ["partKeyVals"]}
+
+
+def check_type(key: str, jtype: str, value) -> None:
+    """``value`` has the JSON shape Jackson writes for a field of Java type ``jtype``."""
+    where = f"{key}={value!r} ({jtype})"
+    if value is None:
+        return                       # Jackson writes an unset field as null
+    if jtype == S:
+        assert isinstance(value, str), where
+    elif jtype == L:
+        assert isinstance(value, int) and not isinstance(value, bool), where
+    elif jtype == "bool":
+        assert value in ("true", "false"), where
+    elif jtype == "CompactionType":
+        assert value in ("MINOR", "MAJOR", "REBALANCE", "SMART_OPTIMIZE"), where
+    elif jtype.startswith("tjson:"):
+        assert isinstance(value, str) and value.startswith("{"), where
+    elif jtype.startswith("[tjson:") or jtype == "List<String>":
+        assert isinstance(value, list) and all(isinstance(v, str) for v in value), where
+    elif jtype == "List<Long>":
+        assert isinstance(value, list) and all(type(v) is int for v in value), where
+    elif jtype == "Map<String,String>":
+        assert isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                               for k, v in value.items()), where
+    elif jtype == "List<Map<String,String>>":
+        assert isinstance(value, list), where
+        for m in value:
+            check_type(key, "Map<String,String>", m)
+    elif jtype == "List<PartitionFiles>":     # messaging/PartitionFiles: partitionName, files
+        assert isinstance(value, list), where
+        for pf in value:
+            assert list(pf) == ["partitionName", "files"], where
+            check_type(key, S, pf["partitionName"])
+            check_type(key, "List<String>", pf["files"])
+    else:
+        raise AssertionError(f"no check for {jtype}")
+
+
+def check_message(event_type: str, message: dict, extra: tuple[str, ...] = ()) -> None:
+    """``message`` has exactly the keys, in the order, that Hive 4.0's class for
+    ``event_type`` writes (``HIVE4`` less ``NOT_IN_40``, plus our ``EXTRA`` and ``extra``),
+    each with its field's JSON type."""
+    _cls, fields = HIVE4[event_type]
+    expected = [k for k, _ in fields if k not in NOT_IN_40.get(event_type, ())]
+    expected += EXTRA.get(event_type, []) + [k for k in extra if k in message]
+    assert list(message) == expected, (event_type, list(message))
+    types = dict(fields)
+    for key, value in message.items():
+        if key in types:
+            check_type(key, types[key], value)

@@ -22657,17 +22657,19 @@ class NotificationEventRequest(object):
      - catName
      - dbName
      - tableNames
+     - eventTypeList
 
     """
 
 
-    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None, catName=None, dbName=None, tableNames=None,):
+    def __init__(self, lastEvent=None, maxEvents=None, eventTypeSkipList=None, catName=None, dbName=None, tableNames=None, eventTypeList=None,):
         self.lastEvent = lastEvent
         self.maxEvents = maxEvents
         self.eventTypeSkipList = eventTypeSkipList
         self.catName = catName
         self.dbName = dbName
         self.tableNames = tableNames
+        self.eventTypeList = eventTypeList
 
     def read(self, iprot):
         if iprot._fast_decode is not None and isinstance(iprot.trans, TTransport.CReadableTransport) and self.thrift_spec is not None:
@@ -22718,6 +22720,16 @@ class NotificationEventRequest(object):
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
+            elif fid == 7:
+                if ftype == TType.LIST:
+                    self.eventTypeList = []
+                    (_etype1115, _size1112) = iprot.readListBegin()
+                    for _i1116 in range(_size1112):
+                        _elem1117 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.eventTypeList.append(_elem1117)
+                    iprot.readListEnd()
+                else:
+                    iprot.skip(ftype)
             else:
                 iprot.skip(ftype)
             iprot.readFieldEnd()
@@ -22739,8 +22751,8 @@ class NotificationEventRequest(object):
         if self.eventTypeSkipList is not None:
             oprot.writeFieldBegin('eventTypeSkipList', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.eventTypeSkipList))
-            for iter1112 in self.eventTypeSkipList:
-                oprot.writeString(iter1112.encode('utf-8') if sys.version_info[0] == 2 else iter1112)
+            for iter1118 in self.eventTypeSkipList:
+                oprot.writeString(iter1118.encode('utf-8') if sys.version_info[0] == 2 else iter1118)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -22754,8 +22766,15 @@ class NotificationEventRequest(object):
         if self.tableNames is not None:
             oprot.writeFieldBegin('tableNames', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.tableNames))
-            for iter1113 in self.tableNames:
-                oprot.writeString(iter1113.encode('utf-8') if sys.version_info[0] == 2 else iter1113)
+            for iter1119 in self.tableNames:
+                oprot.writeString(iter1119.encode('utf-8') if sys.version_info[0] == 2 else iter1119)
+            oprot.writeListEnd()
+            oprot.writeFieldEnd()
+        if self.eventTypeList is not None:
+            oprot.writeFieldBegin('eventTypeList', TType.LIST, 7)
+            oprot.writeListBegin(TType.STRING, len(self.eventTypeList))
+            for iter1120 in self.eventTypeList:
+                oprot.writeString(iter1120.encode('utf-8') if sys.version_info[0] == 2 else iter1120)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -22943,11 +22962,11 @@ class NotificationEventResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.events = []
-                    (_etype1117, _size1114) = iprot.readListBegin()
-                    for _i1118 in range(_size1114):
-                        _elem1119 = NotificationEvent()
-                        _elem1119.read(iprot)
-                        self.events.append(_elem1119)
+                    (_etype1124, _size1121) = iprot.readListBegin()
+                    for _i1125 in range(_size1121):
+                        _elem1126 = NotificationEvent()
+                        _elem1126.read(iprot)
+                        self.events.append(_elem1126)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -22964,8 +22983,8 @@ class NotificationEventResponse(object):
         if self.events is not None:
             oprot.writeFieldBegin('events', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.events))
-            for iter1120 in self.events:
-                iter1120.write(oprot)
+            for iter1127 in self.events:
+                iter1127.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23105,10 +23124,10 @@ class NotificationEventsCountRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.tableNames = []
-                    (_etype1124, _size1121) = iprot.readListBegin()
-                    for _i1125 in range(_size1121):
-                        _elem1126 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tableNames.append(_elem1126)
+                    (_etype1131, _size1128) = iprot.readListBegin()
+                    for _i1132 in range(_size1128):
+                        _elem1133 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tableNames.append(_elem1133)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23145,8 +23164,8 @@ class NotificationEventsCountRequest(object):
         if self.tableNames is not None:
             oprot.writeFieldBegin('tableNames', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.tableNames))
-            for iter1127 in self.tableNames:
-                oprot.writeString(iter1127.encode('utf-8') if sys.version_info[0] == 2 else iter1127)
+            for iter1134 in self.tableNames:
+                oprot.writeString(iter1134.encode('utf-8') if sys.version_info[0] == 2 else iter1134)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23266,40 +23285,40 @@ class InsertEventRequestData(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.filesAdded = []
-                    (_etype1131, _size1128) = iprot.readListBegin()
-                    for _i1132 in range(_size1128):
-                        _elem1133 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.filesAdded.append(_elem1133)
+                    (_etype1138, _size1135) = iprot.readListBegin()
+                    for _i1139 in range(_size1135):
+                        _elem1140 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.filesAdded.append(_elem1140)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.filesAddedChecksum = []
-                    (_etype1137, _size1134) = iprot.readListBegin()
-                    for _i1138 in range(_size1134):
-                        _elem1139 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.filesAddedChecksum.append(_elem1139)
+                    (_etype1144, _size1141) = iprot.readListBegin()
+                    for _i1145 in range(_size1141):
+                        _elem1146 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.filesAddedChecksum.append(_elem1146)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.subDirectoryList = []
-                    (_etype1143, _size1140) = iprot.readListBegin()
-                    for _i1144 in range(_size1140):
-                        _elem1145 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.subDirectoryList.append(_elem1145)
+                    (_etype1150, _size1147) = iprot.readListBegin()
+                    for _i1151 in range(_size1147):
+                        _elem1152 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.subDirectoryList.append(_elem1152)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionVal = []
-                    (_etype1149, _size1146) = iprot.readListBegin()
-                    for _i1150 in range(_size1146):
-                        _elem1151 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVal.append(_elem1151)
+                    (_etype1156, _size1153) = iprot.readListBegin()
+                    for _i1157 in range(_size1153):
+                        _elem1158 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVal.append(_elem1158)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23320,29 +23339,29 @@ class InsertEventRequestData(object):
         if self.filesAdded is not None:
             oprot.writeFieldBegin('filesAdded', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.filesAdded))
-            for iter1152 in self.filesAdded:
-                oprot.writeString(iter1152.encode('utf-8') if sys.version_info[0] == 2 else iter1152)
+            for iter1159 in self.filesAdded:
+                oprot.writeString(iter1159.encode('utf-8') if sys.version_info[0] == 2 else iter1159)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.filesAddedChecksum is not None:
             oprot.writeFieldBegin('filesAddedChecksum', TType.LIST, 3)
             oprot.writeListBegin(TType.STRING, len(self.filesAddedChecksum))
-            for iter1153 in self.filesAddedChecksum:
-                oprot.writeString(iter1153.encode('utf-8') if sys.version_info[0] == 2 else iter1153)
+            for iter1160 in self.filesAddedChecksum:
+                oprot.writeString(iter1160.encode('utf-8') if sys.version_info[0] == 2 else iter1160)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.subDirectoryList is not None:
             oprot.writeFieldBegin('subDirectoryList', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.subDirectoryList))
-            for iter1154 in self.subDirectoryList:
-                oprot.writeString(iter1154.encode('utf-8') if sys.version_info[0] == 2 else iter1154)
+            for iter1161 in self.subDirectoryList:
+                oprot.writeString(iter1161.encode('utf-8') if sys.version_info[0] == 2 else iter1161)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.partitionVal is not None:
             oprot.writeFieldBegin('partitionVal', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionVal))
-            for iter1155 in self.partitionVal:
-                oprot.writeString(iter1155.encode('utf-8') if sys.version_info[0] == 2 else iter1155)
+            for iter1162 in self.partitionVal:
+                oprot.writeString(iter1162.encode('utf-8') if sys.version_info[0] == 2 else iter1162)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23398,11 +23417,11 @@ class FireEventRequestData(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.insertDatas = []
-                    (_etype1159, _size1156) = iprot.readListBegin()
-                    for _i1160 in range(_size1156):
-                        _elem1161 = InsertEventRequestData()
-                        _elem1161.read(iprot)
-                        self.insertDatas.append(_elem1161)
+                    (_etype1166, _size1163) = iprot.readListBegin()
+                    for _i1167 in range(_size1163):
+                        _elem1168 = InsertEventRequestData()
+                        _elem1168.read(iprot)
+                        self.insertDatas.append(_elem1168)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23428,8 +23447,8 @@ class FireEventRequestData(object):
         if self.insertDatas is not None:
             oprot.writeFieldBegin('insertDatas', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.insertDatas))
-            for iter1162 in self.insertDatas:
-                iter1162.write(oprot)
+            for iter1169 in self.insertDatas:
+                iter1169.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.refreshEvent is not None:
@@ -23510,10 +23529,10 @@ class FireEventRequest(object):
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.partitionVals = []
-                    (_etype1166, _size1163) = iprot.readListBegin()
-                    for _i1167 in range(_size1163):
-                        _elem1168 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVals.append(_elem1168)
+                    (_etype1173, _size1170) = iprot.readListBegin()
+                    for _i1174 in range(_size1170):
+                        _elem1175 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVals.append(_elem1175)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23525,11 +23544,11 @@ class FireEventRequest(object):
             elif fid == 7:
                 if ftype == TType.MAP:
                     self.tblParams = {}
-                    (_ktype1170, _vtype1171, _size1169) = iprot.readMapBegin()
-                    for _i1173 in range(_size1169):
-                        _key1174 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val1175 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.tblParams[_key1174] = _val1175
+                    (_ktype1177, _vtype1178, _size1176) = iprot.readMapBegin()
+                    for _i1180 in range(_size1176):
+                        _key1181 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1182 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.tblParams[_key1181] = _val1182
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -23562,8 +23581,8 @@ class FireEventRequest(object):
         if self.partitionVals is not None:
             oprot.writeFieldBegin('partitionVals', TType.LIST, 5)
             oprot.writeListBegin(TType.STRING, len(self.partitionVals))
-            for iter1176 in self.partitionVals:
-                oprot.writeString(iter1176.encode('utf-8') if sys.version_info[0] == 2 else iter1176)
+            for iter1183 in self.partitionVals:
+                oprot.writeString(iter1183.encode('utf-8') if sys.version_info[0] == 2 else iter1183)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.catName is not None:
@@ -23573,9 +23592,9 @@ class FireEventRequest(object):
         if self.tblParams is not None:
             oprot.writeFieldBegin('tblParams', TType.MAP, 7)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.tblParams))
-            for kiter1177, viter1178 in self.tblParams.items():
-                oprot.writeString(kiter1177.encode('utf-8') if sys.version_info[0] == 2 else kiter1177)
-                oprot.writeString(viter1178.encode('utf-8') if sys.version_info[0] == 2 else viter1178)
+            for kiter1184, viter1185 in self.tblParams.items():
+                oprot.writeString(kiter1184.encode('utf-8') if sys.version_info[0] == 2 else kiter1184)
+                oprot.writeString(viter1185.encode('utf-8') if sys.version_info[0] == 2 else viter1185)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23623,10 +23642,10 @@ class FireEventResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.eventIds = []
-                    (_etype1182, _size1179) = iprot.readListBegin()
-                    for _i1183 in range(_size1179):
-                        _elem1184 = iprot.readI64()
-                        self.eventIds.append(_elem1184)
+                    (_etype1189, _size1186) = iprot.readListBegin()
+                    for _i1190 in range(_size1186):
+                        _elem1191 = iprot.readI64()
+                        self.eventIds.append(_elem1191)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23643,8 +23662,8 @@ class FireEventResponse(object):
         if self.eventIds is not None:
             oprot.writeFieldBegin('eventIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.eventIds))
-            for iter1185 in self.eventIds:
-                oprot.writeI64(iter1185)
+            for iter1192 in self.eventIds:
+                oprot.writeI64(iter1192)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23724,10 +23743,10 @@ class WriteNotificationLogRequest(object):
             elif fid == 6:
                 if ftype == TType.LIST:
                     self.partitionVals = []
-                    (_etype1189, _size1186) = iprot.readListBegin()
-                    for _i1190 in range(_size1186):
-                        _elem1191 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.partitionVals.append(_elem1191)
+                    (_etype1196, _size1193) = iprot.readListBegin()
+                    for _i1197 in range(_size1193):
+                        _elem1198 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.partitionVals.append(_elem1198)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23764,8 +23783,8 @@ class WriteNotificationLogRequest(object):
         if self.partitionVals is not None:
             oprot.writeFieldBegin('partitionVals', TType.LIST, 6)
             oprot.writeListBegin(TType.STRING, len(self.partitionVals))
-            for iter1192 in self.partitionVals:
-                oprot.writeString(iter1192.encode('utf-8') if sys.version_info[0] == 2 else iter1192)
+            for iter1199 in self.partitionVals:
+                oprot.writeString(iter1199.encode('utf-8') if sys.version_info[0] == 2 else iter1199)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -23880,11 +23899,11 @@ class WriteNotificationLogBatchRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.requestList = []
-                    (_etype1196, _size1193) = iprot.readListBegin()
-                    for _i1197 in range(_size1193):
-                        _elem1198 = WriteNotificationLogRequest()
-                        _elem1198.read(iprot)
-                        self.requestList.append(_elem1198)
+                    (_etype1203, _size1200) = iprot.readListBegin()
+                    for _i1204 in range(_size1200):
+                        _elem1205 = WriteNotificationLogRequest()
+                        _elem1205.read(iprot)
+                        self.requestList.append(_elem1205)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -23913,8 +23932,8 @@ class WriteNotificationLogBatchRequest(object):
         if self.requestList is not None:
             oprot.writeFieldBegin('requestList', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.requestList))
-            for iter1199 in self.requestList:
-                iter1199.write(oprot)
+            for iter1206 in self.requestList:
+                iter1206.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -24785,10 +24804,10 @@ class GetFileMetadataByExprRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fileIds = []
-                    (_etype1203, _size1200) = iprot.readListBegin()
-                    for _i1204 in range(_size1200):
-                        _elem1205 = iprot.readI64()
-                        self.fileIds.append(_elem1205)
+                    (_etype1210, _size1207) = iprot.readListBegin()
+                    for _i1211 in range(_size1207):
+                        _elem1212 = iprot.readI64()
+                        self.fileIds.append(_elem1212)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -24820,8 +24839,8 @@ class GetFileMetadataByExprRequest(object):
         if self.fileIds is not None:
             oprot.writeFieldBegin('fileIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.fileIds))
-            for iter1206 in self.fileIds:
-                oprot.writeI64(iter1206)
+            for iter1213 in self.fileIds:
+                oprot.writeI64(iter1213)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.expr is not None:
@@ -24951,12 +24970,12 @@ class GetFileMetadataByExprResult(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.metadata = {}
-                    (_ktype1208, _vtype1209, _size1207) = iprot.readMapBegin()
-                    for _i1211 in range(_size1207):
-                        _key1212 = iprot.readI64()
-                        _val1213 = MetadataPpdResult()
-                        _val1213.read(iprot)
-                        self.metadata[_key1212] = _val1213
+                    (_ktype1215, _vtype1216, _size1214) = iprot.readMapBegin()
+                    for _i1218 in range(_size1214):
+                        _key1219 = iprot.readI64()
+                        _val1220 = MetadataPpdResult()
+                        _val1220.read(iprot)
+                        self.metadata[_key1219] = _val1220
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -24978,9 +24997,9 @@ class GetFileMetadataByExprResult(object):
         if self.metadata is not None:
             oprot.writeFieldBegin('metadata', TType.MAP, 1)
             oprot.writeMapBegin(TType.I64, TType.STRUCT, len(self.metadata))
-            for kiter1214, viter1215 in self.metadata.items():
-                oprot.writeI64(kiter1214)
-                viter1215.write(oprot)
+            for kiter1221, viter1222 in self.metadata.items():
+                oprot.writeI64(kiter1221)
+                viter1222.write(oprot)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.isSupported is not None:
@@ -25032,10 +25051,10 @@ class GetFileMetadataRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fileIds = []
-                    (_etype1219, _size1216) = iprot.readListBegin()
-                    for _i1220 in range(_size1216):
-                        _elem1221 = iprot.readI64()
-                        self.fileIds.append(_elem1221)
+                    (_etype1226, _size1223) = iprot.readListBegin()
+                    for _i1227 in range(_size1223):
+                        _elem1228 = iprot.readI64()
+                        self.fileIds.append(_elem1228)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -25052,8 +25071,8 @@ class GetFileMetadataRequest(object):
         if self.fileIds is not None:
             oprot.writeFieldBegin('fileIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.fileIds))
-            for iter1222 in self.fileIds:
-                oprot.writeI64(iter1222)
+            for iter1229 in self.fileIds:
+                oprot.writeI64(iter1229)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -25101,11 +25120,11 @@ class GetFileMetadataResult(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.metadata = {}
-                    (_ktype1224, _vtype1225, _size1223) = iprot.readMapBegin()
-                    for _i1227 in range(_size1223):
-                        _key1228 = iprot.readI64()
-                        _val1229 = iprot.readBinary()
-                        self.metadata[_key1228] = _val1229
+                    (_ktype1231, _vtype1232, _size1230) = iprot.readMapBegin()
+                    for _i1234 in range(_size1230):
+                        _key1235 = iprot.readI64()
+                        _val1236 = iprot.readBinary()
+                        self.metadata[_key1235] = _val1236
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -25127,9 +25146,9 @@ class GetFileMetadataResult(object):
         if self.metadata is not None:
             oprot.writeFieldBegin('metadata', TType.MAP, 1)
             oprot.writeMapBegin(TType.I64, TType.STRING, len(self.metadata))
-            for kiter1230, viter1231 in self.metadata.items():
-                oprot.writeI64(kiter1230)
-                oprot.writeBinary(viter1231)
+            for kiter1237, viter1238 in self.metadata.items():
+                oprot.writeI64(kiter1237)
+                oprot.writeBinary(viter1238)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         if self.isSupported is not None:
@@ -25185,20 +25204,20 @@ class PutFileMetadataRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fileIds = []
-                    (_etype1235, _size1232) = iprot.readListBegin()
-                    for _i1236 in range(_size1232):
-                        _elem1237 = iprot.readI64()
-                        self.fileIds.append(_elem1237)
+                    (_etype1242, _size1239) = iprot.readListBegin()
+                    for _i1243 in range(_size1239):
+                        _elem1244 = iprot.readI64()
+                        self.fileIds.append(_elem1244)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.metadata = []
-                    (_etype1241, _size1238) = iprot.readListBegin()
-                    for _i1242 in range(_size1238):
-                        _elem1243 = iprot.readBinary()
-                        self.metadata.append(_elem1243)
+                    (_etype1248, _size1245) = iprot.readListBegin()
+                    for _i1249 in range(_size1245):
+                        _elem1250 = iprot.readBinary()
+                        self.metadata.append(_elem1250)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -25220,15 +25239,15 @@ class PutFileMetadataRequest(object):
         if self.fileIds is not None:
             oprot.writeFieldBegin('fileIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.fileIds))
-            for iter1244 in self.fileIds:
-                oprot.writeI64(iter1244)
+            for iter1251 in self.fileIds:
+                oprot.writeI64(iter1251)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.metadata is not None:
             oprot.writeFieldBegin('metadata', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.metadata))
-            for iter1245 in self.metadata:
-                oprot.writeBinary(iter1245)
+            for iter1252 in self.metadata:
+                oprot.writeBinary(iter1252)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.type is not None:
@@ -25320,10 +25339,10 @@ class ClearFileMetadataRequest(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.fileIds = []
-                    (_etype1249, _size1246) = iprot.readListBegin()
-                    for _i1250 in range(_size1246):
-                        _elem1251 = iprot.readI64()
-                        self.fileIds.append(_elem1251)
+                    (_etype1256, _size1253) = iprot.readListBegin()
+                    for _i1257 in range(_size1253):
+                        _elem1258 = iprot.readI64()
+                        self.fileIds.append(_elem1258)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -25340,8 +25359,8 @@ class ClearFileMetadataRequest(object):
         if self.fileIds is not None:
             oprot.writeFieldBegin('fileIds', TType.LIST, 1)
             oprot.writeListBegin(TType.I64, len(self.fileIds))
-            for iter1252 in self.fileIds:
-                oprot.writeI64(iter1252)
+            for iter1259 in self.fileIds:
+                oprot.writeI64(iter1259)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -25698,11 +25717,11 @@ class ReplicationMetricList(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.replicationMetricList = []
-                    (_etype1256, _size1253) = iprot.readListBegin()
-                    for _i1257 in range(_size1253):
-                        _elem1258 = ReplicationMetrics()
-                        _elem1258.read(iprot)
-                        self.replicationMetricList.append(_elem1258)
+                    (_etype1263, _size1260) = iprot.readListBegin()
+                    for _i1264 in range(_size1260):
+                        _elem1265 = ReplicationMetrics()
+                        _elem1265.read(iprot)
+                        self.replicationMetricList.append(_elem1265)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -25719,8 +25738,8 @@ class ReplicationMetricList(object):
         if self.replicationMetricList is not None:
             oprot.writeFieldBegin('replicationMetricList', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.replicationMetricList))
-            for iter1259 in self.replicationMetricList:
-                iter1259.write(oprot)
+            for iter1266 in self.replicationMetricList:
+                iter1266.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -26645,44 +26664,44 @@ class WMFullResourcePlan(object):
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.pools = []
-                    (_etype1263, _size1260) = iprot.readListBegin()
-                    for _i1264 in range(_size1260):
-                        _elem1265 = WMPool()
-                        _elem1265.read(iprot)
-                        self.pools.append(_elem1265)
+                    (_etype1270, _size1267) = iprot.readListBegin()
+                    for _i1271 in range(_size1267):
+                        _elem1272 = WMPool()
+                        _elem1272.read(iprot)
+                        self.pools.append(_elem1272)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 3:
                 if ftype == TType.LIST:
                     self.mappings = []
-                    (_etype1269, _size1266) = iprot.readListBegin()
-                    for _i1270 in range(_size1266):
-                        _elem1271 = WMMapping()
-                        _elem1271.read(iprot)
-                        self.mappings.append(_elem1271)
+                    (_etype1276, _size1273) = iprot.readListBegin()
+                    for _i1277 in range(_size1273):
+                        _elem1278 = WMMapping()
+                        _elem1278.read(iprot)
+                        self.mappings.append(_elem1278)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.triggers = []
-                    (_etype1275, _size1272) = iprot.readListBegin()
-                    for _i1276 in range(_size1272):
-                        _elem1277 = WMTrigger()
-                        _elem1277.read(iprot)
-                        self.triggers.append(_elem1277)
+                    (_etype1282, _size1279) = iprot.readListBegin()
+                    for _i1283 in range(_size1279):
+                        _elem1284 = WMTrigger()
+                        _elem1284.read(iprot)
+                        self.triggers.append(_elem1284)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 5:
                 if ftype == TType.LIST:
                     self.poolTriggers = []
-                    (_etype1281, _size1278) = iprot.readListBegin()
-                    for _i1282 in range(_size1278):
-                        _elem1283 = WMPoolTrigger()
-                        _elem1283.read(iprot)
-                        self.poolTriggers.append(_elem1283)
+                    (_etype1288, _size1285) = iprot.readListBegin()
+                    for _i1289 in range(_size1285):
+                        _elem1290 = WMPoolTrigger()
+                        _elem1290.read(iprot)
+                        self.poolTriggers.append(_elem1290)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -26703,29 +26722,29 @@ class WMFullResourcePlan(object):
         if self.pools is not None:
             oprot.writeFieldBegin('pools', TType.LIST, 2)
             oprot.writeListBegin(TType.STRUCT, len(self.pools))
-            for iter1284 in self.pools:
-                iter1284.write(oprot)
+            for iter1291 in self.pools:
+                iter1291.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.mappings is not None:
             oprot.writeFieldBegin('mappings', TType.LIST, 3)
             oprot.writeListBegin(TType.STRUCT, len(self.mappings))
-            for iter1285 in self.mappings:
-                iter1285.write(oprot)
+            for iter1292 in self.mappings:
+                iter1292.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.triggers is not None:
             oprot.writeFieldBegin('triggers', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.triggers))
-            for iter1286 in self.triggers:
-                iter1286.write(oprot)
+            for iter1293 in self.triggers:
+                iter1293.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.poolTriggers is not None:
             oprot.writeFieldBegin('poolTriggers', TType.LIST, 5)
             oprot.writeListBegin(TType.STRUCT, len(self.poolTriggers))
-            for iter1287 in self.poolTriggers:
-                iter1287.write(oprot)
+            for iter1294 in self.poolTriggers:
+                iter1294.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -27180,11 +27199,11 @@ class WMGetAllResourcePlanResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.resourcePlans = []
-                    (_etype1291, _size1288) = iprot.readListBegin()
-                    for _i1292 in range(_size1288):
-                        _elem1293 = WMResourcePlan()
-                        _elem1293.read(iprot)
-                        self.resourcePlans.append(_elem1293)
+                    (_etype1298, _size1295) = iprot.readListBegin()
+                    for _i1299 in range(_size1295):
+                        _elem1300 = WMResourcePlan()
+                        _elem1300.read(iprot)
+                        self.resourcePlans.append(_elem1300)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -27201,8 +27220,8 @@ class WMGetAllResourcePlanResponse(object):
         if self.resourcePlans is not None:
             oprot.writeFieldBegin('resourcePlans', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.resourcePlans))
-            for iter1294 in self.resourcePlans:
-                iter1294.write(oprot)
+            for iter1301 in self.resourcePlans:
+                iter1301.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -27487,20 +27506,20 @@ class WMValidateResourcePlanResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.errors = []
-                    (_etype1298, _size1295) = iprot.readListBegin()
-                    for _i1299 in range(_size1295):
-                        _elem1300 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.errors.append(_elem1300)
+                    (_etype1305, _size1302) = iprot.readListBegin()
+                    for _i1306 in range(_size1302):
+                        _elem1307 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.errors.append(_elem1307)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
             elif fid == 2:
                 if ftype == TType.LIST:
                     self.warnings = []
-                    (_etype1304, _size1301) = iprot.readListBegin()
-                    for _i1305 in range(_size1301):
-                        _elem1306 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.warnings.append(_elem1306)
+                    (_etype1311, _size1308) = iprot.readListBegin()
+                    for _i1312 in range(_size1308):
+                        _elem1313 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.warnings.append(_elem1313)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -27517,15 +27536,15 @@ class WMValidateResourcePlanResponse(object):
         if self.errors is not None:
             oprot.writeFieldBegin('errors', TType.LIST, 1)
             oprot.writeListBegin(TType.STRING, len(self.errors))
-            for iter1307 in self.errors:
-                oprot.writeString(iter1307.encode('utf-8') if sys.version_info[0] == 2 else iter1307)
+            for iter1314 in self.errors:
+                oprot.writeString(iter1314.encode('utf-8') if sys.version_info[0] == 2 else iter1314)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.warnings is not None:
             oprot.writeFieldBegin('warnings', TType.LIST, 2)
             oprot.writeListBegin(TType.STRING, len(self.warnings))
-            for iter1308 in self.warnings:
-                oprot.writeString(iter1308.encode('utf-8') if sys.version_info[0] == 2 else iter1308)
+            for iter1315 in self.warnings:
+                oprot.writeString(iter1315.encode('utf-8') if sys.version_info[0] == 2 else iter1315)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -28060,11 +28079,11 @@ class WMGetTriggersForResourePlanResponse(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.triggers = []
-                    (_etype1312, _size1309) = iprot.readListBegin()
-                    for _i1313 in range(_size1309):
-                        _elem1314 = WMTrigger()
-                        _elem1314.read(iprot)
-                        self.triggers.append(_elem1314)
+                    (_etype1319, _size1316) = iprot.readListBegin()
+                    for _i1320 in range(_size1316):
+                        _elem1321 = WMTrigger()
+                        _elem1321.read(iprot)
+                        self.triggers.append(_elem1321)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -28081,8 +28100,8 @@ class WMGetTriggersForResourePlanResponse(object):
         if self.triggers is not None:
             oprot.writeFieldBegin('triggers', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.triggers))
-            for iter1315 in self.triggers:
-                iter1315.write(oprot)
+            for iter1322 in self.triggers:
+                iter1322.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -29128,11 +29147,11 @@ class SchemaVersion(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.cols = []
-                    (_etype1319, _size1316) = iprot.readListBegin()
-                    for _i1320 in range(_size1316):
-                        _elem1321 = FieldSchema()
-                        _elem1321.read(iprot)
-                        self.cols.append(_elem1321)
+                    (_etype1326, _size1323) = iprot.readListBegin()
+                    for _i1327 in range(_size1323):
+                        _elem1328 = FieldSchema()
+                        _elem1328.read(iprot)
+                        self.cols.append(_elem1328)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -29192,8 +29211,8 @@ class SchemaVersion(object):
         if self.cols is not None:
             oprot.writeFieldBegin('cols', TType.LIST, 4)
             oprot.writeListBegin(TType.STRUCT, len(self.cols))
-            for iter1322 in self.cols:
-                iter1322.write(oprot)
+            for iter1329 in self.cols:
+                iter1329.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         if self.state is not None:
@@ -29409,11 +29428,11 @@ class FindSchemasByColsResp(object):
             if fid == 1:
                 if ftype == TType.LIST:
                     self.schemaVersions = []
-                    (_etype1326, _size1323) = iprot.readListBegin()
-                    for _i1327 in range(_size1323):
-                        _elem1328 = SchemaVersionDescriptor()
-                        _elem1328.read(iprot)
-                        self.schemaVersions.append(_elem1328)
+                    (_etype1333, _size1330) = iprot.readListBegin()
+                    for _i1334 in range(_size1330):
+                        _elem1335 = SchemaVersionDescriptor()
+                        _elem1335.read(iprot)
+                        self.schemaVersions.append(_elem1335)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -29430,8 +29449,8 @@ class FindSchemasByColsResp(object):
         if self.schemaVersions is not None:
             oprot.writeFieldBegin('schemaVersions', TType.LIST, 1)
             oprot.writeListBegin(TType.STRUCT, len(self.schemaVersions))
-            for iter1329 in self.schemaVersions:
-                iter1329.write(oprot)
+            for iter1336 in self.schemaVersions:
+                iter1336.write(oprot)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -30397,11 +30416,11 @@ class PropertySetRequest(object):
             elif fid == 2:
                 if ftype == TType.MAP:
                     self.propertyMap = {}
-                    (_ktype1331, _vtype1332, _size1330) = iprot.readMapBegin()
-                    for _i1334 in range(_size1330):
-                        _key1335 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val1336 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.propertyMap[_key1335] = _val1336
+                    (_ktype1338, _vtype1339, _size1337) = iprot.readMapBegin()
+                    for _i1341 in range(_size1337):
+                        _key1342 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1343 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.propertyMap[_key1342] = _val1343
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -30422,9 +30441,9 @@ class PropertySetRequest(object):
         if self.propertyMap is not None:
             oprot.writeFieldBegin('propertyMap', TType.MAP, 2)
             oprot.writeMapBegin(TType.STRING, TType.STRING, len(self.propertyMap))
-            for kiter1337, viter1338 in self.propertyMap.items():
-                oprot.writeString(kiter1337.encode('utf-8') if sys.version_info[0] == 2 else kiter1337)
-                oprot.writeString(viter1338.encode('utf-8') if sys.version_info[0] == 2 else viter1338)
+            for kiter1344, viter1345 in self.propertyMap.items():
+                oprot.writeString(kiter1344.encode('utf-8') if sys.version_info[0] == 2 else kiter1344)
+                oprot.writeString(viter1345.encode('utf-8') if sys.version_info[0] == 2 else viter1345)
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -30491,10 +30510,10 @@ class PropertyGetRequest(object):
             elif fid == 4:
                 if ftype == TType.LIST:
                     self.mapSelection = []
-                    (_etype1342, _size1339) = iprot.readListBegin()
-                    for _i1343 in range(_size1339):
-                        _elem1344 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        self.mapSelection.append(_elem1344)
+                    (_etype1349, _size1346) = iprot.readListBegin()
+                    for _i1350 in range(_size1346):
+                        _elem1351 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        self.mapSelection.append(_elem1351)
                     iprot.readListEnd()
                 else:
                     iprot.skip(ftype)
@@ -30523,8 +30542,8 @@ class PropertyGetRequest(object):
         if self.mapSelection is not None:
             oprot.writeFieldBegin('mapSelection', TType.LIST, 4)
             oprot.writeListBegin(TType.STRING, len(self.mapSelection))
-            for iter1345 in self.mapSelection:
-                oprot.writeString(iter1345.encode('utf-8') if sys.version_info[0] == 2 else iter1345)
+            for iter1352 in self.mapSelection:
+                oprot.writeString(iter1352.encode('utf-8') if sys.version_info[0] == 2 else iter1352)
             oprot.writeListEnd()
             oprot.writeFieldEnd()
         oprot.writeFieldStop()
@@ -30570,17 +30589,17 @@ class PropertyGetResponse(object):
             if fid == 1:
                 if ftype == TType.MAP:
                     self.properties = {}
-                    (_ktype1347, _vtype1348, _size1346) = iprot.readMapBegin()
-                    for _i1350 in range(_size1346):
-                        _key1351 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                        _val1352 = {}
-                        (_ktype1354, _vtype1355, _size1353) = iprot.readMapBegin()
-                        for _i1357 in range(_size1353):
-                            _key1358 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                            _val1359 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
-                            _val1352[_key1358] = _val1359
+                    (_ktype1354, _vtype1355, _size1353) = iprot.readMapBegin()
+                    for _i1357 in range(_size1353):
+                        _key1358 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                        _val1359 = {}
+                        (_ktype1361, _vtype1362, _size1360) = iprot.readMapBegin()
+                        for _i1364 in range(_size1360):
+                            _key1365 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _val1366 = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                            _val1359[_key1365] = _val1366
                         iprot.readMapEnd()
-                        self.properties[_key1351] = _val1352
+                        self.properties[_key1358] = _val1359
                     iprot.readMapEnd()
                 else:
                     iprot.skip(ftype)
@@ -30597,12 +30616,12 @@ class PropertyGetResponse(object):
         if self.properties is not None:
             oprot.writeFieldBegin('properties', TType.MAP, 1)
             oprot.writeMapBegin(TType.STRING, TType.MAP, len(self.properties))
-            for kiter1360, viter1361 in self.properties.items():
-                oprot.writeString(kiter1360.encode('utf-8') if sys.version_info[0] == 2 else kiter1360)
-                oprot.writeMapBegin(TType.STRING, TType.STRING, len(viter1361))
-                for kiter1362, viter1363 in viter1361.items():
-                    oprot.writeString(kiter1362.encode('utf-8') if sys.version_info[0] == 2 else kiter1362)
-                    oprot.writeString(viter1363.encode('utf-8') if sys.version_info[0] == 2 else viter1363)
+            for kiter1367, viter1368 in self.properties.items():
+                oprot.writeString(kiter1367.encode('utf-8') if sys.version_info[0] == 2 else kiter1367)
+                oprot.writeMapBegin(TType.STRING, TType.STRING, len(viter1368))
+                for kiter1369, viter1370 in viter1368.items():
+                    oprot.writeString(kiter1369.encode('utf-8') if sys.version_info[0] == 2 else kiter1369)
+                    oprot.writeString(viter1370.encode('utf-8') if sys.version_info[0] == 2 else viter1370)
                 oprot.writeMapEnd()
             oprot.writeMapEnd()
             oprot.writeFieldEnd()
@@ -33667,6 +33686,7 @@ NotificationEventRequest.thrift_spec = (
     (4, TType.STRING, 'catName', 'UTF8', None, ),  # 4
     (5, TType.STRING, 'dbName', 'UTF8', None, ),  # 5
     (6, TType.LIST, 'tableNames', (TType.STRING, 'UTF8', False), None, ),  # 6
+    (7, TType.LIST, 'eventTypeList', (TType.STRING, 'UTF8', False), None, ),  # 7
 )
 all_structs.append(NotificationEvent)
 NotificationEvent.thrift_spec = (
