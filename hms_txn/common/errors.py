@@ -60,3 +60,8 @@ class NoSuchLock(MetastoreError):
 
 class NoSuchCompaction(MetastoreError):
     pass
+
+
+class Refused(MetastoreError):
+    """A refusal Hive answers with the call's MetaException, whatever else the call
+    declares (e.g. dropping the ``hive`` catalog)."""

@@ -171,3 +171,15 @@ def oldest_event(conn: Connection, after: int) -> Event | None:
     row = conn.execute(select(*_EVENT_COLUMNS).where(_nl.event_id > after)
                        .order_by(_nl.event_id).limit(1)).first()
     return None if row is None else _event(row)
+
+
+def append_entries(conn: Connection, entries: Iterable[Any]) -> list[int]:
+    """Write ``event_messages`` log entries (``LogEntry``: event type, message, DB_NAME,
+    TBL_NAME, CAT_NAME) in the caller's transaction, skipping None (a builder's "no
+    event"); returns their ids."""
+    ids = []
+    for entry in entries:
+        if entry is not None:
+            ids.append(append(conn, entry.event_type, entry.message, db_name=entry.db_name,
+                              tbl_name=entry.tbl_name, cat_name=entry.cat_name))
+    return ids

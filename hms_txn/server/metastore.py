@@ -23,7 +23,16 @@ from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
+from hms_txn.domain import catalogs
+from hms_txn.domain.event_messages import MessageContext
 from hms_txn.service.catalog import CatalogService
+from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
+from hms_txn.service.catalogs import CatalogsService
+from hms_txn.service.features_off import FeaturesOff
+from hms_txn.service.forwarding_requests import RequestForwarding
+from hms_txn.service.partition_calls import PartitionCalls
+from hms_txn.service.table_calls import TableCalls
+from hms_txn.wire import codec
 from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
 from hms_txn.service.forwarding_partitions import PartitionForwarding
@@ -67,6 +76,11 @@ class Metastore:
         self.partitions = Partitions(self.warehouse, object_json)
         self.databases = Databases(self.warehouse, self.tables)
         self.units.write(self.databases.ensure_default).apply(self.warehouse)
+        self.units.write(lambda c: catalogs.ensure_default(
+            c, self.warehouse.database_location("default")))
+        # Hive 4's notification messages for the calls that build theirs with
+        # domain.event_messages.
+        self.messages = MessageContext(object_json or codec.object_json)
         # Transactions, write ids, locks, compaction queue.
         self.txns = TxnManager(config)
         self._serving = False
@@ -103,12 +117,22 @@ class Metastore:
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
                     self.notification_service, self.token_service]
         if self.upstream is None:
-            return Handler([*services, self.catalog_service])
-        # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
+            # Catalog-qualified names: databases live in the hive catalog only.
+            names = CatalogNames(ForeignCatalog(self.units))
+            catalog = [PartitionCalls(self.catalog_service, self.messages),
+                       TableCalls(self.catalog_service, self.messages),
+                       CatalogsService(self.units, self.warehouse), FeaturesOff(),
+                       self.catalog_service]
+            return Handler([*services, *catalog], arguments=names.wrap)
+        # Extension mode (docs/extension-mode.md): catalog calls go to the upstream, names
+        # in other catalogs as they were sent.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))
         forwarding = ForwardingService(fwd, owned_methods(served))
-        return Handler([*services, PartitionForwarding(fwd), forwarding], fallback=forwarding)
+        partitions = PartitionForwarding(fwd)
+        names = CatalogNames(lambda method, _cat, _db, args: fwd.up(method, *args))
+        return Handler([*services, RequestForwarding(fwd, forwarding, partitions, self.messages),
+                        partitions, forwarding], fallback=forwarding, arguments=names.wrap)
 
     def counters(self) -> dict[str, int]:
         """fb303 getCounters: the cache's, and those of the server's parts that add theirs

@@ -402,9 +402,9 @@ class CatalogService:
         return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
 
     def drop_partitions_req(self, req):
-        from hms_txn.common.errors import Unsupported
-        if req.parts is None or req.parts.names is None:
-            raise Unsupported("drop_partitions_req supports partition names only, not expressions")
+        from hms_txn.common.errors import Refused
+        if req.parts is None or req.parts.names is None:  # expressions: PartitionCalls
+            raise Refused("Partition spec is not set")
         values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
         dropped = self._applied(self.units.write(lambda c: self.partitions.drop(c, 
             req.dbName, req.tblName, values,

@@ -27,7 +27,9 @@ class SchemaError(Exception):
 # queue; 3 delegation tokens (``delegation_tokens``, ``next_delegation_token_id``); 4 a
 # lighter notification log (see _lighter_notification_log); 5 the durability marker
 # (``hms_durability_marker``, its row written on first use).
-# Versions 2, 3 and 5 only add tables (created from their ``info["since"]``), so they need
+# 10 catalogs and the catalog extras (``catalogs``, ``dataconnectors``, ``types``,
+# ``partition_events``, ``stored_procedures``, ``packages``, ``replication_metrics``).
+# Versions 2, 3, 5 and 10 only add tables (created from their ``info["since"]``), so they need
 # no data step; such an upgrade leaves every existing row alone.
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -337,4 +337,67 @@ next_delegation_token_id = Table(
     Column("id", Integer, primary_key=True),
     Column("next_id", BigInteger, nullable=False),
     info={"since": 3},
+)
+
+# ------------------------------------------------- catalogs and catalog extras (v10)
+#
+# Owned by hms_txn.domain.catalogs and catalog_extras. Documents mirror the Thrift structs
+# (Catalog, DataConnector, Type, StoredProcedure, Package, ReplicationMetrics). Databases
+# live in the ``hive`` catalog only; ``catalogs`` holds it and the catalogs created with
+# create_catalog. ``partition_events`` is Hive's PARTITION_EVENTS (markPartitionForEvent).
+
+catalogs = Table(
+    "catalogs", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+dataconnectors = Table(
+    "dataconnectors", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+types = Table(
+    "types", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+partition_events = Table(
+    "partition_events", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("part_name", PART_NAME, primary_key=True),
+    Column("event_type", Integer, primary_key=True),
+    Column("event_time", BigInteger, nullable=False),
+    info={"since": 10},
+)
+
+stored_procedures = Table(
+    "stored_procedures", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+packages = Table(
+    "packages", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+replication_metrics = Table(
+    "replication_metrics", metadata,
+    Column("scheduled_execution_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("policy", String(256), nullable=False),
+    Column("dump_execution_id", BigInteger, nullable=False),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
 )
