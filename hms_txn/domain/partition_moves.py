@@ -54,7 +54,8 @@ def exchange(conn: Connection, ctx: event_messages.MessageContext, warehouse: Wa
     _, rows = list_partitions(conn, source["dbName"], source["tableName"],
                               partial_values=values)
     if not rows:
-        raise Refused(f"No partition is found with the values {spec} for the table "
+        shown = ", ".join(f"{k}={v}" for k, v in spec.items())   # Java's Map.toString
+        raise Refused(f"No partition is found with the values {{{shown}}} for the table "
                       f"{source['tableName']}")
     if (_columns(source, "cols") != _columns(dest, "cols")
             or _columns(source, "keys") != _columns(dest, "keys")):

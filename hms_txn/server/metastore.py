@@ -75,9 +75,7 @@ class Metastore:
         self.tables = Tables(self.warehouse, object_json)
         self.partitions = Partitions(self.warehouse, object_json)
         self.databases = Databases(self.warehouse, self.tables)
-        self.units.write(self.databases.ensure_default).apply(self.warehouse)
-        self.units.write(lambda c: catalogs.ensure_default(
-            c, self.warehouse.database_location("default")))
+        self.units.write(self._ensure_defaults).apply(self.warehouse)
         # Hive 4's notification messages for the calls that build theirs with
         # domain.event_messages.
         self.messages = MessageContext(object_json or codec.object_json)
@@ -109,6 +107,12 @@ class Metastore:
         self._object_json = object_json
         self._threads: list[Any] = []
         self._stop = threading.Event()
+
+    def _ensure_defaults(self, conn):
+        """The ``hive`` catalog and its ``default`` database, as Hive's first start makes
+        them (one transaction at every start)."""
+        catalogs.ensure_default(conn, self.warehouse.database_location("default"))
+        return self.databases.ensure_default(conn)
 
     def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""

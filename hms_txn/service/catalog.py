@@ -13,6 +13,7 @@ import threading
 import weakref
 from typing import Any
 
+from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain import catalog, names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
@@ -225,7 +226,11 @@ class CatalogService:
         return self.get_schema(db_name, table_name)
 
     def get_schema_cols(self, db_name, table_name, *, with_keys: bool):
-        doc = self.units.read(lambda c: catalog.get_table(c, db_name, table_name))
+        try:
+            doc = self.units.read(lambda c: catalog.get_table(c, db_name, table_name))
+        except NoSuchObject:  # Hive: UnknownTableException, also for a missing database
+            missing = catalog.hive_table_not_found(db_name, table_name)
+            raise t.UnknownTableException(message=missing.message) from None
         cols = list((doc.get("sd") or {}).get("cols") or [])
         if with_keys:
             cols += doc.get("partitionKeys") or []

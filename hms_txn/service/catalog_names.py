@@ -99,8 +99,9 @@ ARGUMENTS: dict[str, tuple[DbArg, ...]] = {
         "get_aggr_stats_for", "get_all_table_constraints", "create_table",
         "create_table_with_environment_context", "create_table_with_constraints",
         "add_partition", "add_partition_with_environment_context", "create_function")},
-    "create_table_req": (DbArg(0, "table", None, False),),  # see _struct_of
-    "translate_table_dryrun": (DbArg(0, "table", None, False),),
+    # CreateTableRequest: the names are those of its table (_struct_of).
+    "create_table_req": _req("dbName", "catName"),
+    "translate_table_dryrun": _req("dbName", "catName"),
     "append_partition_req": _req("dbName", "catalogName"),
     "drop_table_req": _req("dbName", "catalogName"),
     "get_database_req": _req("name", "catalogName"),

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from thrift.Thrift import TApplicationException
+
 from hms_txn.common.errors import InvalidOperation, NoSuchObject, Refused
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -145,7 +147,11 @@ class FeaturesOff:
         return t.PutFileMetadataResult()
 
     def clear_file_metadata(self, req):
-        return t.ClearFileMetadataResult()
+        """Hive's handler calls ObjectStore.putFileMetadata, which throws
+        UnsupportedOperationException, unchecked: the Java processor answers
+        INTERNAL_ERROR (the Java metastore 2.3 does; test_catalog_differential)."""
+        raise TApplicationException(TApplicationException.INTERNAL_ERROR,
+                                    "Internal error processing clear_file_metadata")
 
     def cache_file_metadata(self, req):
         return t.CacheFileMetadataResult(isSupported=False)

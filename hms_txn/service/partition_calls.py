@@ -75,7 +75,10 @@ class PartitionCalls:
         self.ctx = ctx
 
     def _rows(self, db, tbl, **how):
-        return self.units.read(lambda c: catalog.list_partitions(c, db, tbl, **how))
+        try:
+            return self.units.read(lambda c: catalog.list_partitions(c, db, tbl, **how))
+        except NoSuchObject:      # the table or its database (Hive 4's get_table_core)
+            raise catalog.hive_table_not_found(db, tbl) from None
 
     # ---------------------------------------------------------------- Java expressions
 
@@ -222,7 +225,8 @@ class PartitionCalls:
         """Hive runs exchange_partitions and answers an empty Partition."""
         self.exchange_partitions(partitionSpecs, source_db, source_table_name, dest_db,
                                  dest_table_name)
-        return t.Partition()
+        # Java writes the unset i32 fields of its new Partition() as 0
+        return t.Partition(createTime=0, lastAccessTime=0)
 
     # ---------------------------------------------------------------- partition marks
 
