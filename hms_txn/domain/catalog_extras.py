@@ -1,6 +1,6 @@
 """The smaller things Hive's metastore stores next to its catalog: data connectors, the
 legacy types, partition marks (``markPartitionForEvent``), HPL/SQL stored procedures and
-packages, and replication metrics.
+packages, replication metrics and runtime statistics.
 
 Each is a document per key (the Thrift struct's fields), written and read as Hive's
 HMSHandler and ObjectStore do; names are lower-cased as Hive normalizes them. None of
@@ -22,7 +22,7 @@ from hms_txn.domain.catalog import (Doc, database_row, dumps, now_s, partition_k
                                     table_row)
 from hms_txn.domain.names import check_name, lower
 from hms_txn.store.schema import (dataconnectors, packages, partition_events,
-                                  replication_metrics, stored_procedures, types)
+                                  replication_metrics, runtime_stats, stored_procedures, types)
 
 
 def _one(conn: Connection, table, *where) -> Doc | None:
@@ -267,3 +267,31 @@ def get_replication_metrics(conn: Connection, scheduled_execution_id: int | None
         return []
     rows = conn.execute(select(c.doc).where(where).order_by(c.scheduled_execution_id.desc()))
     return [json.loads(r.doc) for r in rows]
+
+
+# ------------------------------------------------------------------ runtime statistics
+
+
+def add_runtime_stat(conn: Connection, stat: Doc) -> None:
+    """A query's runtime statistics (HiveServer2's re-optimization), stamped now when the
+    client sent no create time."""
+    created = int(stat.get("createTime") or now_s())
+    conn.execute(insert(runtime_stats).values(create_time=created,
+                                              doc=dumps({**stat, "createTime": created})))
+
+
+def get_runtime_stats(conn: Connection, max_weight: int, max_create_time: int) -> list[Doc]:
+    """ObjectStore.getRuntimeStats: the newest entries created before ``max_create_time``
+    (any time for <= 0) until their weights add up to ``max_weight``."""
+    query = select(runtime_stats.c.doc).order_by(runtime_stats.c.create_time.desc(),
+                                                 runtime_stats.c.rs_id.desc())
+    if max_create_time > 0:
+        query = query.where(runtime_stats.c.create_time < max_create_time)
+    out, left = [], max_weight
+    for row in conn.execute(query):
+        if left <= 0:
+            break
+        doc = json.loads(row.doc)
+        out.append(doc)
+        left -= int(doc.get("weight") or 0) or 1
+    return out

@@ -1,5 +1,6 @@
-"""Thrift calls of catalogs, data connectors and the legacy types (``domain.catalogs``,
-``domain.catalog_extras``), answered as Hive 4's metastore answers them."""
+"""Thrift calls of catalogs, data connectors, the legacy types, HPL/SQL routines,
+replication metrics and runtime statistics (``domain.catalogs``, ``domain.catalog_extras``),
+answered as Hive 4's metastore answers them."""
 
 from __future__ import annotations
 
@@ -130,3 +131,14 @@ class CatalogsService:
             c, rqst.scheduledExecutionId, rqst.policy, rqst.dumpExecutionId))
         return t.ReplicationMetricList(
             replicationMetricList=[from_doc(t.ReplicationMetrics, d) for d in docs])
+
+    # ---------------------------------------------------------------- runtime statistics
+
+    def add_runtime_stats(self, stat):
+        doc = to_doc(stat)
+        self.units.write(lambda c: catalog_extras.add_runtime_stat(c, doc))
+
+    def get_runtime_stats(self, rqst):
+        docs = self.units.read(lambda c: catalog_extras.get_runtime_stats(
+            c, int(rqst.maxWeight or 0), int(rqst.maxCreateTime or 0)))
+        return [from_doc(t.RuntimeStat, d) for d in docs]

@@ -137,3 +137,14 @@ class TableCalls:
         metadata = to_doc(creation_metadata)
         self.units.write(lambda c: materialized_views.set_creation_metadata(
             c, self.ctx, dbname, tbl_name, metadata))
+
+    def get_materialization_invalidation_info(self, creation_metadata, validTxnList):
+        """Whether the view's sources changed since its snapshot (None: Hive's null, which
+        the client reads as a missing result)."""
+        found = self.units.read(lambda c: materialized_views.invalidation(
+            c, creation_metadata.tablesUsed, creation_metadata.validTxnList))
+        if found is None:
+            return None
+        modified, compacted = found
+        return t.Materialization(sourceTablesUpdateDeleteModified=modified,
+                                 sourceTablesCompacted=compacted)

@@ -28,7 +28,8 @@ class SchemaError(Exception):
 # lighter notification log (see _lighter_notification_log); 5 the durability marker
 # (``hms_durability_marker``, its row written on first use).
 # 10 catalogs and the catalog extras (``catalogs``, ``dataconnectors``, ``types``,
-# ``partition_events``, ``stored_procedures``, ``packages``, ``replication_metrics``).
+# ``partition_events``, ``stored_procedures``, ``packages``, ``replication_metrics``,
+# ``runtime_stats``).
 # Versions 2, 3, 5 and 10 only add tables (created from their ``info["since"]``), so they need
 # no data step; such an upgrade leaves every existing row alone.
 

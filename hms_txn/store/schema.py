@@ -342,7 +342,7 @@ next_delegation_token_id = Table(
 # ------------------------------------------------- catalogs and catalog extras (v10)
 #
 # Owned by hms_txn.domain.catalogs and catalog_extras. Documents mirror the Thrift structs
-# (Catalog, DataConnector, Type, StoredProcedure, Package, ReplicationMetrics). Databases
+# (Catalog, DataConnector, Type, StoredProcedure, Package, ReplicationMetrics, RuntimeStat). Databases
 # live in the ``hive`` catalog only; ``catalogs`` holds it and the catalogs created with
 # create_catalog. ``partition_events`` is Hive's PARTITION_EVENTS (markPartitionForEvent).
 
@@ -398,6 +398,15 @@ replication_metrics = Table(
     Column("scheduled_execution_id", BigInteger, primary_key=True, autoincrement=False),
     Column("policy", String(256), nullable=False),
     Column("dump_execution_id", BigInteger, nullable=False),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+runtime_stats = Table(
+    "runtime_stats", metadata,
+    Column("rs_id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("create_time", Integer, nullable=False),
     Column("doc", DOC, nullable=False),
     info={"since": 10},
 )

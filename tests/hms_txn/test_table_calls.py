@@ -109,3 +109,40 @@ def test_materialized_views(client):
         ("ALTER_TABLE", "false")]
     with answers(t.UnknownDBException, "No catalog spark"):
         client.update_creation_metadata("spark", "default", "mv", metadata)
+
+
+def test_materialization_invalidation_info(client):
+    """TxnHandler.getMaterializationInvalidationInfo: an UPDATE/DELETE committed with a
+    write id the view's snapshot does not see invalidates it; an INSERT does not."""
+    from thrift.Thrift import TApplicationException
+
+    client.create_table(make_table("default", "src", params={"transactional": "true"}))
+
+    def write(op):
+        [txn] = client.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+        client.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="src", txnIds=[txn]))
+        client.lock(t.LockRequest(component=[t.LockComponent(
+            type=t.LockType.SHARED_WRITE, level=t.LockLevel.TABLE, dbname="default",
+            tablename="src", operationType=op, isTransactional=True)],
+            txnid=txn, user="u", hostname="h"))
+        client.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+    def info(snapshot, tables=("default.src",)):
+        found = client.get_materialization_invalidation_info(t.CreationMetadata(
+            catName="hive", dbName="default", tblName="mv", tablesUsed=set(tables),
+            validTxnList=snapshot), "")
+        return found.sourceTablesUpdateDeleteModified, found.sourceTablesCompacted
+
+    write(t.DataOperationType.INSERT)                      # write id 1, seen by the view
+    snapshot = "2$default.src:1:9223372036854775807::"
+    assert info(snapshot) == (False, False)
+    write(t.DataOperationType.INSERT)                      # write id 2: an insert
+    assert info(snapshot) == (False, False)
+    write(t.DataOperationType.UPDATE)                      # write id 3: an update
+    assert info(snapshot) == (True, False)
+    assert info(json.dumps({"validTxnList": "9$default.src:3:9223372036854775807::"})) == (
+        False, False)
+    with pytest.raises(TApplicationException) as missing:  # Hive's null
+        info(snapshot, tables=())
+    assert missing.value.type == TApplicationException.MISSING_RESULT
