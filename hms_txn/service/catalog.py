@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any
 
-from hms_txn.common.errors import NoSuchObject
+from hms_txn.common.errors import NoSuchObject, Refused
 from hms_txn.domain import catalog, names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
@@ -162,7 +162,7 @@ class CatalogService:
         self._apply(self.units.write(lambda c: self.databases.drop(c, name, delete_data=bool(deleteData), cascade=bool(cascade))))
 
     def drop_database_req(self, req):
-        from hms_txn.common.errors import NoSuchObject
+        from hms_txn.common.errors import NoSuchObject, Refused
         try:
             self._apply(self.units.write(lambda c: self.databases.drop(c, req.name, delete_data=bool(req.deleteData),
                                           cascade=bool(req.cascade))))
@@ -407,7 +407,6 @@ class CatalogService:
         return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
 
     def drop_partitions_req(self, req):
-        from hms_txn.common.errors import Refused
         if req.parts is None or req.parts.names is None:  # expressions: PartitionCalls
             raise Refused("Partition spec is not set")
         values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
@@ -436,7 +435,7 @@ class CatalogService:
         return []
 
     def get_table_column_statistics(self, db_name, tbl_name, col_name):
-        from hms_txn.common.errors import NoSuchObject
+        from hms_txn.common.errors import NoSuchObject, Refused
         self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name))
         raise NoSuchObject(f"no statistics for column {col_name} of table {db_name}.{tbl_name}")
 

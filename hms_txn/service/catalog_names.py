@@ -181,9 +181,17 @@ class CatalogNames:
         if specs is None:
             return target
         on_foreign = self.on_foreign
+        checks = [_plain_check(method, spec) for spec in specs]
+        if len(checks) == 1:
+            plain = checks[0]
+        else:
+            def plain(args: tuple) -> bool:
+                return all(check(args) for check in checks)
 
         @functools.wraps(target)
         def call(*args: Any) -> Any:
+            if plain(args):                  # the common case, kept cheap
+                return target(*args)
             args_list = None
             for spec in specs:
                 found = _resolve(method, spec, args)
@@ -199,6 +207,41 @@ class CatalogNames:
             return target(*(args if args_list is None else args_list))
 
         return call
+
+
+def _plain_check(method: str, spec: DbArg) -> Callable[[tuple], bool]:
+    """A quick test that one argument needs nothing done: no ``@`` name to parse, no
+    catalog but ``hive`` (the wrapper runs on every call, get_table's included)."""
+    index, field, catalog = spec.index, spec.field, spec.catalog
+    may_parse = spec.parse is not False
+    hive = (None, DEFAULT_CATALOG)
+
+    if field is None:
+        def check_arg(args: tuple) -> bool:
+            if index >= len(args):
+                return True
+            name = args[index]
+            if may_parse and name and name[0] == "@":
+                return False
+            return not isinstance(catalog, int) or args[catalog] in hive
+        return check_arg
+
+    unwrap = method in ("create_table_req", "translate_table_dryrun")
+
+    def check_field(args: tuple) -> bool:
+        if index >= len(args):
+            return True
+        struct = args[index]
+        if unwrap and struct is not None:
+            struct = struct.table
+        if struct is None:
+            return True
+        if may_parse:
+            name = getattr(struct, field, None)
+            if name and name[0] == "@":
+                return False
+        return catalog is None or getattr(struct, catalog, None) in hive
+    return check_field
 
 
 def _resolve(method: str, spec: DbArg, args: tuple):
