@@ -162,7 +162,7 @@ class CatalogService:
         self._apply(self.units.write(lambda c: self.databases.drop(c, name, delete_data=bool(deleteData), cascade=bool(cascade))))
 
     def drop_database_req(self, req):
-        from hms_txn.common.errors import NoSuchObject, Refused
+        from hms_txn.common.errors import NoSuchObject
         try:
             self._apply(self.units.write(lambda c: self.databases.drop(c, req.name, delete_data=bool(req.deleteData),
                                           cascade=bool(req.cascade))))
@@ -435,7 +435,7 @@ class CatalogService:
         return []
 
     def get_table_column_statistics(self, db_name, tbl_name, col_name):
-        from hms_txn.common.errors import NoSuchObject, Refused
+        from hms_txn.common.errors import NoSuchObject
         self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name))
         raise NoSuchObject(f"no statistics for column {col_name} of table {db_name}.{tbl_name}")
 

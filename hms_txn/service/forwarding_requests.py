@@ -6,7 +6,8 @@ for, which forwards the old call an upstream of any version answers and then log
 change's event and evicts, exactly as when the client sends the old form. TRUNCATE goes to
 the upstream (its request form when it has one) and is logged as Hive logs it: an
 ALTER_TABLE, or an ALTER_PARTITION per truncated partition, with ``isTruncateOp`` true.
-``update_creation_metadata`` is logged as the ALTER_TABLE of the view so caches drop it.
+``update_creation_metadata`` is logged as the ALTER_TABLE of the view so caches drop it;
+``get_materialization_invalidation_info`` is ours, as the transactions it reads are.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.domain import event_messages, names, notifications
 from hms_txn.service.forwarding import Forwarder, ForwardingService
 from hms_txn.service.forwarding_partitions import PartitionForwarding
-from hms_txn.service.table_calls import database_of_request
+from hms_txn.service.table_calls import database_of_request, materialization_info
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 
@@ -116,3 +117,6 @@ class RequestForwarding:
                         lambda conn: notifications.append_entries(
                             conn, [event_messages.alter_table(self.ctx, before, after)]))
 
+
+    def get_materialization_invalidation_info(self, creation_metadata, validTxnList):
+        return materialization_info(self.fwd.units, creation_metadata)

@@ -9,6 +9,7 @@ from hms_txn.common.errors import InvalidOperation, Refused
 from hms_txn.domain import catalog, event_messages, materialized_views, table_filter
 from hms_txn.domain.truncate import truncate
 from hms_txn.service.catalog import CatalogService
+from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -139,12 +140,17 @@ class TableCalls:
             c, self.ctx, dbname, tbl_name, metadata))
 
     def get_materialization_invalidation_info(self, creation_metadata, validTxnList):
-        """Whether the view's sources changed since its snapshot (None: Hive's null, which
-        the client reads as a missing result)."""
-        found = self.units.read(lambda c: materialized_views.invalidation(
-            c, creation_metadata.tablesUsed, creation_metadata.validTxnList))
-        if found is None:
-            return None
-        modified, compacted = found
-        return t.Materialization(sourceTablesUpdateDeleteModified=modified,
-                                 sourceTablesCompacted=compacted)
+        return materialization_info(self.units, creation_metadata)
+
+
+def materialization_info(units: UnitOfWork, creation_metadata) -> t.Materialization | None:
+    """Whether a view's sources changed since its snapshot, from our transaction records
+    (also in extension mode: the write ids are ours). None is Hive's null, which the client
+    reads as a missing result."""
+    found = units.read(lambda c: materialized_views.invalidation(
+        c, creation_metadata.tablesUsed, creation_metadata.validTxnList))
+    if found is None:
+        return None
+    modified, compacted = found
+    return t.Materialization(sourceTablesUpdateDeleteModified=modified,
+                             sourceTablesCompacted=compacted)

@@ -106,3 +106,22 @@ def test_truncate_goes_upstream_and_is_logged_as_hive_logs_it(clients):
     events = _events(c, last)
     assert [(e[0], e[2], e[3]["isTruncateOp"]) for e in events] == [
         ("ALTER_TABLE", "plain", "true"), ("ALTER_PARTITION", "parts", "true")]
+
+
+def test_materialization_invalidation_info_is_ours(clients):
+    """It reads the transactions that wrote the view's sources, which are ours."""
+    c, u = clients
+    c.create_table(make_table("default", "src", params={"transactional": "true"}))
+    [txn] = c.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+    c.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+        dbName="default", tableName="src", txnIds=[txn]))
+    c.lock(t.LockRequest(component=[t.LockComponent(
+        type=t.LockType.SHARED_WRITE, level=t.LockLevel.TABLE, dbname="default",
+        tablename="src", operationType=t.DataOperationType.DELETE, isTransactional=True)],
+        txnid=txn, user="u", hostname="h"))
+    c.commit_txn(t.CommitTxnRequest(txnid=txn))
+    metadata = t.CreationMetadata(catName="hive", dbName="default", tblName="mv",
+                                  tablesUsed={"default.src"},
+                                  validTxnList="1$default.src:0:9223372036854775807::")
+    found = c.get_materialization_invalidation_info(metadata, "")
+    assert (found.sourceTablesUpdateDeleteModified, found.sourceTablesCompacted) == (True, False)
