@@ -64,5 +64,5 @@ class NoSuchCompaction(MetastoreError):
 
 class Refused(MetastoreError):
     """A request Hive's metastore refuses with a plain MetaException (a null name, a second
-    primary key, ...): answered as the called method's MetaException even when the method
-    declares more specific exceptions."""
+    primary key, dropping the ``hive`` catalog, ...): answered as the called method's
+    MetaException even when the method declares more specific exceptions."""

@@ -262,3 +262,9 @@ def select_partitions(table: Doc, rows: list[tuple[str, Doc]], *, limit: int = -
 def count_partitions_by_filter(conn: Connection, db: str, table_name: str,
                                filter_text: str) -> int:
     return len(list_partitions(conn, db, table_name, filter_text=filter_text)[1])
+
+
+def hive_table_not_found(db: str | None, name: str | None) -> NoSuchObject:
+    """Hive 4's text for a missing table (or its database) where its handler looks the
+    table up with ``get_table_core``: ``<catalog>.<db>.<table> table not found``."""
+    return NoSuchObject(f"hive.{names.lower(db)}.{names.lower(name)} table not found")

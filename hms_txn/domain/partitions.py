@@ -149,8 +149,8 @@ class Partitions:
         new_name, doc = self._prepare(table, new_part)
         row = conn.execute(select(partitions.c.part_id, partitions.c.doc).where(
             partitions.c.tbl_id == tbl_id, partitions.c.part_name == old_name)).first()
-        if row is None:
-            raise InvalidOperation(f"partition {old_name} of table {db}.{table_name} does not exist")
+        if row is None:  # HiveAlterHandler.alterPartition's text
+            raise InvalidOperation("Unable to rename partition because old partition does not exist")
         if conn.execute(select(partitions.c.part_id).where(
                 partitions.c.tbl_id == tbl_id, partitions.c.part_name == new_name)).first():
             raise InvalidOperation(f"partition {new_name} of table {db}.{table_name} already exists")

@@ -14,13 +14,14 @@ systems are recorded but never touched, because the engines own those file syste
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 from dataclasses import dataclass, field
 
 # a location's directory on disk, or None when it is not local
-from orc_acid.layout import location_path as local_path
+from orc_acid.layout import METADATA_FILE, format_base, location_path as local_path
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,40 @@ class Warehouse:
                 if not e.name.startswith((".", "_")) and e.is_file()]
 
     @staticmethod
+    def empty(location: str | None) -> None:
+        """Delete everything under a local directory and keep the directory (made if
+        missing): what a truncate leaves of a plain table's or partition's location."""
+        path = local_path(location)
+        if not path:
+            return
+        Warehouse.delete(location)
+        os.makedirs(path, exist_ok=True)
+
+    @staticmethod
+    def remove_if_empty(location: str | None) -> None:
+        path = local_path(location)
+        if path and os.path.isdir(path) and not os.listdir(path):
+            os.rmdir(path)
+
+    @staticmethod
+    def add_truncate_base(location: str | None, write_id: int) -> None:
+        """Hive's truncate of a transactional table (``addTruncateBaseFile``): an empty
+        ``base_<writeId>`` holding only a ``_metadata_acid`` marker whose data format is
+        "truncated". Readers take it as the newest base once the write id commits; the
+        cleaner removes what it hides."""
+        path = local_path(location)
+        if not path:
+            return
+        base = os.path.join(path, format_base(write_id))
+        os.makedirs(base, exist_ok=True)
+        marker = os.path.join(base, METADATA_FILE)
+        tmp = marker + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"thisFileVersion": "0", "dataFormat": "truncated"}, fh,
+                      separators=(",", ":"))
+        os.replace(tmp, marker)
+
+    @staticmethod
     def rename(old: str, new: str) -> None:
         src, dst = local_path(old), local_path(new)
         if src and dst and os.path.exists(src):
@@ -106,10 +141,12 @@ class Warehouse:
 @dataclass
 class FileChanges:
     """Directory changes a catalog change asks for, applied after its commit (in order:
-    creations, renames, deletions)."""
+    creations, renames, deletions, emptied directories, directories removed if empty)."""
     create: list[str] = field(default_factory=list)
     rename: list[tuple[str, str]] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    remove_if_empty: list[str] = field(default_factory=list)
 
     def apply(self, warehouse: "Warehouse") -> None:
         for location in self.create:
@@ -118,3 +155,7 @@ class FileChanges:
             warehouse.rename(src, dst)
         for location in self.delete:
             warehouse.delete(location)
+        for location in self.empty:
+            warehouse.empty(location)
+        for location in self.remove_if_empty:
+            warehouse.remove_if_empty(location)

@@ -30,6 +30,13 @@ from hms_txn.domain import roles
 from hms_txn.service.authorization import AuthorizationService
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.constraints import ConstraintService
+from hms_txn.domain import catalogs
+from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
+from hms_txn.service.catalogs import CatalogsService
+from hms_txn.service.features_off import FeaturesOff
+from hms_txn.service.forwarding_requests import RequestForwarding
+from hms_txn.service.partition_calls import PartitionCalls
+from hms_txn.service.table_calls import TableCalls
 from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.functions import FunctionService
 from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
@@ -96,7 +103,7 @@ class Metastore:
         self.tables = Tables(self.warehouse, self.messages, self.constraints)
         self.partitions = Partitions(self.warehouse, self.messages)
         self.databases = Databases(self.warehouse, self.tables, self.messages, self.functions)
-        self.units.write(self.databases.ensure_default).apply(self.warehouse)
+        self.units.write(self._ensure_defaults).apply(self.warehouse)
         if upstream is None:
             # Roles admin and public, as Hive's metastore creates them at start.
             admins = [u.strip() for u in config["hive.users.in.admin.role"].split(",")
@@ -137,6 +144,12 @@ class Metastore:
         self._threads: list[Any] = []
         self._stop = threading.Event()
 
+    def _ensure_defaults(self, conn):
+        """The ``hive`` catalog and its ``default`` database, as Hive's first start makes
+        them (one transaction at every start)."""
+        catalogs.ensure_default(conn, self.warehouse.database_location("default"))
+        return self.databases.ensure_default(conn)
+
     def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""
         fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
@@ -149,14 +162,23 @@ class Metastore:
             records = [AuthorizationService(self.units), TokenStoreService(self.units),
                        RuntimeStatsService(self.units), TypeService(self.units),
                        PartitionEventService(self.units)]
-            return Handler([*services, self.catalog_service, self.function_service,
-                            self.constraint_service, self.statistics_service,
-                            *records])
-        # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
+            # Catalog-qualified names: databases live in the hive catalog only.
+            names = CatalogNames(ForeignCatalog(self.units))
+            catalog = [PartitionCalls(self.catalog_service, self.messages),
+                       TableCalls(self.catalog_service, self.messages),
+                       CatalogsService(self.units, self.warehouse), FeaturesOff(),
+                       self.catalog_service, self.function_service, self.constraint_service,
+                       self.statistics_service]
+            return Handler([*services, *catalog, *records], arguments=names.wrap)
+        # Extension mode (docs/extension-mode.md): catalog calls go to the upstream, names
+        # in other catalogs as they were sent.
         served = Handler(services).methods()
         fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self.messages))
         forwarding = ForwardingService(fwd, owned_methods(served))
-        return Handler([*services, PartitionForwarding(fwd), forwarding], fallback=forwarding)
+        partitions = PartitionForwarding(fwd)
+        names = CatalogNames(lambda method, _cat, _db, args: fwd.up(method, *args))
+        return Handler([*services, RequestForwarding(fwd, forwarding, partitions, self.messages),
+                        partitions, forwarding], fallback=forwarding, arguments=names.wrap)
 
     def counters(self) -> dict[str, int]:
         """fb303 getCounters: the cache's, and those of the server's parts that add theirs

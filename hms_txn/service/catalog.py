@@ -14,6 +14,7 @@ import threading
 import weakref
 from typing import Any
 
+from hms_txn.common.errors import NoSuchObject, Refused
 from hms_txn.domain import catalog, column_stats, names, stats_state
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
@@ -254,7 +255,11 @@ class CatalogService:
         return self.get_schema(db_name, table_name)
 
     def get_schema_cols(self, db_name, table_name, *, with_keys: bool):
-        doc = self.units.read(lambda c: catalog.get_table(c, db_name, table_name))
+        try:
+            doc = self.units.read(lambda c: catalog.get_table(c, db_name, table_name))
+        except NoSuchObject:  # Hive: UnknownTableException, also for a missing database
+            missing = catalog.hive_table_not_found(db_name, table_name)
+            raise t.UnknownTableException(message=missing.message) from None
         cols = list((doc.get("sd") or {}).get("cols") or [])
         if with_keys:
             cols += doc.get("partitionKeys") or []
@@ -436,9 +441,8 @@ class CatalogService:
         return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
 
     def drop_partitions_req(self, req):
-        from hms_txn.common.errors import Unsupported
-        if req.parts is None or req.parts.names is None:
-            raise Unsupported("drop_partitions_req supports partition names only, not expressions")
+        if req.parts is None or req.parts.names is None:  # expressions: PartitionCalls
+            raise Refused("Partition spec is not set")
         values = self._values_of_names(req.dbName, req.tblName, req.parts.names)
         dropped = self._applied(self.units.write(lambda c: self.partitions.drop(c, 
             req.dbName, req.tblName, values,

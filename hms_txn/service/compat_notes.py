@@ -66,10 +66,91 @@ _OUR_COMPACTOR = (
 NOT_SUPPORTED: dict[str, str] = {
     "find_next_compact": _OUR_COMPACTOR,
     "find_next_compact2": _OUR_COMPACTOR,
-    "get_partitions_by_expr": (
-        "Hive's client prunes partitions itself only when this call answers "
-        "TApplicationException UNKNOWN_METHOD; the MetaException fails pruned queries"),
-    "get_partitions_spec_by_expr": (
-        "Hive's client prunes partitions itself only when this call answers "
-        "TApplicationException UNKNOWN_METHOD; the MetaException fails pruned queries"),
 }
+
+# Catalogs, partition and table calls, truncate and the features kept off (issue 28;
+# service.catalog_names, catalogs, partition_calls, table_calls, features_off).
+_JAVA_EXPRESSION = (
+    "always TApplicationException UNKNOWN_METHOD, answered by the dispatcher: the request's "
+    "Kryo-serialized Hive expression can only be read by Java code, and on this answer "
+    "Hive's client (HiveMetaStoreClient, PartitionPruner) prunes partitions itself")
+_OTHER_CATALOG = "; hms-txn keeps databases in the `hive` catalog only (service/catalog_names.py)"
+_WM = ("as Hive with no resource plan: NoSuchObjectException \"There is no resource plan "
+       "named: <plan>\" (creating plans is refused, so none exists)")
+_NO_SCHEMA = "as Hive with an empty schema registry: NoSuchObjectException with Hive's text"
+IMPLEMENTED.update({
+    "get_partitions_by_expr": _JAVA_EXPRESSION,
+    "get_partitions_spec_by_expr": _JAVA_EXPRESSION,
+    "get_partition_names_req": (
+        "every partition name in the order asked; with a non-empty expression "
+        "TApplicationException UNKNOWN_METHOD (a Kryo-serialized Hive expression)"),
+    "drop_partitions_req": (
+        "by names; with expressions TApplicationException UNKNOWN_METHOD (Kryo-serialized "
+        "Hive expressions)"),
+    "create_catalog": "the catalog is a record holding no databases" + _OTHER_CATALOG,
+    "drop_catalog": (
+        "never `hive` (MetaException \"Can not drop hive catalog\"); Hive deletes the "
+        "catalog's directory, hms-txn only when it is empty"),
+    "create_database": (
+        "in another catalog: InvalidObjectException \"No such catalog\", or MetaException "
+        "when it exists" + _OTHER_CATALOG),
+    "create_database_req": (
+        "as create_database; a REMOTE database is stored, its tables are not fetched "
+        "through the data connector"),
+    "create_dataconnector": "stored; hms-txn fetches no tables through a connector",
+    "translate_table_dryrun": (
+        "the table as sent: hms-txn has no metadata transformer (as Hive with "
+        "`metastore.metadata.transformer.class` empty)"),
+    "get_tables_ext": (
+        "empty without processor capabilities or with MANAGERAWMETADATA, as Hive; the "
+        "access type and required capabilities are those stored with the table (no "
+        "metadata transformer derives them)"),
+    "truncate_table": (
+        "on a transactional table refused with MetaException: it needs the write id of "
+        "truncate_table_req (Hive would write a base_-000001)"),
+    "truncate_table_req": (
+        "a transactional table gets an empty base_<writeId> (Hive's layout), others lose "
+        "their files after the commit; environmentContext truncateSkipDataDeletion honoured"),
+    "update_creation_metadata": (
+        "also writes an ALTER_TABLE event of the view (Hive writes none) so that every "
+        "metadata cache drops it"),
+    "get_materialization_invalidation_info": (
+        "no result (Hive's null) when the view names no source, has Iceberg snapshots or "
+        "its snapshot lacks a source, as Hive"),
+    "get_type_all": "always MetaException \"Not yet implemented\", as Hive",
+    "cm_recycle": "does nothing: change management is off (Hive's default)",
+    "get_file_metadata": "isSupported false and no metadata, as Hive's ObjectStore",
+    "get_file_metadata_by_expr": "isSupported false and no metadata, as Hive's ObjectStore",
+    "cache_file_metadata": "isSupported false, as Hive's ObjectStore",
+    "put_file_metadata": "does nothing, as Hive's ObjectStore (file metadata unsupported)",
+    "clear_file_metadata": (
+        "TApplicationException INTERNAL_ERROR, as Hive (its ObjectStore throws "
+        "UnsupportedOperationException; the Java metastore 2.3 answers the same)"),
+    "create_resource_plan": (
+        "MetaException: hms-txn stores no resource plans (workload management needs "
+        "HiveServer2's workload manager and LLAP)"),
+    "get_active_resource_plan": "no active plan (resourcePlan unset), as Hive on a fresh metastore",
+    "get_all_resource_plans": "an empty list, as Hive on a fresh metastore",
+    **{name: _WM for name in (
+        "get_resource_plan", "alter_resource_plan", "validate_resource_plan",
+        "drop_resource_plan", "create_wm_trigger", "alter_wm_trigger", "drop_wm_trigger",
+        "get_triggers_for_resourceplan", "create_wm_pool", "alter_wm_pool", "drop_wm_pool",
+        "create_or_update_wm_mapping", "drop_wm_mapping",
+        "create_or_drop_wm_trigger_to_pool_mapping")},
+    "scheduled_query_poll": "nothing is ever due (all fields unset), as Hive with no schedules",
+    "scheduled_query_maintenance": (
+        "CREATE refused with MetaException (the scheduled-query executor is not supported); "
+        "ALTER and DROP find no schedule: NoSuchObjectException"),
+    "scheduled_query_progress": "InvalidOperationException \"invalid executionId: <id>\", as Hive for an unknown execution",
+    "get_scheduled_query": "NoSuchObjectException, as Hive for an unknown schedule",
+    "create_ischema": "MetaException: hms-txn has no schema registry",
+    "add_serde": "MetaException: hms-txn has no schema registry",
+    **{name: _NO_SCHEMA for name in (
+        "alter_ischema", "get_ischema", "drop_ischema", "add_schema_version",
+        "get_schema_version", "get_schema_latest_version", "get_schema_all_versions",
+        "drop_schema_version", "map_schema_version_to_serde", "set_schema_version_state",
+        "get_serde")},
+    "get_schemas_by_cols": "an empty list, as Hive with an empty schema registry",
+    "get_properties": "MetaException: hms-txn has no property store (Hive's answer for an unknown namespace)",
+    "set_properties": "MetaException: hms-txn has no property store (Hive's answer for an unknown namespace)",
+})

@@ -30,14 +30,18 @@ from hms_txn.wire.thrift_gen.wire_variants import ttypes as variant_types
 class Handler:
     """Method lookup over the service objects (see the module docstring)."""
 
-    def __init__(self, services: Sequence[object], fallback: object | None = None):
+    def __init__(self, services: Sequence[object], fallback: object | None = None,
+                 arguments: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None):
+        """``arguments(method, target)``: the target as called, with its arguments
+        prepared (``catalog_names.CatalogNames.wrap``); None calls targets as they are."""
         self._methods: dict[str, Callable[..., Any]] = {}
+        self._arguments = arguments or (lambda _method, target: target)
         for service in services:
             for name in dir(type(service)):
                 if name.startswith("_") or name in self._methods:
                     continue
                 if callable(getattr(type(service), name)):
-                    self._methods[name] = getattr(service, name)
+                    self._methods[name] = self._arguments(name, getattr(service, name))
         self._fallback = fallback
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
@@ -46,6 +50,8 @@ class Handler:
         target = self._methods.get(method)
         if target is None and self._fallback is not None:
             target = getattr(self._fallback, method, None)
+            if target is not None:
+                target = self._arguments(method, target)
         if target is None:
             raise AttributeError(method)
         return target
@@ -54,9 +60,23 @@ class Handler:
         """The methods the services define (not the fallback's)."""
         return frozenset(self._methods)
 
+    def unknown_methods(self) -> frozenset[str]:
+        """The methods marked ``answered_as_unknown``."""
+        return frozenset(name for name, target in self._methods.items()
+                         if getattr(target, "unknown_to_clients", False))
+
     def policy(self, method: str) -> CallPolicy:
         target = self._methods.get(method)
         return DEFAULT_POLICY if target is None else policy_of(target)
+
+
+def answered_as_unknown(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a service method that clients must see as absent: the dispatcher answers its
+    calls with ``TApplicationException(UNKNOWN_METHOD)``, what the generated code answers
+    for a method it does not know, without running it (and without the traceback the
+    generated code logs for an exception raised by a handler)."""
+    method.unknown_to_clients = True  # type: ignore[attr-defined]
+    return method
 
 
 class _Hive2OpenTxns:
@@ -85,7 +105,8 @@ def build_dispatcher(handler: Handler, *, metrics: Any = None,
     if hive2_open_txns:
         variants.update(process_functions(Hive2OpenTxns.Processor(_Hive2OpenTxns(declared)),
                                           ["get_open_txns"]))
-    return Dispatcher(ThriftHiveMetastore.Processor(declared), variants)
+    return Dispatcher(ThriftHiveMetastore.Processor(declared), variants,
+                      unknown=handler.unknown_methods())
 
 
 class ServiceRouter:

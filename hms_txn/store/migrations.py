@@ -30,9 +30,11 @@ class SchemaError(Exception):
 # (``table_constraints``); 7 column statistics (``table_column_stats``,
 # ``partition_column_stats``); 8 roles, privileges and Hive's small stores (token store,
 # runtime statistics, types, partition events; the default roles are written by the server
-# at start); 9 ACID write notifications (``txn_write_notification_log``).
-# Versions 2, 3, 5, 6, 7, 8 and 9 only add tables (created from their ``info["since"]``), so
-# they need no data step; such an upgrade leaves every existing row alone.
+# at start); 9 ACID write notifications (``txn_write_notification_log``); 10 catalogs and
+# the catalog extras (``catalogs``, ``dataconnectors``, ``stored_procedures``, ``packages``,
+# ``replication_metrics``).
+# Versions 2, 3, 5, 6, 7, 8, 9 and 10 only add tables (created from their
+# ``info["since"]``), so they need no data step; such an upgrade leaves every existing row alone.
 
 
 def _lighter_notification_log(conn: Connection) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import (
     Table, Text, UniqueConstraint,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -426,6 +426,7 @@ token_store_master_keys = Table(
     info={"since": 8},
 )
 
+
 runtime_stats = Table(
     "runtime_stats", metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
@@ -462,6 +463,8 @@ partition_events = Table(
     info={"since": 8},
 )
 Index("ix_partition_events_table", partition_events.c.db_name, partition_events.c.tbl_name)
+
+
 # ------------------------------------------------------------------------ constraints (v6)
 #
 # Owned by hms_txn.domain.constraints. One row per column of a constraint, as Hive's
@@ -548,4 +551,51 @@ txn_write_notification_log = Table(
     Column("event_time", Integer, nullable=False),
     Index("ix_txn_write_notification_time", "event_time"),
     info={"since": 9},
+)
+
+
+# ------------------------------------------------- catalogs and catalog extras (v10)
+#
+# Owned by hms_txn.domain.catalogs and catalog_extras. Documents mirror the Thrift structs
+# (Catalog, DataConnector, StoredProcedure, Package, ReplicationMetrics). Databases live in
+# the ``hive`` catalog only; ``catalogs`` holds it and the catalogs created with
+# create_catalog.
+
+catalogs = Table(
+    "catalogs", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+dataconnectors = Table(
+    "dataconnectors", metadata,
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+stored_procedures = Table(
+    "stored_procedures", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+packages = Table(
+    "packages", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("name", NAME, primary_key=True),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
+)
+
+replication_metrics = Table(
+    "replication_metrics", metadata,
+    Column("scheduled_execution_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("policy", String(256), nullable=False),
+    Column("dump_execution_id", BigInteger, nullable=False),
+    Column("doc", DOC, nullable=False),
+    info={"since": 10},
 )

@@ -33,9 +33,13 @@ def process_functions(processor: Any, methods: Iterable[str] | None = None) -> d
 class Dispatcher:
     """Runs calls through generated process functions (see the module docstring)."""
 
-    def __init__(self, processor: Any, variants: dict[str, ProcessFunction] | None = None):
+    def __init__(self, processor: Any, variants: dict[str, ProcessFunction] | None = None,
+                 unknown: Iterable[str] = ()):
+        """``unknown``: methods answered as if no processor knew them."""
         self.functions = process_functions(processor)
         self.functions.update(variants or {})
+        for name in unknown:
+            self.functions.pop(name, None)
 
     def process(self, iprot: Any, oprot: Any) -> None:
         """Read one call from ``iprot`` and answer it on ``oprot``."""
