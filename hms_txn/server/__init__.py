@@ -17,6 +17,7 @@ from hms_txn.service.handler import ServiceRouter, build_dispatcher
 from hms_txn.wire.codec import object_json
 from hms_txn.wire.sasl import PasswordBook, SaslServer
 from hms_txn.wire.server import ThriftServer, TransportOptions
+from hms_txn.wire.tls import TlsServer, TlsSetupError
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,10 @@ class MetastoreServer:
         self.ms = ms
         config = ms.config
         idle = config["hms_txn.connection.idle.timeout"]
+        try:
+            tls = TlsServer.from_config(config)
+        except TlsSetupError as err:
+            raise ConfigError(f"{config.source}: {err}") from None
         options = TransportOptions(
             host=host or config["hive.metastore.bind.host"],
             port=config["hive.metastore.port"] if port is None else port,
@@ -37,7 +42,7 @@ class MetastoreServer:
             # The event loop runs SQLite's transaction calls in shared batches (see
             # hms_txn.wire.event_loop); with PostgreSQL a thread per connection.
             event_loop=config["hms_txn.server.txn.loop"] and ms.store.is_sqlite,
-            spin=config["hms_txn.server.txn.loop.spin"])
+            spin=config["hms_txn.server.txn.loop.spin"], tls=tls)
         sasl = (SaslServer(PasswordBook.from_config(config), ms.token_service.sasl_credential)
                 if config.sasl_required() else None)
         handler = ms.handler()
@@ -46,7 +51,10 @@ class MetastoreServer:
             hive2_open_txns=config["hms_txn.hive2.open.txns.as.set"])
         # Extension mode forwards catalog reads to another metastore: not in the loop.
         router = ServiceRouter(handler, ms.units, inline_reads=ms.upstream is None)
-        self.transport = ThriftServer(self.dispatcher, router, options, sasl=sasl)
+        try:
+            self.transport = ThriftServer(self.dispatcher, router, options, sasl=sasl)
+        except TlsSetupError as err:
+            raise ConfigError(f"{config.source}: {err}") from None
         self.metrics: MetricsServer | None = None
         self._stopped = False
 
@@ -114,4 +122,8 @@ def create_server(config: Config, *, data_dir: str = "metastore_data", host: str
         from hms_txn.clients.upstream import UpstreamPool
         upstream = UpstreamPool.from_config(config)
     ms = Metastore(config, data_dir=data_dir, object_json=object_json, upstream=upstream)
-    return MetastoreServer(ms, host=host, port=port)
+    try:
+        return MetastoreServer(ms, host=host, port=port)
+    except BaseException:      # a configuration error of the transport: nothing started
+        ms.close()
+        raise
