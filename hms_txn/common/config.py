@@ -138,7 +138,7 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
     """Map a JDBC URL (as found in hive-site.xml) to an SQLAlchemy URL.
 
     SQLAlchemy URLs of SQLite and PostgreSQL (``postgresql://...``, ``sqlite:///...``) are
-    accepted unchanged. Any other database (MySQL/MariaDB, Oracle, SQL Server, Derby) is
+    accepted as they are (``postgresql://`` with psycopg2, the driver we depend on). Any other database (MySQL/MariaDB, Oracle, SQL Server, Derby) is
     refused with a ValueError naming the supported ones: the store's SQL is written and
     tested for these two only.
     """
@@ -150,6 +150,8 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
         if scheme.partition("+")[0] not in ("sqlite", "postgresql"):
             raise ValueError(f"unsupported database {scheme!r} in {url!r}; supported: "
                              f"{SUPPORTED_DATABASES}")
+        if scheme == "postgresql":      # the driver we install (SQLAlchemy's default differs)
+            return "postgresql+psycopg2" + url[len(scheme):]
         return url
     rest = url[len("jdbc:"):]
     if rest.startswith("sqlite:"):
@@ -182,6 +184,9 @@ def read_site_xml(path: str) -> dict[str, str]:
         tree = ET.parse(path)
     except FileNotFoundError:
         raise ConfigError(f"configuration file not found: {path}") from None
+    except OSError as err:          # a directory, no permission
+        raise ConfigError(f"cannot read the configuration file {path}: "
+                          f"{err.strerror or err}") from None
     except ET.ParseError as err:
         raise ConfigError(f"{path}: not well-formed XML: {err}") from None
     root = tree.getroot()

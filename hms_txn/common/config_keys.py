@@ -355,6 +355,13 @@ _key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the ups
 _key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
 _key("hms_txn.upstream.framed", False, parse_bool,
      "Framed transport to the upstream (always framed with SASL).")
+_key("hms_txn.upstream.use.SSL", False, parse_bool,
+     "Connect to the upstream with TLS (hms_txn.wire.tls), verifying its certificate with "
+     "hms_txn.upstream.truststore.path (PEM or JKS; default: the system's CAs).")
+_key("hms_txn.upstream.truststore.path", None, parse_str,
+     "CAs that verify the upstream's certificate (PEM, or a JKS truststore).")
+_key("hms_txn.upstream.truststore.password", None, lambda v: v,
+     "Password of a JKS upstream truststore (checks its integrity).")
 _key("hms_txn.upstream.socket.timeout", 60.0, _seconds("s"),
      "Socket timeout of upstream connections (connect and each call).")
 _key("hms_txn.upstream.retries", 2, parse_nonneg_int,
@@ -410,6 +417,12 @@ _key("hive.metastore.token.signature", "", parse_str,
      "Clients with SASL and no user: the service of the delegation token to use from "
      "HADOOP_TOKEN_FILE_LOCATION (empty: the token written without --signature).",
      "metastore.token.signature")
+_key("hive.metastore.client.plain.username", None, parse_str,
+     "Clients: authenticate with SASL PLAIN as this user (Hive 4's key; the commands' --user "
+     "wins).", "metastore.client.plain.username")
+_key("hms_txn.client.plain.password", None, lambda v: v,
+     "Clients: the password of that user (Hive 4 reads it from a Hadoop credential "
+     "provider; the commands' --password-file wins).")
 
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.

@@ -74,6 +74,8 @@ class TlsClient:
     truststore_password: str | None = None
     certificate: str | None = None
     key: str | None = None
+    # the key that named the trust store, for messages
+    truststore_key: str = "hive.metastore.truststore.path"
 
     @classmethod
     def from_config(cls, config: Config) -> "TlsClient | None":
@@ -94,8 +96,7 @@ def client_context(tls: TlsClient) -> ssl.SSLContext:
     """One context per client TLS setting (loading the trust store once)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)    # verifies the chain and the host name
     if tls.truststore:
-        _load_trust(ctx, tls.truststore, tls.truststore_password,
-                    "hive.metastore.truststore.path")
+        _load_trust(ctx, tls.truststore, tls.truststore_password, tls.truststore_key)
     else:
         ctx.load_default_certs()
     if tls.certificate:
