@@ -27,10 +27,7 @@ class MetastoreServer:
         self.ms = ms
         config = ms.config
         idle = config["hms_txn.connection.idle.timeout"]
-        try:
-            tls = TlsServer.from_config(config)
-        except TlsSetupError as err:
-            raise ConfigError(f"{config.source}: {err}") from None
+        tls = server_tls(config)
         options = TransportOptions(
             host=host or config["hive.metastore.bind.host"],
             port=config["hive.metastore.port"] if port is None else port,
@@ -51,10 +48,7 @@ class MetastoreServer:
             hive2_open_txns=config["hms_txn.hive2.open.txns.as.set"])
         # Extension mode forwards catalog reads to another metastore: not in the loop.
         router = ServiceRouter(handler, ms.units, inline_reads=ms.upstream is None)
-        try:
-            self.transport = ThriftServer(self.dispatcher, router, options, sasl=sasl)
-        except TlsSetupError as err:
-            raise ConfigError(f"{config.source}: {err}") from None
+        self.transport = ThriftServer(self.dispatcher, router, options, sasl=sasl)
         self.metrics: MetricsServer | None = None
         self._stopped = False
 
@@ -115,8 +109,21 @@ def pin_process(cpus: tuple[int, ...]) -> None:
     log.info("server threads pinned to CPU(s) %s", ",".join(map(str, cpus)))
 
 
+def server_tls(config: Config) -> TlsServer | None:
+    """The server's TLS setting, its certificate and key loaded once to check them
+    (ConfigError naming the key when they cannot be used)."""
+    try:
+        tls = TlsServer.from_config(config)
+        if tls is not None:
+            tls.context()
+    except TlsSetupError as err:
+        raise ConfigError(f"{config.source}: {err}") from None
+    return tls
+
+
 def create_server(config: Config, *, data_dir: str = "metastore_data", host: str | None = None,
                   port: int | None = None) -> MetastoreServer:
+    server_tls(config)       # an unusable certificate stops start-up before the database
     upstream = None
     if config["hms_txn.upstream.uris"]:   # extension mode (docs/extension-mode.md)
         from hms_txn.clients.upstream import UpstreamPool
