@@ -583,7 +583,7 @@ def test_cli_compact_wait_stops_where_the_configuration_can_reach(hms_factory, c
     e2.insert("u", rows([1]))
     assert main(["compact", "u", "--wait", "--uri", idle.uri]) == 0
     out = capsys.readouterr().out
-    assert "MAJOR compaction 1 of default.u: initiated" in out
+    assert "MAJOR compaction 2 of default.u: initiated" in out       # (one database)
     assert ("waiting until it is 'initiated' (the metastore runs no compaction worker, "
             "hive.compactor.worker.threads=0: it stays queued until a worker runs it; not "
             "waiting)") in out
