@@ -62,6 +62,15 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
         if codec:
             params["orc.compress"] = codec
     params.update(properties or {})
+    if buckets is not None and (isinstance(buckets, bool) or not isinstance(buckets, int)
+                                or buckets <= 0):
+        raise HiveAcidError(f"buckets must be a positive number of buckets, not {buckets!r}")
+    if bucket_by and not buckets:
+        raise HiveAcidError("bucket_by needs buckets (the number of buckets)")
+    unknown = [b for b in bucket_by if b.lower() not in {c.name for c in cols}]
+    if unknown:
+        raise HiveAcidError(f"bucket_by: {unknown} are not data columns of {db}.{name} "
+                            f"(its data columns: {[c.name for c in cols]})")
     bcols = [b.lower() for b in bucket_by] or ([cols[0].name] if buckets else [])
     sd = T.StorageDescriptor(cols=cols, location=None, inputFormat=inf, outputFormat=outf,
                              compressed=False, numBuckets=buckets or -1,
@@ -106,4 +115,5 @@ def drop_table(session: SparkSession, table: str, *, if_exists: bool = True) -> 
         d.ms.drop_table(db, name, True)
     except T.NoSuchObjectException:
         if not if_exists:
-            raise
+            raise HiveAcidError(f"table {db}.{name} does not exist (drop_table with "
+                                f"if_exists=False)") from None

@@ -88,12 +88,13 @@ class Driver:
     """Transactions and locks of one driver process against one metastore."""
 
     def __init__(self, uri: str, *, bind_host: str = "127.0.0.1",
-                 advertised_host: Optional[str] = None):
+                 advertised_host: Optional[str] = None, options=None):
         """``bind_host``: where the coordinator listens (loopback unless executors run on
         other hosts); ``advertised_host``: the address tasks are told to call, by default
-        ``bind_host`` (it must be given when that is a wildcard such as 0.0.0.0)."""
+        ``bind_host`` (it must be given when that is a wildcard such as 0.0.0.0);
+        ``options``: how to connect to the metastore (``MetastoreConnection``)."""
         self.uri = uri
-        self.ms = M.MetastoreConnection(uri)
+        self.ms = M.MetastoreConnection(uri, options=options)
         try:
             self.timeout_s = parse_duration(self.ms.get_config_value("hive.txn.timeout",
                                                                      "300s"))

@@ -61,6 +61,7 @@ class Snapshot:
     def __enter__(self) -> DataFrame:
         d = self._driver = registered_driver(self.session)
         info = acid_table(d, self.table)
+        info.check_columns(self.columns or [])        # before any lock is taken
         txn = d.active
         own = False
         if txn is not None:           # the transaction's snapshot; its open txn blocks cleaning

@@ -65,22 +65,26 @@ class MetastoreConnection:
     order), usable from several threads: calls are serialized, and a call that finds the
     connection broken reconnects and is retried once."""
 
-    def __init__(self, uri: str, timeout_s: float = 120.0):
+    def __init__(self, uri: str, timeout_s: float = 120.0, options=None):
+        """``options``: ``hms_txn.wire.client.ClientOptions`` (TLS, SASL, transport) as
+        ``hms_txn.clients.connection.client_options`` makes them from the session's
+        configuration; the socket timeout is ``timeout_s``."""
         # hms_txn.wire.client imports the generated client: imported here and in _open, not
         # at the top (see the module docstring)
-        from hms_txn.wire.client import parse_uris
+        from dataclasses import replace
+        from hms_txn.wire.client import ClientOptions, parse_uris
         try:
             self._endpoints = parse_uris(uri)
         except ValueError as e:
             raise HiveAcidError(f"cannot parse metastore uri {uri!r} ({e})") from None
         self.uri = uri
-        self._timeout_s = timeout_s
+        self._options = replace(options or ClientOptions(), timeout=timeout_s)
         self._lock = threading.RLock()
         self._client = None
 
     def _open(self):
         from hms_txn.wire.client import connect
-        return connect(self._endpoints, timeout=self._timeout_s)
+        return connect(self._endpoints, options=self._options)
 
     def call(self, name: str, *args):
         """Call a metastore method; reconnect once on a broken connection."""
@@ -215,6 +219,15 @@ class TableInfo:
     @property
     def data_names(self) -> List[str]:
         return [k for k, _ in self.columns]
+
+    def check_columns(self, names: Sequence[str], argument: str = "columns") -> None:
+        """HiveAcidError naming ``argument`` unless every name is a column of the table
+        (data or partition column, case-insensitive)."""
+        known = {c.lower() for c in self.data_names + self.part_names}
+        bad = [n for n in names if str(n).lower() not in known]
+        if bad:
+            raise HiveAcidError(f"{argument}: {bad} not in {self.full_name}, whose columns "
+                                f"are {self.data_names + self.part_names}")
 
     def column_mapping(self, names: Sequence[str]) -> Dict[str, str]:
         """Incoming column names -> table column names (by name, case-insensitive, or by

@@ -385,6 +385,7 @@ def output_struct(info: M.TableInfo, columns: Optional[Sequence[str]], with_row_
     full = TY.table_struct(info.columns, info.partition_keys, with_row_id=with_row_id)
     if not columns:
         return full
+    info.check_columns(columns)
     by = {f.name.lower(): f for f in full.fields}
     out = [by["ROW__ID".lower()]] if with_row_id else []
     for c in columns:

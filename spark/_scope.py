@@ -69,6 +69,7 @@ def read(session: SparkSession, table: str, *, columns: Optional[Sequence[str]] 
         df = (session.read.format(FORMAT).option("metastore.uris", d.uri)
               .option("withRowId", str(with_row_id).lower()).load(table))
     if columns:
+        M.table_info(d.ms, table).check_columns(columns)
         df = df.select(*columns)
     return df
 

@@ -41,6 +41,26 @@ def _session_uri(session: SparkSession, uri: Optional[str] = None) -> str:
     raise HiveAcidError("no metastore: pass uri=... or set spark.hadoop.hive.metastore.uris")
 
 
+HADOOP_PREFIX = "spark.hadoop."
+
+
+def connection_options(session: SparkSession):
+    """How the driver connects to the metastore: the hive-site keys the session gives
+    Spark's own Hive client (``spark.hadoop.<key>``: ``hive.metastore.use.SSL``,
+    ``hive.metastore.truststore.path``, ``hive.metastore.sasl.enabled``, the framed and
+    compact keys, ...), read by the one mapping every client of the project uses
+    (``hms_txn.clients.connection.client_options``)."""
+    from hms_txn.clients.connection import client_options
+    from hms_txn.common.config import Config, ConfigError
+
+    raw = {k[len(HADOOP_PREFIX):]: v for k, v in session.sparkContext.getConf().getAll()
+           if k.startswith(HADOOP_PREFIX)}
+    try:
+        return client_options(Config(raw, source="the Spark session's spark.hadoop.* keys"))
+    except ConfigError as err:
+        raise HiveAcidError(f"cannot connect to the metastore: {err}") from None
+
+
 def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
     """The driver of ``uri`` (default: the session's metastore), started on first use."""
     uri = _session_uri(session, uri)
@@ -48,7 +68,8 @@ def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
         d = _drivers.get(uri)
         if d is None:
             bind, advertised = coordinator_hosts(session.sparkContext.getConf())
-            d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised)
+            d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised,
+                                       options=connection_options(session))
         return d
 
 

@@ -33,7 +33,9 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
                     "hive.compactor.worker.threads > 0 runs it, one with "
                     "hive.compactor.cleaner.on removes the old files afterwards. With --wait, "
                     "follow it through initiated -> working -> ready for cleaning -> succeeded "
-                    "(or failed) and exit 0 only on success.",
+                    "(or failed) as far as the server's configuration takes it: to 'ready for "
+                    "cleaning' when it runs no Cleaner, not at all when it runs no worker "
+                    "(the command says which); exit 0 when it gets there, 1 when it fails.",
         epilog=EPILOG, formatter_class=fmt)
     add_conn(p)
     p.add_argument("table", metavar="db.table", help="table to compact (db defaults to 'default')")
@@ -43,7 +45,9 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
                       help="rewrite base + deltas into a new base (default)")
     kind.add_argument("--minor", dest="ctype", action="store_const", const=1,
                       help="merge the deltas into one delta and one delete delta")
-    p.add_argument("--wait", action="store_true", help="wait until it succeeds or fails")
+    p.add_argument("--wait", action="store_true",
+                   help="wait until it gets as far as the server's configuration lets it, or "
+                        "fails")
     p.add_argument("--wait-timeout", type=float, default=0, metavar="SECONDS",
                    help="give up waiting after this long (exit 3; default: no limit)")
     p.add_argument("--poll", type=float, default=0.5, metavar="SECONDS",
@@ -115,12 +119,41 @@ def cmd_compact(args: argparse.Namespace) -> int:
                 print(json.dumps({"id": resp.id, "state": resp.state,
                                   "accepted": bool(resp.accepted)}))
             return 0
-        return _follow(client, resp.id, args, out)
+        target, why = reachable_state(client)
+        print(f"waiting until it is {target!r}{why}", file=out)
+        if target == "initiated":
+            return 0
+        return _follow(client, resp.id, args, out, target)
     finally:
         client.close()
 
 
-def _follow(client, cid: int, args, out) -> int:
+def reachable_state(client) -> tuple[str, str]:
+    """The state a queued compaction reaches on the server of ``client``, as its running
+    configuration says (get_config_value), and why when it is not 'succeeded': no worker
+    threads -- it stays 'initiated' (unless a worker of another server process runs it);
+    no Cleaner -- it stops at 'ready for cleaning'. A server that does not answer these
+    keys (a Hive 2/3 metastore does not know hive.compactor.cleaner.on, which Hive 4 runs by
+    default) is taken to run both."""
+    from thrift.Thrift import TException
+
+    try:
+        workers = client.get_config_value("hive.compactor.worker.threads", "1").strip()
+        cleaner = client.get_config_value("hive.compactor.cleaner.on", "true").strip().lower()
+    except TException:
+        return "succeeded", ""
+    if workers == "0":
+        return "initiated", (" (the metastore runs no compaction worker, "
+                             "hive.compactor.worker.threads=0: it stays queued until a worker "
+                             "runs it; not waiting)")
+    if cleaner == "false":
+        return "ready for cleaning", (" (the metastore runs no Cleaner, "
+                                      "hive.compactor.cleaner.on=false: the compacted-away files "
+                                      "stay until one runs)")
+    return "succeeded", ""
+
+
+def _follow(client, cid: int, args, out, target: str) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     t0 = time.monotonic()
@@ -152,12 +185,12 @@ def _follow(client, cid: int, args, out) -> int:
             out.write(f"\r{spinner[tick % 4]} {state} {elapsed:.1f}s")
             out.flush()
             tick += 1
-        if state in FINAL or state == "gone":
+        if state in FINAL or state == "gone" or state == target:
             if tty:
                 out.write("\r\033[K")
             if args.json and e:
                 print(json.dumps(e))
-            return 0 if state in OK else 1
+            return 0 if state in OK or state == target else 1
         if args.wait_timeout and elapsed > args.wait_timeout:
             if tty:
                 out.write("\n")

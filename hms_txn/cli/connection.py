@@ -9,47 +9,72 @@ import datetime as _dt
 import sys
 from typing import Any, Sequence
 
-from hms_txn.wire.client import ClientOptions, MetastoreClient, Sasl, connect
+from hms_txn.cli.errors import CommandError
+from hms_txn.cli.options import add_config_args, metastore_uris, positive_seconds
+from hms_txn.wire.client import MetastoreClient, connect
 
 EPILOG = """\
-Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's
-hive.metastore.port (9083 by default); framed transport / compact protocol follow --conf's
-hive.metastore.thrift.framed.transport.enabled / .compact.protocol.enabled.
+Connection: --uri thrift://HOST:PORT, else --conf's hive.metastore.uris, else
+thrift://127.0.0.1:PORT with PORT from --conf's hive.metastore.port (9083 by default).
+The connection follows --conf/--hiveconf as the server reads them: framed transport /
+compact protocol (hive.metastore.thrift.framed.transport.enabled / .compact.protocol.enabled),
+TLS (hive.metastore.use.SSL, hive.metastore.truststore.path), SASL
+(hive.metastore.sasl.enabled: PLAIN with --user/--password-file, else the delegation token of
+HADOOP_TOKEN_FILE_LOCATION).
 Output: an aligned table by default, --json for machine-readable output."""
 
 
-def add_connection_args(p: argparse.ArgumentParser, *, json_help: str) -> None:
+def add_connection_args(p: argparse.ArgumentParser, *, json_help: str,
+                        user_required: bool = False) -> None:
     """Options of every command that talks to a running metastore."""
-    p.add_argument("--uri", metavar="thrift://HOST:PORT",
-                   help="metastore to ask (default: 127.0.0.1 and the port from --conf)")
-    p.add_argument("--conf", metavar="FILE", help="hive-site.xml giving port and transport")
-    p.add_argument("--hiveconf", action="append", metavar="KEY=VALUE",
-                   help="override a configuration key (repeatable)")
+    p.add_argument("--uri", metavar="thrift://HOST:PORT", type=metastore_uris,
+                   help="metastore to ask (default: hive.metastore.uris, else 127.0.0.1 and "
+                        "the port from --conf)")
+    add_config_args(p, conf_help="hive-site.xml giving the metastore's address, transport, "
+                                 "TLS and SASL settings")
     p.add_argument("--json", action="store_true", help=json_help)
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="socket timeout (default 60)")
+    p.add_argument("--user", required=user_required,
+                   help="authenticate with SASL PLAIN as this user"
+                        + ("" if user_required else " (with --password-file)"))
+    p.add_argument("--password-file", required=user_required, metavar="FILE",
+                   help="file whose first line is the user's password ('-': standard input)")
 
 
-def client_for(args: argparse.Namespace, *, sasl: Sasl | None = None) -> MetastoreClient:
-    """A client of ``args``' metastore (exits with a one-line message when it cannot
-    connect); with ``sasl`` the connection authenticates (framed, as SASL implies)."""
-    from hms_txn.common.config import ConfigError, load, parse_overrides
-
+def read_password(path: str) -> str:
     try:
-        config = load(args.conf, parse_overrides(args.hiveconf))
-    except ConfigError as err:
-        sys.exit(f"hms-txn: {err}")
-    uri = args.uri or f"thrift://127.0.0.1:{config['hive.metastore.port']}"
-    options = ClientOptions(
-        sasl=sasl, timeout=args.timeout,
-        framed=config["hive.metastore.thrift.framed.transport.enabled"],
-        compact=config["hive.metastore.thrift.compact.protocol.enabled"])
+        if path == "-":
+            text = sys.stdin.readline()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.readline()
+    except OSError as err:
+        raise CommandError(f"cannot read the password file {path}: "
+                           f"{err.strerror or err}") from None
+    return text.rstrip("\r\n")
+
+
+def client_for(args: argparse.Namespace) -> MetastoreClient:
+    """A client of ``args``' metastore, connected as ``--conf``/``--hiveconf`` and the
+    user options say (``hms_txn.clients.connection``); CommandError when it cannot."""
+    from hms_txn.cli import load_config
+    from hms_txn.clients.connection import client_options, metastore_uri
+    from hms_txn.common.config import ConfigError
+
+    if bool(args.user) != bool(args.password_file):
+        raise CommandError("--user and --password-file go together (SASL PLAIN)")
+    config = load_config(args)
+    password = read_password(args.password_file) if args.password_file else None
     try:
+        options = client_options(config, user=args.user, password=password,
+                                 timeout=args.timeout)
+        uri = metastore_uri(config, args.uri)
         return connect(uri, options=options)
-    except ValueError as err:
-        sys.exit(f"hms-txn: --uri: {err}")
-    except ConnectionError as err:
-        sys.exit(f"hms-txn: {err}")
+    except ConfigError as err:
+        raise CommandError(str(err)) from None
+    except ValueError as err:     # hive.metastore.uris of --conf (--uri is checked earlier)
+        raise CommandError(f"hive.metastore.uris: {err}") from None
 
 
 def when(ms: int | None) -> str:

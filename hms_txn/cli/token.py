@@ -17,15 +17,17 @@ import json
 import sys
 
 from hms_txn.cli.connection import add_connection_args, client_for
-from hms_txn.wire.client import SaslPlain
+from hms_txn.cli.errors import CommandError
 from hms_txn.domain.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
                                         write_credentials_file)
 
 EPILOG = """\
-Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's
-hive.metastore.port (9083 by default). The metastore must have SASL enabled
-(hive.metastore.sasl.enabled=true); the command authenticates with SASL PLAIN as --user
-with the first line of --password-file.
+Connection: --uri thrift://HOST:PORT, else --conf's hive.metastore.uris, else
+thrift://127.0.0.1:PORT with PORT from --conf's hive.metastore.port (9083 by default);
+transport, protocol and TLS (hive.metastore.use.SSL, hive.metastore.truststore.path) as
+--conf/--hiveconf say. The metastore must have SASL enabled (hive.metastore.sasl.enabled=
+true); the command authenticates with SASL PLAIN as --user with the first line of
+--password-file.
 
 Use the file from Spark:
   HADOOP_TOKEN_FILE_LOCATION=/path/to/file spark-submit \\
@@ -39,10 +41,8 @@ def register_token_commands(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
     def add_auth(p: argparse.ArgumentParser) -> None:
-        add_connection_args(p, json_help="print the token's details as JSON")
-        p.add_argument("--user", required=True, help="user to authenticate as (SASL PLAIN)")
-        p.add_argument("--password-file", required=True, metavar="FILE",
-                       help="file whose first line is the user's password ('-': standard input)")
+        add_connection_args(p, json_help="print the token's details as JSON",
+                            user_required=True)
 
     p = sub.add_parser(
         "delegation-token", help="obtain a Hive delegation token into a Hadoop credentials file",
@@ -70,22 +70,6 @@ def register_token_commands(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
 
 
-def _read_password(path: str) -> str:
-    try:
-        if path == "-":
-            text = sys.stdin.readline()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.readline()
-    except OSError as err:
-        sys.exit(f"hms-txn: cannot read the password file: {err}")
-    return text.rstrip("\r\n")
-
-
-def _connect_plain(args: argparse.Namespace):
-    return client_for(args, sasl=SaslPlain(args.user, _read_password(args.password_file)))
-
-
 def _meta_error(err: Exception) -> str:
     return getattr(err, "message", None) or str(err)
 
@@ -104,7 +88,7 @@ def _describe(token: Token) -> dict:
 def cmd_delegation_token(args: argparse.Namespace) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
-    client = _connect_plain(args)
+    client = client_for(args)
     try:
         token_str = client.get_delegation_token(args.user, args.renewer or args.user)
     except ttypes.MetaException as err:
@@ -123,8 +107,7 @@ def cmd_delegation_token(args: argparse.Namespace) -> int:
     try:
         write_credentials_file(args.output, [(args.signature or DEFAULT_ALIAS, token)])
     except OSError as err:
-        print(f"hms-txn: cannot write {args.output}: {err}", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot write {args.output}: {err.strerror or err}") from None
     info["file"] = args.output
     if args.json:
         print(json.dumps(info, indent=2))
@@ -140,11 +123,14 @@ def _tokens_of(path: str) -> list[Token]:
     try:
         with open(path, "rb") as f:
             entries = read_credentials(f.read())
-    except (OSError, ValueError) as err:
-        sys.exit(f"hms-txn: cannot read the credentials file {path}: {err}")
+    except OSError as err:
+        raise CommandError(f"cannot read the credentials file {path}: "
+                           f"{err.strerror or err}") from None
+    except ValueError as err:
+        raise CommandError(f"cannot read the credentials file {path}: {err}") from None
     tokens = [t for _alias, t in entries if t.kind == KIND]
     if not tokens:
-        sys.exit(f"hms-txn: {path} holds no {KIND}")
+        raise CommandError(f"{path} holds no {KIND}")
     return tokens
 
 
@@ -152,7 +138,7 @@ def _each_token(args: argparse.Namespace, call) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     tokens = _tokens_of(args.token_file)
-    client = _connect_plain(args)
+    client = client_for(args)
     results, failed = [], False
     try:
         for token in tokens:

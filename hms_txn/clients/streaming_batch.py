@@ -31,9 +31,9 @@ class TxnAbortedError(StreamingError):
 
 # -- Thrift connection -----------------------------------------------------------------------
 
-def open_client(uri: str, timeout_s: float) -> MetastoreClient:
+def open_client(uri: str, options: wire_client.ClientOptions) -> MetastoreClient:
     try:
-        return wire_client.connect(uri, timeout=timeout_s)
+        return wire_client.connect(uri, options=options)
     except (ValueError, ConnectionError) as err:
         raise StreamingError(str(err)) from None
 
@@ -249,7 +249,7 @@ class TransactionBatch:
                 continue
             try:
                 if client is None:
-                    client = open_client(conn.uri, conn.rpc_timeout)
+                    client = open_client(conn.uri, conn.client_options)
                 r = client.heartbeat_txn_range(T.HeartbeatTxnRangeRequest(min=min(live),
                                                                          max=max(live)))
                 gone = set(r.aborted or ()) | set(r.nosuch or ())

@@ -48,7 +48,8 @@ from typing import List, Optional
 
 from orc_acid.layout import location_path, partition_dir_name
 
-from hms_txn.common.config import ConfigError, parse_duration
+from hms_txn.clients.connection import client_options
+from hms_txn.common.config import Config, ConfigError, parse_duration
 from hms_txn.clients.streaming_batch import (LOCK_ACQUIRED, LOCK_WAITING, OP_INSERT,  # noqa: F401
                                              PARTITION_LEVEL, SHARED_READ, TABLE_LEVEL,
                                              StreamingError, TransactionBatch,
@@ -82,7 +83,10 @@ def connect(metastore_uri: str, table: str, partition=None, **kwargs) -> "Stream
     ``bucket_id`` (the ``bucket_N`` this writer writes, 0..4095), ``create_partition``
     (default True), ``user``, ``lock_timeout`` (seconds to wait for a lock),
     ``writer_options`` (``orc_acid.WriterOptions``), ``max_buffered_rows``,
-    ``fsync`` (default True)."""
+    ``fsync`` (default True), ``conf`` (hive-site keys, a dict or ``common.config.Config``:
+    TLS with ``hive.metastore.use.SSL`` and ``hive.metastore.truststore.path``, SASL, the
+    framed and compact keys; read by ``clients.connection.client_options``, as the
+    ``hms-txn`` commands read them)."""
     return StreamingConnection(metastore_uri, table, partition, **kwargs)
 
 
@@ -95,7 +99,7 @@ class StreamingConnection:
                  bucket_id: int = 0, create_partition: bool = True,
                  user: Optional[str] = None, lock_timeout: float = 60.0,
                  writer_options=None, max_buffered_rows: int = 1_000_000,
-                 fsync: bool = True, rpc_timeout: float = 60.0):
+                 fsync: bool = True, rpc_timeout: float = 60.0, conf=None):
         self.uri = metastore_uri
         db, _, name = table.rpartition(".")
         self.db = (db or "default").lower()
@@ -110,7 +114,12 @@ class StreamingConnection:
         self.max_buffered_rows = max_buffered_rows
         self.fsync = fsync
         self.rpc_timeout = rpc_timeout
-        self._client = open_client(metastore_uri, rpc_timeout)
+        config = conf if isinstance(conf, Config) else Config(conf or {}, source="conf")
+        try:
+            self.client_options = client_options(config, timeout=rpc_timeout)
+        except ConfigError as err:
+            raise StreamingError(str(err)) from None
+        self._client = open_client(metastore_uri, self.client_options)
         self._rpc_lock = threading.Lock()
         self._closed = False
         self.batch: Optional[TransactionBatch] = None

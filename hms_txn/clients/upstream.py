@@ -34,6 +34,7 @@ from thrift.transport import TTransport
 from hms_txn.common import errors
 from hms_txn.domain import names
 from hms_txn.wire.client import ClientOptions, Endpoint, SaslPlain, describe, open_endpoint, parse_uris
+from hms_txn.wire.tls import TlsClient, TlsSetupError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,10 @@ class _Conn:
 class UpstreamPool:
     def __init__(self, endpoints: list[Endpoint], *, sasl: bool = False, user: str | None = None,
                  password: str | None = None, framed: bool = False, timeout: float = 60.0,
-                 retries: int = 2, retry_delay: float = 0.2, max_idle: int = 16):
+                 retries: int = 2, retry_delay: float = 0.2, max_idle: int = 16,
+                 tls: TlsClient | None = None):
         self.endpoints = list(endpoints)
+        self.tls = tls
         self.sasl = sasl
         self.user = user
         self.password = password
@@ -104,7 +107,16 @@ class UpstreamPool:
         if sasl and not config["hms_txn.upstream.sasl.user"]:
             raise ConfigError(f"{config.source}: hms_txn.upstream.sasl.enabled needs "
                               f"hms_txn.upstream.sasl.user (and .password)")
-        return cls(endpoints, sasl=sasl, user=config["hms_txn.upstream.sasl.user"],
+        tls = None
+        if config["hms_txn.upstream.use.SSL"]:
+            tls = TlsClient(config["hms_txn.upstream.truststore.path"],
+                            config["hms_txn.upstream.truststore.password"],
+                            truststore_key="hms_txn.upstream.truststore.path")
+            try:
+                tls.context()
+            except TlsSetupError as err:
+                raise ConfigError(f"{config.source}: {err}") from None
+        return cls(endpoints, sasl=sasl, user=config["hms_txn.upstream.sasl.user"], tls=tls,
                    password=config["hms_txn.upstream.sasl.password"],
                    framed=config["hms_txn.upstream.framed"],
                    timeout=config["hms_txn.upstream.socket.timeout"],
@@ -121,7 +133,7 @@ class UpstreamPool:
     def _open(self, endpoint: Endpoint, generation: int) -> _Conn:
         sasl = SaslPlain(self.user, self.password or "") if self.sasl else None
         client = open_endpoint(endpoint, ClientOptions(sasl=sasl, framed=self.framed,
-                                                        timeout=self.timeout))
+                                                        timeout=self.timeout, tls=self.tls))
         return _Conn(client, client.transport, endpoint, generation)
 
     def _connect(self) -> _Conn:

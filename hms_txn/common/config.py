@@ -10,6 +10,8 @@ stops start-up with a message naming the key.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 import xml.etree.ElementTree as ET
 from typing import Any, Mapping, Sequence
@@ -18,6 +20,11 @@ from urllib.parse import quote, urlsplit
 from hms_txn.common.config_keys import (  # noqa: F401  (ConfigError, parse_duration re-exported)
     ALIAS_TO_KEY, GZIP_MESSAGE_FORMAT, JSON_MESSAGE_FORMAT, KEYS, MESSAGE_ENCODERS,
     PASSTHROUGH_DEFAULTS, ConfigError, Key, parse_duration, parse_float)
+
+log = logging.getLogger(__name__)
+# Our own keys' namespace: a name in it that no key declares is a typo, not another
+# component's setting.
+OWN_PREFIX = "hms_txn."
 
 
 class Config:
@@ -28,6 +35,9 @@ class Config:
         self.raw: dict[str, str] = {}
         for name, value in (raw or {}).items():
             self.raw[ALIAS_TO_KEY.get(name, name)] = value
+            if name.startswith(OWN_PREFIX) and name not in KEYS:
+                log.warning("%s: unknown key %s is ignored%s", source, name,
+                            closest_key_hint(name))
         self._values: dict[str, Any] = {}
         for key in KEYS.values():
             if key.name in self.raw:
@@ -51,6 +61,8 @@ class Config:
     def lookup_string(self, name: str) -> str | None:
         """The value a client asking for ``name`` should get (get_config_value, getMetaConf)."""
         canonical = ALIAS_TO_KEY.get(name, name)
+        if "password" in canonical.lower():     # secrets are not handed out (as Hive's
+            return None                         # hive.conf.hidden.list hides them)
         if canonical in self.raw:
             return self.raw[canonical]
         if canonical in KEYS:
@@ -101,6 +113,12 @@ class Config:
         )
 
 
+def closest_key_hint(name: str) -> str:
+    """ "; did you mean K?" for the declared key closest to ``name``, or ""."""
+    close = difflib.get_close_matches(name, KEYS, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def format_value(key: Key, value: Any) -> str:
     if value is None:
         return ""
@@ -112,15 +130,29 @@ def format_value(key: Key, value: Any) -> str:
     return str(value)
 
 
+SUPPORTED_DATABASES = "SQLite (jdbc:sqlite:/path, sqlite:///path) and PostgreSQL " \
+                      "(jdbc:postgresql://host:port/db, postgresql://...)"
+
+
 def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None = None) -> str:
     """Map a JDBC URL (as found in hive-site.xml) to an SQLAlchemy URL.
 
-    SQLAlchemy URLs (``postgresql://...``, ``sqlite:///...``) are accepted unchanged.
+    SQLAlchemy URLs of SQLite and PostgreSQL (``postgresql://...``, ``sqlite:///...``) are
+    accepted as they are (``postgresql://`` with psycopg2, the driver we depend on). Any other database (MySQL/MariaDB, Oracle, SQL Server, Derby) is
+    refused with a ValueError naming the supported ones: the store's SQL is written and
+    tested for these two only.
     """
     if not url.startswith("jdbc:"):
-        if "://" in url:
-            return url
-        raise ValueError(f"not a JDBC or SQLAlchemy URL: {url!r}")
+        scheme = url.partition("://")[0] if "://" in url else ""
+        if not scheme:
+            raise ValueError(f"not a JDBC or SQLAlchemy URL: {url!r}; supported: "
+                             f"{SUPPORTED_DATABASES}")
+        if scheme.partition("+")[0] not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database {scheme!r} in {url!r}; supported: "
+                             f"{SUPPORTED_DATABASES}")
+        if scheme == "postgresql":      # the driver we install (SQLAlchemy's default differs)
+            return "postgresql+psycopg2" + url[len(scheme):]
+        return url
     rest = url[len("jdbc:"):]
     if rest.startswith("sqlite:"):
         path = rest[len("sqlite:"):]
@@ -129,22 +161,21 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
         if not path:
             raise ValueError("jdbc:sqlite: needs a file path")
         return f"sqlite:///{os.path.abspath(path)}"
-    for jdbc_scheme, sa_scheme in (("postgresql:", "postgresql+psycopg2"), ("mysql:", "mysql+pymysql"),
-                                   ("mariadb:", "mysql+pymysql")):
-        if rest.startswith(jdbc_scheme):
-            parts = urlsplit(rest)
-            if not parts.hostname:
-                raise ValueError(f"no host in {url!r}")
-            auth = ""
-            if user:
-                auth = quote(user, safe="")
-                if password:
-                    auth += ":" + quote(password, safe="")
-                auth += "@"
-            host = parts.hostname + (f":{parts.port}" if parts.port else "")
-            query = f"?{parts.query}" if parts.query and sa_scheme.startswith("mysql") else ""
-            return f"{sa_scheme}://{auth}{host}{parts.path}{query}"
-    raise ValueError(f"unsupported database in {url!r} (PostgreSQL, MySQL and SQLite are)")
+    if rest.startswith("postgresql:"):
+        parts = urlsplit(rest)
+        if not parts.hostname:
+            raise ValueError(f"no host in {url!r}")
+        auth = ""
+        if user:
+            auth = quote(user, safe="")
+            if password:
+                auth += ":" + quote(password, safe="")
+            auth += "@"
+        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+        return f"postgresql+psycopg2://{auth}{host}{parts.path}"
+    kind = rest.partition(":")[0] or "?"
+    raise ValueError(f"unsupported database {kind!r} in {url!r}; supported: "
+                     f"{SUPPORTED_DATABASES}")
 
 
 def read_site_xml(path: str) -> dict[str, str]:
@@ -153,6 +184,9 @@ def read_site_xml(path: str) -> dict[str, str]:
         tree = ET.parse(path)
     except FileNotFoundError:
         raise ConfigError(f"configuration file not found: {path}") from None
+    except OSError as err:          # a directory, no permission
+        raise ConfigError(f"cannot read the configuration file {path}: "
+                          f"{err.strerror or err}") from None
     except ET.ParseError as err:
         raise ConfigError(f"{path}: not well-formed XML: {err}") from None
     root = tree.getroot()

@@ -203,7 +203,8 @@ _key("hms_txn.log.format", "text", lambda v: _choice(v, ("TEXT", "JSON")).lower(
      "transaction call carries its method, txnid, lockid and authenticated user.")
 # Database
 _key("javax.jdo.option.ConnectionURL", None, parse_str,
-     "Backing database: jdbc:postgresql://, jdbc:mysql://, jdbc:sqlite:, or an SQLAlchemy URL.",
+     "Backing database: jdbc:postgresql://, jdbc:sqlite:, or an SQLAlchemy URL of PostgreSQL or "
+     "SQLite (MySQL/MariaDB and others are refused at start-up).",
      "metastore.jdo.option.ConnectionURL")
 _key("javax.jdo.option.ConnectionUserName", None, parse_str, "Database user.")
 _key("javax.jdo.option.ConnectionPassword", None, parse_str, "Database password.")
@@ -212,7 +213,7 @@ _key("hms_txn.sqlite.synchronous", "FULL", lambda v: _choice(v, ("FULL", "NORMAL
      "survives the process being killed (kill -9) but the last calls may be lost if the OS "
      "crashes or power fails; several times more writes per second.")
 _key("hms_txn.db.pool.size", 10, parse_positive_int,
-     "Connections kept open to a client/server database (PostgreSQL, MySQL).")
+     "Connections kept open to a client/server database (PostgreSQL).")
 _key("hms_txn.schema.auto.upgrade", True, parse_bool,
      "Upgrade an older metastore schema at start-up (false: refuse to start).")
 # Transactions
@@ -365,6 +366,13 @@ _key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the ups
 _key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
 _key("hms_txn.upstream.framed", False, parse_bool,
      "Framed transport to the upstream (always framed with SASL).")
+_key("hms_txn.upstream.use.SSL", False, parse_bool,
+     "Connect to the upstream with TLS (hms_txn.wire.tls), verifying its certificate with "
+     "hms_txn.upstream.truststore.path (PEM or JKS; default: the system's CAs).")
+_key("hms_txn.upstream.truststore.path", None, parse_str,
+     "CAs that verify the upstream's certificate (PEM, or a JKS truststore).")
+_key("hms_txn.upstream.truststore.password", None, lambda v: v,
+     "Password of a JKS upstream truststore (checks its integrity).")
 _key("hms_txn.upstream.socket.timeout", 60.0, _seconds("s"),
      "Socket timeout of upstream connections (connect and each call).")
 _key("hms_txn.upstream.retries", 2, parse_nonneg_int,
@@ -385,6 +393,47 @@ _key("hms_txn.upstream.events.enabled", False, parse_bool,
      "evict tables it reports changed.")
 _key("hms_txn.upstream.events.interval", 1.0, _seconds("s"),
      "How often the upstream's notification log is polled.")
+
+# TLS (hms_txn.wire.tls; docs/security.md maps Hive's Java key stores to PEM files)
+_key("hive.metastore.use.SSL", False, parse_bool,
+     "Serve TLS only (server); connect with TLS (the hms-txn commands, hive_acid, the "
+     "streaming client).", "metastore.use.SSL")
+_key("hive.metastore.keystore.path", None, parse_str,
+     "Server: PEM file with its certificate chain and (unless hms_txn.ssl.key.path) private "
+     "key; Hive's is a JKS key store.", "metastore.keystore.path")
+_key("hive.metastore.keystore.password", None, lambda v: v,
+     "Server: password of an encrypted private key.", "metastore.keystore.password")
+_key("hms_txn.ssl.key.path", None, parse_str,
+     "Server: PEM private key, when it is not in hive.metastore.keystore.path.")
+_key("hms_txn.ssl.client.ca.path", None, parse_str,
+     "Server: require a client certificate signed by one of these CAs (PEM); unset: no "
+     "client certificate is asked for.")
+_key("hive.metastore.truststore.path", None, parse_str,
+     "Clients: CAs that verify the server's certificate, as PEM or a JKS truststore "
+     "(default: the system's CAs).", "metastore.truststore.path")
+_key("hive.metastore.truststore.password", None, lambda v: v,
+     "Clients: password of a JKS truststore (checks its integrity).",
+     "metastore.truststore.password")
+_key("hms_txn.ssl.client.certificate.path", None, parse_str,
+     "Clients: PEM certificate (and key, unless hms_txn.ssl.client.key.path) presented to a "
+     "server that requires one.")
+_key("hms_txn.ssl.client.key.path", None, parse_str,
+     "Clients: PEM private key of that certificate, when it is a separate file.")
+
+# Clients of a metastore (the hms-txn commands, hive_acid, the streaming client)
+_key("hive.metastore.uris", None, parse_str,
+     "Clients: the metastore's thrift://host:port URIs (comma-separated, tried in order); "
+     "the commands' default for --uri.", "metastore.thrift.uris")
+_key("hive.metastore.token.signature", "", parse_str,
+     "Clients with SASL and no user: the service of the delegation token to use from "
+     "HADOOP_TOKEN_FILE_LOCATION (empty: the token written without --signature).",
+     "metastore.token.signature")
+_key("hive.metastore.client.plain.username", None, parse_str,
+     "Clients: authenticate with SASL PLAIN as this user (Hive 4's key; the commands' --user "
+     "wins).", "metastore.client.plain.username")
+_key("hms_txn.client.plain.password", None, lambda v: v,
+     "Clients: the password of that user (Hive 4 reads it from a Hadoop credential "
+     "provider; the commands' --password-file wins).")
 
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.

@@ -17,6 +17,7 @@ from hms_txn.service.handler import ServiceRouter, build_dispatcher
 from hms_txn.wire.codec import object_json
 from hms_txn.wire.sasl import PasswordBook, SaslServer
 from hms_txn.wire.server import ThriftServer, TransportOptions
+from hms_txn.wire.tls import TlsServer, TlsSetupError
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ class MetastoreServer:
         self.ms = ms
         config = ms.config
         idle = config["hms_txn.connection.idle.timeout"]
+        tls = server_tls(config)
         options = TransportOptions(
             host=host or config["hive.metastore.bind.host"],
             port=config["hive.metastore.port"] if port is None else port,
@@ -37,7 +39,7 @@ class MetastoreServer:
             # The event loop runs SQLite's transaction calls in shared batches (see
             # hms_txn.wire.event_loop); with PostgreSQL a thread per connection.
             event_loop=config["hms_txn.server.txn.loop"] and ms.store.is_sqlite,
-            spin=config["hms_txn.server.txn.loop.spin"])
+            spin=config["hms_txn.server.txn.loop.spin"], tls=tls)
         sasl = (SaslServer(PasswordBook.from_config(config), ms.token_service.sasl_credential)
                 if config.sasl_required() else None)
         handler = ms.handler()
@@ -107,11 +109,28 @@ def pin_process(cpus: tuple[int, ...]) -> None:
     log.info("server threads pinned to CPU(s) %s", ",".join(map(str, cpus)))
 
 
+def server_tls(config: Config) -> TlsServer | None:
+    """The server's TLS setting, its certificate and key loaded once to check them
+    (ConfigError naming the key when they cannot be used)."""
+    try:
+        tls = TlsServer.from_config(config)
+        if tls is not None:
+            tls.context()
+    except TlsSetupError as err:
+        raise ConfigError(f"{config.source}: {err}") from None
+    return tls
+
+
 def create_server(config: Config, *, data_dir: str = "metastore_data", host: str | None = None,
                   port: int | None = None) -> MetastoreServer:
+    server_tls(config)       # an unusable certificate stops start-up before the database
     upstream = None
     if config["hms_txn.upstream.uris"]:   # extension mode (docs/extension-mode.md)
         from hms_txn.clients.upstream import UpstreamPool
         upstream = UpstreamPool.from_config(config)
     ms = Metastore(config, data_dir=data_dir, object_json=object_json, upstream=upstream)
-    return MetastoreServer(ms, host=host, port=port)
+    try:
+        return MetastoreServer(ms, host=host, port=port)
+    except BaseException:      # a configuration error of the transport: nothing started
+        ms.close()
+        raise

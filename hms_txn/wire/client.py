@@ -11,7 +11,8 @@ transports, SASL and failover behave the same everywhere:
 * Transports as the Java metastore offers them: buffered (the default), framed
   (``framed=True``), SASL (``sasl=SaslPlain(...)`` or ``SaslDigest(...)``: every message in
   a length-prefixed SASL frame after the handshake); binary protocol (the accelerated C
-  codec) or compact (``compact=True``).
+  codec) or compact (``compact=True``); any of them over TLS (``tls=TlsClient(...)``,
+  ``wire.tls``: the server's certificate and host name are verified).
 * ``timeout`` bounds every socket operation, the connect included.
 
 A ``MetastoreClient`` is the generated ``ThriftHiveMetastore.Client`` plus the transport
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +34,7 @@ from thrift.protocol.TCompactProtocol import TCompactProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.tls import TlsClient
 
 DEFAULT_PORT = 9083
 
@@ -101,11 +104,28 @@ Sasl = SaslPlain | SaslDigest
 
 @dataclass(frozen=True)
 class ClientOptions:
-    """How to connect: transport, protocol, authentication, socket timeout (seconds)."""
+    """How to connect: transport, protocol, authentication, TLS, socket timeout (seconds)."""
     sasl: Sasl | None = None
     framed: bool = False
     compact: bool = False
     timeout: float = 60.0
+    tls: TlsClient | None = None
+
+
+class TlsSocket(TSocket.TSocket):
+    """A TSocket that runs the TLS handshake (verifying the server) once connected."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext):
+        super().__init__(host, port)
+        self.context = context
+
+    def open(self) -> None:
+        super().open()
+        try:
+            self.handle = self.context.wrap_socket(self.handle, server_hostname=self.host)
+        except BaseException:
+            self.close()
+            raise
 
 
 class MetastoreClient(ThriftHiveMetastore.Client):
@@ -131,7 +151,8 @@ class MetastoreClient(ThriftHiveMetastore.Client):
 
 def open_endpoint(endpoint: Endpoint, options: ClientOptions = ClientOptions()) -> MetastoreClient:
     """A connected client to one endpoint; raises what the transport raises."""
-    sock = TSocket.TSocket(endpoint.host, endpoint.port)
+    sock = (TlsSocket(endpoint.host, endpoint.port, options.tls.context()) if options.tls
+            else TSocket.TSocket(endpoint.host, endpoint.port))
     sock.setTimeout(int(options.timeout * 1000))
     if options.sasl is not None:
         from thrift_sasl import TSaslClientTransport
@@ -155,12 +176,14 @@ def open_endpoint(endpoint: Endpoint, options: ClientOptions = ClientOptions()) 
 
 def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
             framed: bool = False, compact: bool = False, timeout: float = 60.0,
-            options: ClientOptions | None = None) -> MetastoreClient:
+            tls: TlsClient | None = None, options: ClientOptions | None = None
+            ) -> MetastoreClient:
     """A client connected to the first URI of ``uri`` that accepts (see the module
     docstring). ``options`` replaces the keyword arguments when given. Raises
     ``MetastoreUnreachable`` when none does, ``ValueError`` for a malformed URI."""
     if options is None:
-        options = ClientOptions(sasl=sasl, framed=framed, compact=compact, timeout=timeout)
+        options = ClientOptions(sasl=sasl, framed=framed, compact=compact, timeout=timeout,
+                                tls=tls)
     if isinstance(uri, Endpoint):
         endpoints = [uri]
     elif isinstance(uri, list):
@@ -172,16 +195,25 @@ def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
         try:
             return open_endpoint(endpoint, options)
         except Exception as err:     # refused, timed out, SASL refused: try the next one
-            failures.append(f"{endpoint.uri}: {describe(err)}")
+            failures.append(f"{endpoint.uri}: {describe(err, options)}")
     raise MetastoreUnreachable("cannot connect to " + "; ".join(failures))
 
 
-def describe(err: BaseException) -> str:
-    """A transport error as one line (thrift hides the OS error in ``inner``)."""
+def describe(err: BaseException, options: ClientOptions | None = None) -> str:
+    """A transport error as one line (thrift hides the OS error in ``inner``), with a hint
+    when TLS is on one side only."""
     text = str(err) or type(err).__name__
     inner = getattr(err, "inner", None)
     if inner is not None and str(inner) not in text:
         text = f"{text} ({inner})"
+    text = text.replace("\n", " ")
+    if isinstance(err, ssl.SSLCertVerificationError):
+        text += (" (the server's certificate is not trusted: set "
+                 "hive.metastore.truststore.path to its CA)")
+    elif isinstance(err, (ssl.SSLError, ConnectionResetError)) and options and options.tls:
+        text += " (TLS handshake failed: does the metastore serve TLS, hive.metastore.use.SSL?)"
+    elif options and not options.tls and "TLS connections only" in text:
+        text += " (set hive.metastore.use.SSL=true)"
     return text
 
 

@@ -8,28 +8,35 @@ one thread. We run our own accept loop rather than thrift's ``TThreadedServer`` 
 cannot be stopped.
 
 Defaults match the Java metastore: unframed buffered transport with the binary protocol
-(the accelerated C codec). Framed transport, the compact protocol and SASL are opt-in.
+(the accelerated C codec). Framed transport, the compact protocol, SASL and TLS
+(``wire.tls``) are opt-in. With TLS every connection must begin with a TLS handshake; one
+that begins with a Thrift message or a SASL handshake instead is answered, in its own
+protocol, with an error saying that the metastore requires TLS (``refuse``).
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import struct
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
-from thrift.protocol.TCompactProtocol import TCompactProtocolAcceleratedFactory
+from thrift.protocol.TCompactProtocol import TCompactProtocol, TCompactProtocolAcceleratedFactory
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 
 from hms_txn.wire.dispatch import Dispatcher
 from hms_txn.wire.encoded import BinaryProtocolFactory
 from hms_txn.wire.event_loop import CallLoop, CallRouter
+from hms_txn.wire.sasl import ERROR as SASL_ERROR
+from hms_txn.wire.sasl import START as SASL_START
 from hms_txn.wire.sasl import AuthenticationFailed, SaslServer
 from hms_txn.wire.session import set_authenticated_user
+from hms_txn.wire.tls import TLS_HANDSHAKE_RECORD, TlsServer
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +50,10 @@ class TransportOptions:
     max_message: int = 100 * 1024 * 1024
     idle_timeout: float | None = None
     max_connections: int = 1000
-    # serve from one event-loop thread (unframed binary protocol without SASL only)
+    # serve from one event-loop thread (unframed binary protocol without SASL or TLS only)
     event_loop: bool = False
     spin: float = 0.0
+    tls: TlsServer | None = None
 
 
 class ThriftServer:
@@ -64,6 +72,9 @@ class ThriftServer:
         # SASL (PLAIN, or DIGEST-MD5 with a delegation token) wraps every message in a
         # length-prefixed frame after the handshake.
         self.sasl = sasl
+        # TLS: the context is built here, so a certificate that cannot be loaded stops
+        # start-up (wire.tls.TlsSetupError).
+        self.tls = options.tls.context() if options.tls is not None else None
         limits = {"string_length_limit": self.max_message,
                   "container_length_limit": self.max_message}
         self.protocol_factory = (TCompactProtocolAcceleratedFactory(**limits) if self.compact
@@ -79,13 +90,25 @@ class ThriftServer:
         self._accept_thread: threading.Thread | None = None
         self.loop: CallLoop | None = None
         self.use_loop = (options.event_loop and not self.framed and not self.compact
-                         and self.sasl is None)
+                         and self.sasl is None and self.tls is None)
         self.port: int | None = None
 
     @property
     def address(self) -> str:
-        shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        """A URI a client on this machine connects to (loopback for a wildcard bind)."""
+        shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(
+            self.host, f"[{self.host}]" if ":" in self.host else self.host)
         return f"thrift://{shown}:{self.port}"
+
+    @property
+    def listen_address(self) -> str:
+        """The address the socket is bound to, as it is (0.0.0.0: every IPv4 interface)."""
+        host = self.host or "0.0.0.0"
+        return f"thrift://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    @property
+    def loopback_only(self) -> bool:
+        return self.host in ("localhost", "::1") or self.host.startswith("127.")
 
     def bind(self) -> None:
         """Open the listening socket (nothing is accepted until ``serve``)."""
@@ -108,8 +131,16 @@ class ThriftServer:
         self._accept_thread = threading.Thread(target=self._accept_loop, name="hms-accept",
                                                daemon=True)
         self._accept_thread.start()
-        log.info("listening on %s (%s transport, %s protocol)", self.address,
-                 "framed" if self.framed else "buffered", "compact" if self.compact else "binary")
+        log.info("listening on %s (%s transport, %s protocol%s%s)", self.listen_address,
+                 "framed" if self.framed else "buffered", "compact" if self.compact else "binary",
+                 ", SASL" if self.sasl is not None else "", ", TLS" if self.tls is not None else "")
+        if not self.loopback_only and self.sasl is None and self.tls is None:
+            log.warning(
+                "listening on %s, reachable from other hosts, with neither SASL "
+                "(hive.metastore.sasl.enabled) nor TLS (hive.metastore.use.SSL): anyone who can "
+                "reach this port can read and change every database, table and transaction "
+                "without authenticating, and every call crosses the network in clear text; "
+                "bind to 127.0.0.1 (--host) or enable SASL and/or TLS", self.listen_address)
 
     def counters(self) -> dict[str, int]:
         return self.loop.counters() if self.loop is not None else {}
@@ -148,11 +179,39 @@ class ThriftServer:
             make = lambda: TTransport.TBufferedTransport(client)  # noqa: E731
         return make(), make()
 
+    def _start_tls(self, sock: socket.socket, peer: Any) -> ssl.SSLSocket | None:
+        """The TLS connection of ``sock`` (handshake done), or None when the client does not
+        speak TLS (it is told so) or the handshake fails (logged)."""
+        sock.settimeout(TLS_HANDSHAKE_TIMEOUT)
+        first = sock.recv(1, socket.MSG_PEEK)
+        if not first:
+            return None
+        if first[0] != TLS_HANDSHAKE_RECORD:
+            log.warning("refused a connection from %s that does not use TLS "
+                        "(hive.metastore.use.SSL is on)", _peer(peer))
+            refuse(sock, "this metastore accepts TLS connections only (hive.metastore.use.SSL"
+                         "=true on the server): connect with TLS")
+            return None
+        try:
+            tls = self.tls.wrap_socket(sock, server_side=True)
+        except (ssl.SSLError, OSError) as err:
+            log.warning("TLS handshake with %s failed: %s", _peer(peer), err)
+            return None
+        with self._lock:
+            self._clients.discard(sock)
+            self._clients.add(tls)
+        return tls
+
     def _serve_client(self, sock: socket.socket, peer: Any) -> None:
         client = TSocket.TSocket()
-        client.setHandle(sock)
         itrans = otrans = None
         try:
+            if self.tls is not None:
+                tls = self._start_tls(sock, peer)
+                if tls is None:
+                    return
+                sock = tls
+            client.setHandle(sock)
             if self.sasl is not None:
                 who = self.sasl.handshake(sock)
                 log.info("%s authenticated as %s with SASL %s%s", _peer(peer), who.user,
@@ -177,6 +236,7 @@ class ThriftServer:
         finally:
             set_authenticated_user(None)
             client.close()
+            sock.close()
             with self._lock:
                 self._clients.discard(sock)
                 self._workers.discard(threading.current_thread())
@@ -199,23 +259,9 @@ class ThriftServer:
         def answer() -> None:
             try:
                 sock.settimeout(5)
-                client = TSocket.TSocket()
-                client.setHandle(sock)
-                trans = TTransport.TBufferedTransport(client)
-                proto = TBinaryProtocol(trans, string_length_limit=4096, container_length_limit=64)
-                name, _mtype, seqid = proto.readMessageBegin()
-                err = TApplicationException(
-                    TApplicationException.INTERNAL_ERROR,
-                    f"hms-txn is at its connection limit ({self.max_connections}, "
-                    f"hive.metastore.server.max.threads); try again later")
-                proto.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
-                err.write(proto)
-                proto.writeMessageEnd()
-                trans.flush()
-            except Exception:  # whatever the client sent, it only gets the refusal
-                pass
+                refuse(sock, f"hms-txn is at its connection limit ({self.max_connections}, "
+                             f"hive.metastore.server.max.threads); try again later")
             finally:
-                sock.close()
                 self._rejecters.release()
 
         threading.Thread(target=answer, name="hms-reject", daemon=True).start()
@@ -249,6 +295,59 @@ class ThriftServer:
         log.info("stopped")
 
 
+
+
+TLS_HANDSHAKE_TIMEOUT = 30.0
+_COMPACT_PROTOCOL_ID = 0x82
+_BINARY_VERSION_BYTE = 0x80
+
+
+def refuse(sock: socket.socket, message: str) -> None:
+    """Answer the first thing a client sends with an error carrying ``message``, in the
+    client's own protocol, then close: a SASL handshake gets a SASL ERROR, a Thrift call
+    (binary or compact, framed or not) a TApplicationException. What the client sent is
+    read with small limits; whatever it was, it only gets the refusal."""
+    try:
+        peek = sock.recv(5, socket.MSG_PEEK)
+        if peek[:1] == bytes([SASL_START]):
+            payload = message.encode("utf-8")
+            sock.sendall(struct.pack(">BI", SASL_ERROR, len(payload)) + payload)
+            return
+        handle = TSocket.TSocket()
+        handle.setHandle(sock)
+        # an unframed message begins with the protocol's byte, a framed one with its length
+        framed = peek[:1] not in (bytes([_BINARY_VERSION_BYTE]), bytes([_COMPACT_PROTOCOL_ID]))
+        trans = (TTransport.TFramedTransport(handle) if framed
+                 else TTransport.TBufferedTransport(handle))
+        head = peek[4:5] if framed else peek[:1]
+        limits = {"string_length_limit": 4096, "container_length_limit": 64}
+        proto = (TCompactProtocol(trans, **limits) if head == bytes([_COMPACT_PROTOCOL_ID])
+                 else TBinaryProtocol(trans, **limits))
+        name, _mtype, seqid = proto.readMessageBegin()
+        proto.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+        TApplicationException(TApplicationException.INTERNAL_ERROR, message).write(proto)
+        proto.writeMessageEnd()
+        trans.flush()
+    except Exception:      # not a message we can parse: the client only sees the close
+        pass
+    finally:
+        _close_after_answer(sock)
+
+
+def _close_after_answer(sock: socket.socket) -> None:
+    """Close after an answer without discarding it: closing a socket with unread input
+    resets the connection, and a reset can reach the client before it read the answer. So
+    end our side, read (a little) until the client closes, then close."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(2)
+        for _ in range(16):
+            if not sock.recv(65536):
+                break
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def set_idle_timeout(sock: socket.socket, seconds: float | None) -> None:

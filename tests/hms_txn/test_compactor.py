@@ -557,6 +557,38 @@ def test_cli_compact_wait_and_show_compactions(hms_factory, capsys):
         [(1, "succeeded", 3), (2, "refused", None)]
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_cli_compact_wait_stops_where_the_configuration_can_reach(hms_factory, capsys):
+    """Issue 30: with the default configuration (no Cleaner) --wait used to wait forever
+    for 'succeeded'; it waits for 'ready for cleaning' and says why, and without a worker
+    it does not wait at all."""
+    from hms_txn.cli import main
+    hms = hms_factory({**FAST, "hive.compactor.initiator.on": "false",
+                       "hive.compactor.cleaner.on": "false"})
+    e = Engine(hms.client())
+    e.create("t")
+    for i in range(3):
+        e.insert("t", rows([i]))
+    assert main(["compact", "t", "--minor", "--wait", "--poll", "0.05", "--uri", hms.uri]) == 0
+    out = capsys.readouterr().out
+    assert ("waiting until it is 'ready for cleaning' (the metastore runs no Cleaner, "
+            "hive.compactor.cleaner.on=false: the compacted-away files stay until one runs)"
+            ) in out
+    assert "] ready for cleaning (highest write id 3" in out.splitlines()[-1]
+    assert e.compactions("t")[0].state == "ready for cleaning"
+
+    idle = hms_factory({"hive.compactor.worker.threads": "0"})
+    e2 = Engine(idle.client())
+    e2.create("u")
+    e2.insert("u", rows([1]))
+    assert main(["compact", "u", "--wait", "--uri", idle.uri]) == 0
+    out = capsys.readouterr().out
+    assert "MAJOR compaction 2 of default.u: initiated" in out       # (one database)
+    assert ("waiting until it is 'initiated' (the metastore runs no compaction worker, "
+            "hive.compactor.worker.threads=0: it stays queued until a worker runs it; not "
+            "waiting)") in out
+
+
 def test_compactor_keys_have_hives_defaults():
     from hms_txn.common.config import Config, ConfigError
     c = Config({})

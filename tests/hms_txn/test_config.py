@@ -56,8 +56,8 @@ def test_invalid_values_name_the_key(key, value):
 
 @pytest.mark.parametrize("jdbc, url", [
     ("jdbc:postgresql://db:5432/hms", "postgresql+psycopg2://hive:p%40ss@db:5432/hms"),
-    ("jdbc:mysql://db:3306/hms?useSSL=false", "mysql+pymysql://hive:p%40ss@db:3306/hms?useSSL=false"),
-    ("postgresql://u@h/db", "postgresql://u@h/db"),
+    ("postgresql://u@h/db", "postgresql+psycopg2://u@h/db"),
+    ("postgresql+psycopg2://u@h/db", "postgresql+psycopg2://u@h/db"),
 ])
 def test_jdbc_urls(jdbc, url):
     assert jdbc_to_sqlalchemy(jdbc, "hive", "p@ss") == url
@@ -68,10 +68,14 @@ def test_sqlite_jdbc_url_is_absolute(tmp_path, monkeypatch):
     assert jdbc_to_sqlalchemy("jdbc:sqlite:meta.db") == f"sqlite:///{tmp_path}/meta.db"
 
 
-@pytest.mark.parametrize("bad", ["jdbc:oracle:thin:@h:1521:x", "jdbc:postgresql:/nohost", "nonsense"])
+@pytest.mark.parametrize("bad", ["jdbc:oracle:thin:@h:1521:x", "jdbc:postgresql:/nohost", "nonsense",
+                                 "jdbc:mysql://db:3306/hms", "jdbc:mariadb://db/hms",
+                                 "mysql+pymysql://u@db/hms"])
 def test_unsupported_database_urls(bad):
-    with pytest.raises(ConfigError, match="ConnectionURL"):
+    with pytest.raises(ConfigError, match="ConnectionURL") as err:
         Config({"javax.jdo.option.ConnectionURL": bad}).database_url("/tmp")
+    if "mysql" in bad or "maria" in bad or "oracle" in bad:
+        assert "supported: SQLite" in str(err.value) and "PostgreSQL" in str(err.value)
 
 
 def test_load_site_xml(tmp_path):

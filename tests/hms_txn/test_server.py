@@ -185,7 +185,7 @@ def test_malformed_hiveconf_is_refused_naming_it(tmp_path):
                              "--hiveconf", "hive.txn.timeout"], cwd=tmp_path, env=checkout_env(),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
-    assert "--hiveconf takes KEY=VALUE, not 'hive.txn.timeout'" in result.stderr
+    assert "argument --hiveconf: takes KEY=VALUE, not 'hive.txn.timeout'" in result.stderr
     assert "Traceback" not in result.stderr
 
 

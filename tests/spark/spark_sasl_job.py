@@ -31,13 +31,21 @@ STATEMENTS = [
 ]
 
 
-def session(uri: str, warehouse: str):
+SASL = {"spark.hadoop.hive.metastore.sasl.enabled": "true"}
+
+
+def session(uri: str, warehouse: str, conf: dict[str, str] = SASL):
+    """A fresh local Spark session whose Hive client uses ``uri`` with ``conf`` (SASL by
+    default; spark_tls_job.py gives TLS keys instead)."""
     from pyspark.sql import SparkSession
 
     scratch = os.path.abspath(os.path.join(warehouse, "..", "spark-scratch"))
     os.makedirs(scratch, exist_ok=True)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     return (
-        SparkSession.builder
+        builder
         .master("local[1]")
         .appName("hms-txn-spark-sasl")
         .config("spark.ui.enabled", "false")
@@ -47,7 +55,6 @@ def session(uri: str, warehouse: str):
         .config("spark.sql.warehouse.dir", os.path.abspath(warehouse))
         .config("spark.sql.catalogImplementation", "hive")
         .config("spark.hadoop.hive.metastore.uris", uri)
-        .config("spark.hadoop.hive.metastore.sasl.enabled", "true")
         # Fail fast when authentication is refused (the negative runs).
         .config("spark.hadoop.hive.metastore.connect.retries", "1")
         .config("spark.hadoop.hive.metastore.failure.retries", "1")
@@ -61,13 +68,13 @@ def session(uri: str, warehouse: str):
     )
 
 
-def _jsonable(value):
+def jsonable(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
 
 
-def _java_causes(err: Exception) -> list[str]:
+def java_causes(err: Exception) -> list[str]:
     """``toString()`` of the Java exception behind ``err`` and of each of its causes."""
     chain, throwable = [], getattr(err, "_origin", None)
     while throwable is not None and len(chain) < 30:
@@ -85,11 +92,11 @@ def main(argv: list[str]) -> int:
         out["tokens"] = [str(t.getKind()) for t in ugi.getCurrentUser().getTokens().toArray()]
         for sql in STATEMENTS:
             df = spark.sql(sql)
-            rows = [[_jsonable(v) for v in row] for row in df.collect()]
+            rows = [[jsonable(v) for v in row] for row in df.collect()]
             out["results"].append({"sql": sql, "columns": list(df.columns), "rows": rows})
     except Exception as err:  # the caller decides whether this failure was expected
         out["error"] = f"{type(err).__name__}: {err}"
-        out["error_chain"] = _java_causes(err)
+        out["error_chain"] = java_causes(err)
     finally:
         with open(out_json, "w") as f:
             json.dump(out, f, indent=1)
