@@ -134,7 +134,8 @@ class UnknownMethod(Expect):
         err = answer.error
         if isinstance(err, TApplicationException) and err.type in self.TYPES:
             return None
-        return f"expected TApplicationException UNKNOWN_METHOD/WRONG_METHOD_NAME, {answer.describe()}"
+        return ("expected TApplicationException UNKNOWN_METHOD/WRONG_METHOD_NAME, "
+                f"{answer.describe()}")
 
     def describe(self):
         return "TApplicationException UNKNOWN_METHOD"

@@ -75,13 +75,13 @@ def get_table_req(name: str, **fields) -> Step:
 
 
 def lock_component(type_, op, name: str | None = None, partition_name: str | None = None,
-                   acid: bool = False) -> t.LockComponent:
+                   acid: bool = False, dynamic: bool = False) -> t.LockComponent:
     """LockComponentBuilder.build: the level follows the names set."""
     level = (t.LockLevel.PARTITION if partition_name else
              t.LockLevel.TABLE if name else t.LockLevel.DB)
     return t.LockComponent(type=type_, level=level, dbname=DB, tablename=name,
                            partitionname=partition_name, operationType=op,
-                           isTransactional=acid, isDynamicPartitionWrite=False)
+                           isTransactional=acid, isDynamicPartitionWrite=dynamic)
 
 
 def begin() -> list[Step]:
@@ -338,7 +338,8 @@ def test_insert_into_new_static_partition_with_statistics(hs2, client):
              "HMSC.getPartitionWithAuthInfo: NoSuchObjectException means no partition yet",
              "get_partition_with_auth", (PDB, "events", ["2024-01-03"], USER, [USER]),
              Raises("NoSuchObjectException")),
-        Step("Hive.addPartitionToMetastore → HMSC.add_partition", "add_partition_with_environment_context",
+        Step("Hive.addPartitionToMetastore → HMSC.add_partition",
+             "add_partition_with_environment_context",
              (new_part, None), Returns(fields_set("sd.location", "values")), save="part"),
         Step("BasicStatsTask.aggregateStats → Hive.alterPartitions → alter_partitions_req",
              "alter_partitions_req", stats_alter, Returns()),
@@ -380,6 +381,67 @@ def test_insert_into_acid_table_with_statistics(hs2, client):
         begin(),
         valid_write_ids("acid"),
         table_stats_read("acid", snapshot="writeids"),
+        commit(),
+    )
+
+
+def test_insert_into_acid_table_dynamic_partitions_with_dml_events(hs2, client):
+    """INSERT INTO acid PARTITION (dt) SELECT ... with hive.metastore.dml.events=true:
+    the new partitions, their write events in one batch, the dynamic partitions of the
+    write id, then the partition statistics."""
+    tbl = given_table(client, DB, "acid_parts", partitioned=True, acid=True, days=())
+    days = ["2024-01-03", "2024-01-04"]
+    names = [f"dt={d}" for d in days]
+    new_parts = [partition(t, tbl, [d], catName=CAT) for d in days]
+
+    def events(s):
+        return (t.WriteNotificationLogBatchRequest(
+            catalog=CAT, db=DB, table="acid_parts", requestList=[
+            t.WriteNotificationLogRequest(
+                txnId=txn_id(s), writeId=write_id(s), db=DB, table="acid_parts",
+                fileInfo=t.InsertEventRequestData(replace=True, filesAdded=[
+                    f"{p.sd.location}/delta_{write_id(s):07d}_{write_id(s):07d}_0000/bucket_00000"],
+                    filesAddedChecksum=[""], subDirectoryList=[
+                        f"delta_{write_id(s):07d}_{write_id(s):07d}_0000"]),
+                partitionVals=p.values) for p in new_parts]),)
+
+    def stats_alter(s):
+        parts = [with_params(p, basic_stats(1)) for p in new_parts]
+        for p in parts:
+            p.writeId = write_id(s)
+        return (t.AlterPartitionsRequest(
+            catName=CAT, dbName=DB, tableName="acid_parts", partitions=parts,
+            environmentContext=t.EnvironmentContext(DO_NOT_UPDATE_STATS), writeId=write_id(s),
+            validWriteIdList=write_id_list(s, "writeids")),)
+
+    hs2.replay(
+        begin(),
+        get_table_req("acid_parts"),
+        allocate("acid_parts"),
+        lock(lock_component(t.LockType.SHARED_READ, t.DataOperationType.INSERT, "acid_parts",
+                            acid=True, dynamic=True)),
+        valid_write_ids("acid_parts"),
+        Step("Hive.loadDynamicPartitions → addPartitionsToMetastore → HMSC.add_partitions(List)",
+             "add_partitions", (new_parts,), Returns(equals(None, 2))),
+        Step("Hive.loadDynamicPartitions → Hive.addWriteNotificationLogInBatch (only "
+             "UNKNOWN_METHOD/WRONG_METHOD_NAME fall back to one call per partition; other "
+             "TApplicationExceptions are rethrown)", "add_write_notification_log_in_batch",
+             events, Returns()),
+        Step("Hive.loadDynamicPartitions → HMSC.addDynamicPartitions(..., DataOperationType) "
+             "(a TException: 'Exception updating metastore for acid table')",
+             "add_dynamic_partitions",
+             lambda s: (t.AddDynamicPartitions(txnid=txn_id(s), writeid=write_id(s), dbname=DB,
+                                               tablename="acid_parts", partitionnames=names,
+                                               operationType=t.DataOperationType.INSERT),),
+             Returns()),
+        Step("BasicStatsTask.aggregateStats → Hive.alterPartitions(..., env, validWriteIdList, "
+             "writeId) → alter_partitions_req", "alter_partitions_req", stats_alter, Returns()),
+        [set_aggr_stats("acid_parts", part_name=n, acid=True) for n in names],
+        Step("BasicStatsTask.TransactionalStatsProcessor.process → "
+             "Hive.updateTransactionalStatistics", "update_transaction_statistics",
+             lambda s: (t.UpdateTransactionalStatsRequest(tableId=s["table"].table.id,
+                                                          insertCount=2, updatedCount=0,
+                                                          deletedCount=0),), Returns()),
         commit(),
     )
 
@@ -677,7 +739,8 @@ def test_create_and_drop_function(hs2):
 def test_show_transactions_locks_compactions(hs2, client):
     given_table(client, DB, "acid", acid=True)
     given_committed_write(client, DB, "acid")
-    other = client.open_txns(t.OpenTxnRequest(num_txns=1, user="etl", hostname="etl-host")).txn_ids[0]
+    other = client.open_txns(t.OpenTxnRequest(num_txns=1, user="etl",
+                                              hostname="etl-host")).txn_ids[0]
     held = client.lock(t.LockRequest(component=[t.LockComponent(
         type=t.LockType.SHARED_READ, level=t.LockLevel.TABLE, dbname=DB, tablename="acid",
         operationType=t.DataOperationType.SELECT, isTransactional=True)],

@@ -60,7 +60,8 @@ def get_table(name: str, why: str, db: str = DB) -> Step:
 def function_missing(name: str, why: str) -> Step:
     return Step(f"{why} → Shim_v2_0.getFunctionOption: absent only when a message in the "
                 f"cause chain contains '{name} does not exist' (isCausedBy)", "get_function",
-                (DB, name), Raises("NoSuchObjectException", message_contains=f"{name} does not exist"))
+                (DB, name),
+                Raises("NoSuchObjectException", message_contains=f"{name} does not exist"))
 
 
 # --------------------------------------------------------------------------- startup, DDL

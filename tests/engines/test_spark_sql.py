@@ -70,6 +70,7 @@ def test_everyday_statements_in_spark(hms, client, tmp_path):
         if calls[method] < least:
             problems.append(f"the server ran {method} {calls[method]} time(s), expected "
                             f"at least {least}")
-    assert not problems, (f"{len(problems)} problem(s) running Spark SQL against hms-txn:\n"
-                          + "\n".join(problems))
+    if problems:
+        pytest.fail(f"{len(problems)} problem(s) running Spark SQL against hms-txn:\n"
+                    + "\n".join(problems), pytrace=False)
     assert client.get_all_databases() == ["default"]

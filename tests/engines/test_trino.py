@@ -65,7 +65,8 @@ def begin_transaction(name: str, op: int, *, partitioned: bool = False) -> list[
     a SHARED_READ component with the operation's type (Trino never asks SHARED_WRITE)."""
     component = t.LockComponent(type=t.LockType.SHARED_READ, level=t.LockLevel.TABLE, dbname=DB,
                                 tablename=name, operationType=op, isTransactional=True,
-                                isDynamicPartitionWrite=partitioned and op != t.DataOperationType.SELECT)
+                                isDynamicPartitionWrite=(partitioned and
+                                                         op != t.DataOperationType.SELECT))
     return [
         Step("STHM.getServerExpectedHeartbeatIntervalMillis → THM.getConfigValue (the "
              "heartbeat interval is half of it)", "get_config_value",
@@ -269,7 +270,8 @@ def test_insert_into_acid_table_with_statistics(trino, client):
         tbl.writeId = s["alloc"].txnToWriteIds[0].writeId
         return (t.AlterTableRequest(dbName=DB, tableName="acid", table=tbl,
                                     validWriteIdList=write_id_list(s, "writeids"),
-                                    writeId=tbl.writeId, environmentContext=t.EnvironmentContext({})),)
+                                    writeId=tbl.writeId,
+                                    environmentContext=t.EnvironmentContext({})),)
 
     trino.replay(
         get_table_req("acid"),
