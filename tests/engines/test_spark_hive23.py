@@ -16,10 +16,15 @@ found". Sources: Spark 4.0.1 and Hive 2.3.10 classes from PySpark's jars, decomp
 Spark has no UPDATE/DELETE/MERGE on Hive tables and no SHOW TRANSACTIONS/LOCKS/
 COMPACTIONS, and writes no transactions: those statements are not replayed.
 ``tests/engines/test_spark_sql.py`` runs the statements in a real Spark.
+
+The same replays also run against Hive's own metastore 2.3 (PySpark's jars,
+``test_replay_holds_on_the_java_metastore``), which shows that every expected answer
+here is the one Hive gives.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
@@ -29,17 +34,23 @@ from tests.engines.replay import (
     AnyAnswer, Raises, Returns, Session, Step, equals, fields_set, satisfies)
 from tests.engines.structs import (
     connect_hive23, given_database, given_table, partition, table, with_params)
+from tests.support.postgres import free_port
+from tests.support.servers import connect
 
 DB = "spark_db"
 USER = "spark"
 
 
+def spark_session(port: int) -> Session:
+    return Session(connect=lambda: connect_hive23(port), on_open=(
+        Step("HiveMetaStoreClient.open (2.3): hive.metastore.execute.setugi, not SASL; a "
+             "TException is logged and ignored", "set_ugi", (USER, [USER]), AnyAnswer()),))
+
+
 @pytest.fixture
 def spark(hms, client):
     given_database(client, DB)
-    session = Session(connect=lambda: connect_hive23(hms.port), on_open=(
-        Step("HiveMetaStoreClient.open (2.3): hive.metastore.execute.setugi, not SASL; a "
-             "TException is logged and ignored", "set_ugi", (USER, [USER]), AnyAnswer()),))
+    session = spark_session(hms.port)
     yield session
     session.close()
 
@@ -334,3 +345,36 @@ def test_create_and_drop_function(spark):
         exists_db(why="SessionCatalog.functionExists → requireDbExists"),
         function_missing("upper2", "SessionCatalog.functionExists (absent: no drop call)"),
     )
+
+
+# --------------------------------------------------------------------------- Hive's answers
+
+STATEMENTS = sorted(name for name, fn in list(globals().items())
+                    if name.startswith("test_") and inspect.isfunction(fn))
+
+
+@pytest.fixture(scope="module")
+def java_hms(tmp_path_factory):
+    from hms_bench.javahms import start_java_metastore
+    java = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("java-hms")))
+    yield java
+    java.stop()
+
+
+@pytest.mark.javahms
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_replay_holds_on_the_java_metastore(java_hms, statement):
+    """Each statement's replay against Hive's metastore 2.3, from a metastore holding only
+    ``default`` and the replay's database."""
+    with connect(java_hms.port) as client:
+        for name in client.get_all_databases():
+            if name != "default":
+                client.drop_database(name, True, True)
+        given_database(client, DB)
+        session = spark_session(java_hms.port)
+        try:
+            replay = globals()[statement]
+            args = {"spark": session, "client": client}
+            replay(*(args[p] for p in inspect.signature(replay).parameters))
+        finally:
+            session.close()
