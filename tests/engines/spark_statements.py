@@ -15,10 +15,10 @@ import json
 import os
 import sys
 
+from tests.engines.structs import UPPER_UDF
 from tests.spark.spark_sql_scenario import jsonable, session
 
 DB = "eng_db"
-UDF = "org.apache.hadoop.hive.ql.udf.generic.GenericUDFUpper"
 
 STATEMENTS = [
     f"CREATE DATABASE {DB} COMMENT 'engine statements'",
@@ -34,7 +34,7 @@ STATEMENTS = [
     f"DESCRIBE FORMATTED {DB}.plain id",
     f"ANALYZE TABLE {DB}.events PARTITION (dt='2024-01-01') COMPUTE STATISTICS",
     f"DESCRIBE FORMATTED {DB}.events PARTITION (dt='2024-01-01')",
-    f"CREATE FUNCTION {DB}.upper2 AS '{UDF}'",
+    f"CREATE FUNCTION {DB}.upper2 AS '{UPPER_UDF}'",
     f"SELECT {DB}.upper2(name) FROM {DB}.plain ORDER BY id",
     f"SHOW USER FUNCTIONS FROM {DB}",
     f"DROP FUNCTION {DB}.upper2",

@@ -33,7 +33,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as h
 from tests.engines.replay import (
     AnyAnswer, Raises, Returns, Session, Step, equals, fields_set, satisfies)
 from tests.engines.structs import (
-    connect_hive23, given_database, given_table, partition, table, with_params)
+    UPPER_UDF, connect_hive23, given_database, given_table, partition, table, with_params)
 from tests.support.postgres import free_port
 from tests.support.servers import connect
 
@@ -312,8 +312,7 @@ def test_truncate_table(spark, client):
 # --------------------------------------------------------------------------- functions
 
 def test_create_and_drop_function(spark):
-    function = h.Function(functionName="upper2", dbName=DB, className=
-                          "org.apache.hadoop.hive.ql.udf.generic.GenericUDFUpper", ownerName=None,
+    function = h.Function(functionName="upper2", dbName=DB, className=UPPER_UDF, ownerName=None,
                           ownerType=h.PrincipalType.USER, createTime=int(time.time()),
                           functionType=h.FunctionType.JAVA, resourceUris=[])
     found = Returns(equals("className", function.className), fields_set("resourceUris"))
