@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 
 import pyarrow as pa
 import pytest
@@ -21,6 +20,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from tests.support.recorder import CallRecorder
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -30,32 +30,9 @@ SCHEMA = Schema(
 ARROW = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
 
 
-class _Recorder:
-    """Counts the methods the server's dispatcher runs (each generated process function
-    wrapped while the test runs)."""
-
-    def __init__(self, dispatcher):
-        self.calls: Counter = Counter()
-        self._lock = threading.Lock()
-        self._dispatcher = dispatcher
-        self._original = dict(dispatcher.functions)
-        dispatcher.functions.update({name: self._counting(name, fn)
-                                     for name, fn in self._original.items()})
-
-    def _counting(self, name, fn):
-        def call(*args):
-            with self._lock:
-                self.calls[name] += 1
-            return fn(*args)
-        return call
-
-    def restore(self):
-        self._dispatcher.functions.update(self._original)
-
-
 @pytest.fixture
 def recorded(hms):
-    recorder = _Recorder(hms.server.dispatcher)
+    recorder = CallRecorder(hms.server.dispatcher)
     yield recorder
     recorder.restore()
 

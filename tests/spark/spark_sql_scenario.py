@@ -65,7 +65,7 @@ PHASE2 = [
 ]
 
 
-def _jsonable(value):
+def jsonable(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, decimal.Decimal):
@@ -73,9 +73,9 @@ def _jsonable(value):
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     return str(value)
 
 
@@ -114,7 +114,7 @@ def session(uri: str, warehouse: str):
 def run(spark, phase: str, statements: list[str], out: list[dict]) -> None:
     for sql in statements:
         df = spark.sql(sql)
-        rows = [[_jsonable(v) for v in row] for row in df.collect()]
+        rows = [[jsonable(v) for v in row] for row in df.collect()]
         out.append({"phase": phase, "sql": sql, "columns": list(df.columns), "rows": rows})
 
 

@@ -33,8 +33,10 @@ def _tail(path: str, lines: int = 60) -> str:
 
 
 def run_scenario(uri: str, workdir: str, *, on_pause: Callable[[], None] | None = None,
-                 timeout: float = 300.0, extra_logs: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+                 timeout: float = 300.0, extra_logs: tuple[str, ...] = (),
+                 script: str = SCENARIO) -> list[dict[str, Any]]:
     """Run the scenario against ``uri``; Spark's warehouse is ``workdir/spark-wh``.
+    ``script`` is another script taking the same arguments (``URI WAREHOUSE OUT_JSON``).
 
     Returns the statements' results (see the script's docstring). On failure raises
     ``ScenarioFailed`` with the tail of Spark's log and of ``extra_logs``.
@@ -43,7 +45,7 @@ def run_scenario(uri: str, workdir: str, *, on_pause: Callable[[], None] | None 
     warehouse = os.path.join(workdir, "spark-wh")
     out_json = os.path.join(workdir, "results.json")
     log_path = os.path.join(workdir, "spark.log")
-    argv = [sys.executable, SCENARIO, uri, warehouse, out_json]
+    argv = [sys.executable, script, uri, warehouse, out_json]
     if on_pause is not None:
         argv.append("--pause")
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
