@@ -93,7 +93,7 @@ class NotificationService:
 
     def add_write_notification_log_in_batch(self, rqst):
         """The batch form HiveServer2 sends for dynamic-partition ACID writes
-        (Hive.addWriteNotificationLogInBatch): one ACID_WRITE_EVENT per request, as
+        (Hive.addWriteNotificationLogInBatch): one ACID write per request, as
         ``add_write_notification_log`` writes it, for the batch's table, all in one
         transaction. Requests for partitions that do not exist are dropped, as Hive's handler
         drops them; a table that does not exist fails the call."""

@@ -6,7 +6,6 @@ messages the way Hive's Java code prints them. Over Thrift, on SQLite and Postgr
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from thrift.Thrift import TApplicationException
@@ -136,8 +135,10 @@ def test_min_history_and_transaction_statistics_are_accepted(client):
 
 
 def test_add_write_notification_log_in_batch(client):
-    """Hive 4's handler: one ACID_WRITE per request for the batch's table; requests for
-    partitions that do not exist are dropped; an empty batch writes nothing."""
+    """Hive 4's handler: one ACID write per request for the batch's table, recorded as
+    add_write_notification_log records it (a TXN_WRITE_NOTIFICATION_LOG row, which
+    get_all_write_event_info reads; DbNotificationListener.onAcidWrite adds no log event);
+    requests for partitions that do not exist are dropped; an empty batch writes nothing."""
     client.create_table(make_table("default", "pt", keys=[("k", "string")],
                                    params={"transactional": "true"}))
     sd = client.get_table("default", "pt").sd
@@ -155,17 +156,17 @@ def test_add_write_notification_log_in_batch(client):
     client.add_write_notification_log_in_batch(T.WriteNotificationLogBatchRequest(
         catalog="hive", db="default", table="pt",
         requestList=[request(["1"], "f1"), request(["2"], "f2")]))
-    events = client.get_next_notification(T.NotificationEventRequest(lastEvent=start)).events
-    assert [(e.eventType, e.tableName) for e in events] == [("ACID_WRITE_EVENT", "pt")]
-    message = json.loads(events[0].message)
-    assert (message["partition"], message["files"]) == ("k=1", ["f1###delta_1_1"])
+    writes = client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=txn))
+    assert [(w.table, w.partition, w.writeId) for w in writes] == [("pt", "k=1", wid)]
+    assert "f1###delta_1_1" in writes[0].files and "f2" not in writes[0].files
     client.add_write_notification_log_in_batch(T.WriteNotificationLogBatchRequest(
         catalog="hive", db="default", table="pt", requestList=[]))
     with pytest.raises(TApplicationException) as err:       # declares no exception
         client.add_write_notification_log_in_batch(T.WriteNotificationLogBatchRequest(
             catalog="hive", db="default", table="nope", requestList=[request(["1"], "f")]))
     assert err.value.type == TApplicationException.INTERNAL_ERROR
-    assert client.get_current_notificationEventId().eventId == start + 1
+    assert client.get_current_notificationEventId().eventId == start
+    assert len(client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=txn))) == 1
     client.commit_txn(T.CommitTxnRequest(txnid=txn))
 
 
