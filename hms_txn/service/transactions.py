@@ -40,7 +40,7 @@ from hms_txn.domain import locks as lock_domain
 from hms_txn.domain import writeids
 from hms_txn.domain import txn_commit
 from hms_txn.domain.dml_events import DmlEvents
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn import TxnManager, seed_txn_id
 from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
 from hms_txn.service.units import Durability, Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -223,6 +223,13 @@ class TxnService:
         """Accepted; nothing to update. Hive adds the counts to the rows of the
         materialized views that use the table (MV_TABLES_USED); hms-txn has no materialized
         views."""
+
+    def seed_write_id(self, rqst):
+        self.units.write(lambda conn: writeids.seed_write_id(
+            conn, rqst.dbName, rqst.tableName, rqst.seedWriteId))
+
+    def seed_txn_id(self, rqst):
+        self.units.write(lambda conn: seed_txn_id(conn, rqst.seedTxnId))
 
     # -- background ---------------------------------------------------------------------------
 
