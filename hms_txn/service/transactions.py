@@ -37,6 +37,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
+from hms_txn.domain import rebuild_locks
 from hms_txn.domain import writeids
 from hms_txn.domain import txn_commit
 from hms_txn.domain.dml_events import DmlEvents
@@ -230,6 +231,18 @@ class TxnService:
 
     def seed_txn_id(self, rqst):
         self.units.write(lambda conn: seed_txn_id(conn, rqst.seedTxnId))
+
+    def get_lock_materialization_rebuild(self, dbName, tableName, txnId):
+        """HiveServer2's DbTxnManager.acquireMaterializationRebuildLock, before a rebuild:
+        lockid is the transaction id, state ACQUIRED or NOT_ACQUIRED."""
+        acquired = self.units.write(lambda conn: rebuild_locks.lock_rebuild(
+            conn, dbName, tableName, txnId))
+        return ttypes.LockResponse(lockid=txnId, state=ttypes.LockState.ACQUIRED if acquired
+                                   else ttypes.LockState.NOT_ACQUIRED)
+
+    def heartbeat_lock_materialization_rebuild(self, dbName, tableName, txnId):
+        return self.units.write(lambda conn: rebuild_locks.heartbeat_rebuild(
+            conn, dbName, tableName, txnId))
 
     # -- background ---------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 from hms_txn.service.forwarding import owned_methods
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
-ACQUIRED, NOT_ACQUIRED = 1, 3        # LockState
+ACQUIRED, NOT_ACQUIRED = 1, 4        # LockState
 
 
 def _open(client, txn_type=None):
@@ -51,6 +51,31 @@ def test_seed_write_id_and_txn_id_as_msck_repair_sends_them(client):
     with pytest.raises(T.MetaException, match="Invalid txnId seed 100, the highWaterMark is 100"):
         client.seed_txn_id(T.SeedTxnIdRequest(seedTxnId=100))
     assert _open(client) == 101                               # the refusal changed nothing
+
+
+def test_materialization_rebuild_lock(client):
+    """HiveServer2 4's ALTER MATERIALIZED VIEW ... REBUILD (AlterMaterializedViewRebuild
+    Analyzer, DbTxnManager.acquireMaterializationRebuildLock): in its MATER_VIEW_REBUILD
+    transaction it asks get_lock_materialization_rebuild(db, view, txnId) and gives up
+    unless ACQUIRED; its MaterializationRebuildLockHeartbeater then calls
+    heartbeat_lock_materialization_rebuild until it answers false. Hive 4
+    (LockMaterializationRebuildFunction): LockResponse(lockid=txnId, ACQUIRED), or
+    NOT_ACQUIRED while the view is being rebuilt; the lock goes with the commit."""
+    first = _open(client, T.TxnType.MATER_VIEW_REBUILD)
+    second = _open(client, T.TxnType.MATER_VIEW_REBUILD)
+    r = client.get_lock_materialization_rebuild("default", "mv", first)
+    assert (r.lockid, r.state) == (first, ACQUIRED)
+    r = client.get_lock_materialization_rebuild("default", "mv", second)
+    assert (r.lockid, r.state) == (second, NOT_ACQUIRED)
+    assert client.get_lock_materialization_rebuild("default", "other_mv", second).state == ACQUIRED
+    assert client.heartbeat_lock_materialization_rebuild("default", "mv", first) is True
+    assert client.heartbeat_lock_materialization_rebuild("default", "mv", second) is False
+    client.commit_txn(T.CommitTxnRequest(txnid=first))
+    assert client.heartbeat_lock_materialization_rebuild("default", "mv", first) is False
+    assert client.get_lock_materialization_rebuild("default", "mv", second).state == ACQUIRED
+    client.abort_txns(T.AbortTxnsRequest(txn_ids=[second]))
+    third = _open(client, T.TxnType.MATER_VIEW_REBUILD)
+    assert client.get_lock_materialization_rebuild("default", "mv", third).state == ACQUIRED
 
 
 def test_remaining_calls_are_never_forwarded():
