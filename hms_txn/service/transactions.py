@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
 from hms_txn.domain import rebuild_locks
+from hms_txn.domain.repl_write_ids import repl_table_write_id_state
 from hms_txn.domain import writeids
 from hms_txn.domain import txn_commit
 from hms_txn.domain.dml_events import DmlEvents
@@ -231,6 +232,13 @@ class TxnService:
 
     def seed_txn_id(self, rqst):
         self.units.write(lambda conn: seed_txn_id(conn, rqst.seedTxnId))
+
+    def repl_tbl_writeid_state(self, rqst):
+        """ReplTxnTask (REPL_WRITEID_STATE), in a bootstrap REPL LOAD of a transactional
+        table: the source's ValidWriteIdList of the table."""
+        self.units.write(lambda conn: repl_table_write_id_state(
+            conn, self.txns, rqst.validWriteIdlist, rqst.user, rqst.hostName, rqst.dbName,
+            rqst.tableName, rqst.partNames))
 
     def get_lock_materialization_rebuild(self, dbName, tableName, txnId):
         """HiveServer2's DbTxnManager.acquireMaterializationRebuildLock, before a rebuild:

@@ -78,6 +78,41 @@ def test_materialization_rebuild_lock(client):
     assert client.get_lock_materialization_rebuild("default", "mv", third).state == ACQUIRED
 
 
+def test_repl_tbl_writeid_state_of_a_bootstrap_load(client):
+    """A bootstrap REPL LOAD of a transactional table (ReplTxnTask, REPL_WRITEID_STATE:
+    DbTxnManager.replTableWriteIdState) sends the source's ValidWriteIdList of the table.
+    Hive 4 (ReplTableWriteIdStateFunction): each aborted write id of the source gets a
+    transaction opened and aborted here, the next write id follows the source's high-water
+    mark, a major compaction per partition sent cleans the aborted data; a table that has
+    write ids already is left alone (a replayed load)."""
+    state = "default.r:5:9223372036854775807::2,4"
+    client.repl_tbl_writeid_state(T.ReplTblWriteIdStateRequest(
+        validWriteIdlist=state, user="repl", hostName="target", dbName="default",
+        tableName="R", partNames=["p=1", "p=2"]))
+    ids = client.get_valid_write_ids(T.GetValidWriteIdsRequest(
+        fullTableNames=["default.r"])).tblValidWriteIds[0]
+    assert (ids.writeIdHighWaterMark, ids.invalidWriteIds) == (5, [2, 4])
+    assert ids.abortedBits == bytes([0b11])
+    compactions = client.show_compact(T.ShowCompactRequest()).compacts
+    assert [(c.tablename, c.partitionname, c.type, c.state) for c in compactions] == [
+        ("r", "p=1", T.CompactionType.MAJOR, "initiated"),
+        ("r", "p=2", T.CompactionType.MAJOR, "initiated")]
+    client.repl_tbl_writeid_state(T.ReplTblWriteIdStateRequest(       # replayed: no change
+        validWriteIdlist="default.r:9:9223372036854775807::7", user="repl", hostName="target",
+        dbName="default", tableName="r"))
+    assert len(client.show_compact(T.ShowCompactRequest()).compacts) == 2
+    txn = _open(client)
+    assert client.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
+        dbName="default", tableName="r", txnIds=[txn])).txnToWriteIds[0].writeId == 6
+    # no aborted write ids: only the next write id, no compaction
+    client.repl_tbl_writeid_state(T.ReplTblWriteIdStateRequest(
+        validWriteIdlist="default.s:3:9223372036854775807::", user="repl", hostName="target",
+        dbName="default", tableName="s"))
+    assert client.get_max_allocated_table_write_id(T.MaxAllocatedTableWriteIdRequest(
+        dbName="default", tableName="s")).maxWriteId == 3
+    assert len(client.show_compact(T.ShowCompactRequest()).compacts) == 2
+
+
 def test_remaining_calls_are_never_forwarded():
     """Extension mode serves the transaction system itself (service/forwarding.py)."""
     owned = owned_methods(frozenset())
