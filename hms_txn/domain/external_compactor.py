@@ -12,10 +12,13 @@ calls ``mark_failed`` / ``mark_refused``). Living with our own compactor:
 * one claim: ``find_next`` takes entries through ``compaction_bookkeeping.claim_next``, the
   claim our Workers use (the "compaction" mutex, initiated -> working), so a Hive Worker
   and ours never take the same entry;
-* the calls that move an entry act only on an entry in the state the caller's step
-  expects (working; for ``mark_cleaned`` ready for cleaning), so a request revoked from a
-  timed-out Hive Worker (``revoke_timed_out``, which also aborts its transaction) is not
-  moved by that worker's late calls once it is initiated again;
+* the calls that move an entry act only on an entry the calling worker still holds:
+  ``find_next`` answers with the entry as claimed, naming the worker, and Hive's Worker
+  sends that struct back, so its later calls are conditional on the entry still being
+  working under that worker id, as our own Workers' calls are (``_mine``). A request
+  revoked from a timed-out Hive Worker (``revoke_timed_out``, which also aborts its
+  transaction) is therefore never moved by that worker's late calls. A struct that names
+  no worker is taken to mean any working entry (initiated too, to fail or refuse it);
 * the Cleaner waits for the compaction's transaction: an entry marked compacted before its
   transaction committed is cleaned only after the commit (``compaction_committed``);
 * the transaction a Hive Worker records is not written to ``txn_components`` as Hive does
@@ -74,15 +77,23 @@ def find_next(conn: Connection, worker_id: str | None, worker_version: str | Non
     return row
 
 
-def update_compactor_state(conn: Connection, entry_id: int, txn_id: int,
-                           highest_write_id: int | None, run_as: str | None) -> None:
+def _held(entry_id: int, worker_id: str | None, states=(WORKING,)):
+    """The entry, while ``worker_id`` holds it (any worker when None: then in ``states``)."""
+    if worker_id:
+        return (Q.id == entry_id) & (Q.state == WORKING) & (Q.worker_id == worker_id)
+    return (Q.id == entry_id) & Q.state.in_(states)
+
+
+def update_compactor_state(conn: Connection, entry_id: int, worker_id: str | None,
+                           txn_id: int, highest_write_id: int | None,
+                           run_as: str | None) -> None:
     """A Hive Worker records its compaction transaction and the highest write id it
     compacts (Hive updates exactly one row, else IllegalStateException)."""
-    if conn.execute(update(compaction_queue).where(Q.id == entry_id).where(Q.state == WORKING)
+    if conn.execute(update(compaction_queue).where(_held(entry_id, worker_id))
                     .values(txn_id=txn_id, highest_write_id=highest_write_id, run_as=run_as)
                     ).rowcount != 1:
         raise Internal(f"Could not find record in COMPACTION_QUEUE for id:{entry_id} "
-                       f"in state working")
+                       f"working under {worker_id or 'any worker'}")
 
 
 def set_hadoop_job_id(conn: Connection, job_id: str | None, entry_id: int) -> None:
@@ -90,14 +101,15 @@ def set_hadoop_job_id(conn: Connection, job_id: str | None, entry_id: int) -> No
                  .values(hadoop_job_id=(job_id or None) and job_id[:128]))
 
 
-def mark_compacted(conn: Connection, entry_id: int) -> None:
+def mark_compacted(conn: Connection, entry_id: int, worker_id: str | None) -> None:
     """Ready for cleaning, worker cleared (Hive's markCompacted). Hive's Worker calls it
     before committing its transaction: the commit then records the commit
     (``compaction_committed``); with no transaction open it is recorded now."""
-    r = conn.execute(select(Q.txn_id).where(Q.id == entry_id).where(Q.state == WORKING)
+    r = conn.execute(select(Q.txn_id).where(_held(entry_id, worker_id))
                      .with_for_update()).first()
     if r is None:
-        raise InvalidInput(f"No compaction with id {entry_id} is working")
+        raise InvalidInput(f"No compaction with id {entry_id} is working under "
+                           f"{worker_id or 'any worker'}")
     values = {"state": READY_FOR_CLEANING, "worker_id": None}
     t = txn_row(conn, r.txn_id, for_update=False) if r.txn_id else None
     if t is None or t.state != OPEN:
@@ -105,16 +117,17 @@ def mark_compacted(conn: Connection, entry_id: int) -> None:
     conn.execute(update(compaction_queue).where(Q.id == entry_id).values(**values))
 
 
-def mark_finished(conn: Connection, entry_id: int, state: str, message: str | None, *,
-                  db: str, table: str, partition: str | None, ctype: int | None,
-                  retention: dict) -> int:
+def mark_finished(conn: Connection, entry_id: int, worker_id: str | None, state: str,
+                  message: str | None, *, db: str, table: str, partition: str | None,
+                  ctype: int | None, retention: dict) -> int:
     """Hive's markFailed / markRefused: the entry moves to the history as ``state``; with
     id 0 (the failure came before any entry existed) a history entry is made, "did not
     initiate" for a failure. Returns the history id."""
     if entry_id:
         if not bk.finish(conn, entry_id, state, message, retention=retention,
-                         expect_state=(INITIATED, WORKING)):
-            raise InvalidInput(f"No record with CQ_ID={entry_id} found in COMPACTION_QUEUE")
+                         worker_id=worker_id, expect_state=(INITIATED, WORKING)):
+            raise InvalidInput(f"No record with CQ_ID={entry_id} found in COMPACTION_QUEUE"
+                               + (f" working under {worker_id}" if worker_id else ""))
         return entry_id
     return bk.record_history(conn, (db or "").lower(), (table or "").lower(), partition,
                              ctype or CompactionType.MINOR,

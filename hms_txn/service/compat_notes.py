@@ -66,16 +66,17 @@ _ONE_CLAIM = (
     "so a Hive Worker in HiveServer2 (`hive.metastore.runworker.in=hs2`) and ours never "
     "take the same request")
 _ONLY_WORKING = (
-    "only an entry still initiated or working (Hive moves any entry): a request revoked "
-    "from a timed-out worker is not moved by its late calls")
+    "only an entry the calling worker still holds (the struct find_next_compact2 answered "
+    "names it; Hive moves any entry): a request revoked from a timed-out worker is never "
+    "moved by its late calls")
 IMPLEMENTED.update({
     "find_next_compact": _ONE_CLAIM,
     "find_next_compact2": _ONE_CLAIM + "; pools as Hive (`hive.compactor.worker.pool.timeout`)",
     "update_compactor_state": (
-        "only a working entry; no TXN_COMPONENTS row is written for the compaction "
+        _ONLY_WORKING + "; no TXN_COMPONENTS row is written for the compaction "
         "transaction (our housekeeping keeps aborted compaction transactions anyway)"),
     "mark_compacted": (
-        "only a working entry; the Cleaner waits for the compaction transaction's commit, "
+        _ONLY_WORKING + "; the Cleaner waits for the compaction transaction's commit, "
         "as Hive's"),
     "mark_failed": _ONLY_WORKING,
     "mark_refused": _ONLY_WORKING,

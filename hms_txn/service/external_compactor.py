@@ -36,13 +36,13 @@ class ExternalCompactorService:
 
     def update_compactor_state(self, cr, txn_id):
         self.units.write(lambda conn: ext.update_compactor_state(
-            conn, cr.id, txn_id, cr.highestWriteId, cr.runas))
+            conn, cr.id, cr.workerId, txn_id, cr.highestWriteId, cr.runas))
 
     def set_hadoop_jobid(self, jobId, cq_id):
         self.units.write(lambda conn: ext.set_hadoop_job_id(conn, jobId, cq_id))
 
     def mark_compacted(self, cr):
-        self.units.write(lambda conn: ext.mark_compacted(conn, cr.id))
+        self.units.write(lambda conn: ext.mark_compacted(conn, cr.id, cr.workerId))
 
     def mark_failed(self, cr):
         self._finish(cr, FAILED)
@@ -53,7 +53,7 @@ class ExternalCompactorService:
     def _finish(self, cr, state):
         retention = bk.retention_of(self.config)
         self.units.write(lambda conn: ext.mark_finished(
-            conn, cr.id, state, cr.errorMessage, db=cr.dbname, table=cr.tablename,
+            conn, cr.id, cr.workerId, state, cr.errorMessage, db=cr.dbname, table=cr.tablename,
             partition=cr.partitionname, ctype=cr.type, retention=retention))
 
     def mark_cleaned(self, cr):

@@ -187,6 +187,32 @@ def test_one_claim_for_hive_workers_and_ours(hms, client):
         assert _entry(client, cid).workerid == who
 
 
+def test_late_calls_of_a_timed_out_hive_worker(hms, client):
+    """A Hive Worker whose request timed out (revoked: re-queued and its transaction
+    aborted, compaction_bookkeeping.revoke_timed_out, as Hive's revokeTimedoutWorkers) and
+    was then taken by our Worker cannot move it any more: the struct it sends back names
+    the worker find_next_compact2 gave it to."""
+    cid = _enqueue(client)
+    ci = _find(client, "hs2-slow")
+    assert ci.workerId == "hs2-slow"
+    txn = client.open_txns(T.OpenTxnRequest(num_txns=1, user="hive", hostname="hs2",
+                                            txn_type=T.TxnType.COMPACTION)).txn_ids[0]
+    ci.highestWriteId = 0
+    client.update_compactor_state(ci, txn)
+    with hms.ms.store.write() as conn:
+        assert bk.revoke_timed_out(conn, bk.worker_cutoff_ms(-60),
+                                   messages=hms.ms.txns.messages) == [(cid, "i")]
+        assert bk.claim_next(conn, "ours-worker0", "test").id == cid
+    with pytest.raises(TApplicationException):
+        client.update_compactor_state(ci, txn)
+    with pytest.raises(T.MetaException, match="working under hs2-slow"):
+        client.mark_compacted(ci)
+    with pytest.raises(T.MetaException, match="working under hs2-slow"):
+        client.mark_failed(ci)
+    e = _entry(client, cid)
+    assert (e.state, e.workerid) == ("working", "ours-worker0")
+
+
 def test_compaction_pools(hms_factory):
     """NextCompactionFunction: a worker of a pool takes only that pool's requests; a worker
     of no pool takes requests of no pool, and those of a pool once enqueued longer ago than
