@@ -14,7 +14,7 @@ import pytest
 from thrift.Thrift import TApplicationException
 
 from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain.external_compactor import stringable_map
+from hms_txn.domain.external_compactor import metrics, stringable_map
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_table
 
@@ -259,8 +259,6 @@ def test_compaction_metrics(hms, client):
     remove_compaction_metrics_data. UpdateCompactionMetricsDataFunction: at or above the
     threshold the value is stored (version 1, then counting updates); below it, removed;
     true unless the row changed under it."""
-    from hms_txn.domain.external_compactor import metrics
-
     def update(value, part=None, kind=T.CompactionMetricsMetricType.NUM_DELTAS):
         return client.update_compaction_metrics_data(T.CompactionMetricsDataStruct(
             dbname="default", tblname="t", partitionname=part, type=kind, metricvalue=value,
