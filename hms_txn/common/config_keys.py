@@ -247,6 +247,10 @@ _key("hive.compactor.worker.threads", 0, parse_nonneg_int,
 _key("hive.compactor.worker.timeout", 86400.0, _seconds("s"),
      "A compaction still 'working' after this long is declared failed and re-queued.",
      "metastore.compactor.worker.timeout")
+_key("hive.compactor.worker.pool.timeout", 43200.0, _seconds("s"),
+     "A Hive Worker asking for requests of no pool (find_next_compact2) also gets those of "
+     "any pool enqueued longer ago than this.",
+     "metastore.compactor.worker.pool.timeout")
 _key("hive.compactor.worker.sleep.time", 10.8, _seconds("ms"),
      "How long an idle worker waits before looking at the queue again.",
      "metastore.compactor.worker.sleep.time")

@@ -87,11 +87,23 @@ def any_initiated(conn: Connection) -> bool:
     return conn.execute(select(Q.id).where(Q.state == INITIATED).limit(1)).first() is not None
 
 
-def claim_next(conn: Connection, worker_id: str, worker_version: str) -> Entry | None:
-    """Take the oldest initiated request: state working, owned by ``worker_id``."""
+def claim_next(conn: Connection, worker_id: str, worker_version: str, *,
+               pool_name: str | None = None, pool_timeout_ms: int | None = None) -> Entry | None:
+    """Take the oldest initiated request: state working, owned by ``worker_id``.
+
+    The one claim of the queue: our Workers and a Hive Worker running elsewhere
+    (``find_next_compact2``) both take entries here, under the "compaction" mutex and only
+    from state initiated, so no two ever take the same entry. ``pool_name``: only requests
+    of that pool; ``pool_timeout_ms`` (without a pool): only requests of no pool or
+    enqueued longer ago than that (Hive's NextCompactionFunction)."""
     lock_mutex(conn, "compaction")
-    r = conn.execute(select(compaction_queue).where(Q.state == INITIATED)
-                     .order_by(Q.id).limit(1)).first()
+    query = select(compaction_queue).where(Q.state == INITIATED)
+    if pool_name:
+        query = query.where(Q.pool_name == pool_name)
+    elif pool_timeout_ms is not None:
+        query = query.where(or_(Q.pool_name.is_(None),
+                                Q.enqueue_ms < now_ms() - pool_timeout_ms))
+    r = conn.execute(query.order_by(Q.id).limit(1)).first()
     if r is None:
         return None
     conn.execute(update(compaction_queue).where(Q.id == r.id).values(
@@ -115,12 +127,27 @@ def still_mine(conn: Connection, entry_id: int, worker_id: str) -> bool:
     return conn.execute(select(Q.id).where(_mine(entry_id, worker_id))).first() is not None
 
 
+def next_txn_id_now(conn: Connection) -> int:
+    """The next transaction id: a compaction committed now is seen by every transaction
+    from it on (an entry's ``next_txn_id``, what the Cleaner waits for)."""
+    return int(conn.execute(select(next_txn_id.c.next_id)
+                            .where(next_txn_id.c.id == 1)).scalar() or 1)
+
+
 def mark_ready_for_cleaning(conn: Connection, entry_id: int, worker_id: str | None) -> bool:
     cond = _mine(entry_id, worker_id) if worker_id else (Q.id == entry_id)
-    nxt = conn.execute(select(next_txn_id.c.next_id).where(next_txn_id.c.id == 1)).scalar()
     return conn.execute(update(compaction_queue).where(cond).values(
-        state=READY_FOR_CLEANING, next_txn_id=int(nxt or 1), commit_ms=now_ms(),
+        state=READY_FOR_CLEANING, next_txn_id=next_txn_id_now(conn), commit_ms=now_ms(),
         error_message=None)).rowcount > 0
+
+
+def compaction_committed(conn: Connection, txn_id: int) -> None:
+    """The transaction ``txn_id`` of a compaction or soft delete committed: the entry that
+    recorded it (``update_compactor_state``, ``submit_for_cleanup``) may be cleaned once
+    the transactions opened before now are gone (Hive's CommitTxnFunction sets
+    CQ_NEXT_TXN_ID and CQ_COMMIT_TIME)."""
+    conn.execute(update(compaction_queue).where(Q.txn_id == txn_id).values(
+        next_txn_id=next_txn_id_now(conn), commit_ms=now_ms()))
 
 
 def requeue(conn: Connection, entry_id: int, worker_id: str) -> bool:
@@ -149,14 +176,16 @@ def _to_history(conn: Connection, entry_id: int, state: str, message: str | None
 
 
 def finish(conn: Connection, entry_id: int, state: str, message: str | None = None, *,
-           worker_id: str | None = None, expect_state: str | None = None,
+           worker_id: str | None = None, expect_state: str | tuple[str, ...] | None = None,
            retention: dict | None = None) -> bool:
-    """Move a queue entry to the history as failed / refused / succeeded."""
+    """Move a queue entry to the history as failed / refused / succeeded; only if owned by
+    ``worker_id`` / in (one of) ``expect_state``, when given."""
     cond = Q.id == entry_id
     if worker_id:
         cond = _mine(entry_id, worker_id)
     elif expect_state:
-        cond = cond & (Q.state == expect_state)
+        states = (expect_state,) if isinstance(expect_state, str) else expect_state
+        cond = cond & Q.state.in_(states)
     if conn.execute(select(Q.id).where(cond).with_for_update()).first() is None:
         return False
     return _to_history(conn, entry_id, state, message, retention)
@@ -195,10 +224,9 @@ def revoke_timed_out(conn: Connection, cutoff_ms: int, *,
                          reason=f"compaction {r.id} worker {r.worker_id} timed out")
                 state = TXN_ABORTED
         if state == TXN_COMMITTED:
-            nxt = conn.execute(select(next_txn_id.c.next_id)
-                               .where(next_txn_id.c.id == 1)).scalar()
             conn.execute(update(compaction_queue).where(Q.id == r.id).values(
-                state=READY_FOR_CLEANING, next_txn_id=int(nxt or 1), commit_ms=now_ms()))
+                state=READY_FOR_CLEANING, next_txn_id=next_txn_id_now(conn),
+                commit_ms=now_ms()))
             done.append((r.id, READY_FOR_CLEANING))
         else:
             conn.execute(update(compaction_queue).where(Q.id == r.id).values(
@@ -273,8 +301,14 @@ def record_history(conn: Connection, db: str, tbl: str, part: str | None, ctype:
 # -- cleaner -----------------------------------------------------------------------------------
 
 def ready_for_cleaning(conn: Connection) -> list[Entry]:
+    """Entries ready for cleaning whose transaction is over: ``commit_ms`` set (by our
+    Worker, or by the commit of the transaction a Hive Worker or ``submit_for_cleanup``
+    recorded: ``compaction_committed``), or the recorded transaction no longer open (a
+    failed CTAS's cleanup request, whose transaction aborted)."""
+    open_txn = select(txns.c.txn_id).where(txns.c.txn_id == Q.txn_id) \
+        .where(txns.c.state == TXN_OPEN).exists()
     rows = conn.execute(select(compaction_queue).where(Q.state == READY_FOR_CLEANING)
-                        .order_by(Q.id)).all()
+                        .where(or_(Q.commit_ms.is_not(None), ~open_txn)).order_by(Q.id)).all()
     return [_entry(r) for r in rows]
 
 

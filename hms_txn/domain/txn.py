@@ -330,6 +330,18 @@ class TxnManager:
         return aborted
 
 
+def seed_txn_id(conn: Connection, seed: int) -> None:
+    """Hive's TxnHandler.seedTxnId (MSCK REPAIR of a transactional table whose files carry
+    visibility ids the metastore never handed out): the next transaction id becomes
+    ``seed``. Refused when an id at or above it was handed out already (the counter never
+    goes back)."""
+    hwm = reserve_ids(conn, next_txn_id, 1) - 1    # locks the counter row (the bump is reset)
+    if hwm >= seed:
+        raise InvalidInput(f"Invalid txnId seed {seed}, the highWaterMark is {hwm}")
+    _SET_NEXT_TXN_ID.execute(conn, {"p_next": seed})
+    log.info("transaction ids seeded: the next one is %d", seed)
+
+
 def _raise_reservation(conn: Connection, to: int) -> None:
     current = _RESERVED.execute(conn).scalar()
     if current is None:

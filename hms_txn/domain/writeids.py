@@ -173,6 +173,21 @@ def get_max_allocated_write_id(conn: Connection, db_name: str, table_name: str) 
     return 0 if value is None else int(value) - 1
 
 
+def seed_write_id(conn: Connection, db_name: str, table_name: str, seed: int) -> None:
+    """Hive's TxnHandler.seedWriteId (MSCK REPAIR of a transactional table whose files carry
+    write ids the metastore never allocated): the table's next write id becomes
+    ``seed + 1``. Only for a table that has never had a write id, as Hive (whose insert
+    then fails on the key of NEXT_WRITE_ID)."""
+    db, table = (db_name or "").lower(), (table_name or "").lower()
+    if not db or not table:
+        raise InvalidInput("seed_write_id needs dbName and tableName")
+    if conn.execute(select(next_write_id.c.next_id).where(next_write_id.c.db_name == db)
+                    .where(next_write_id.c.tbl_name == table)).first() is not None:
+        raise InvalidInput(f"Write ids of {db}.{table} cannot be seeded: the table already "
+                           f"has a write id counter")
+    conn.execute(insert(next_write_id).values(db_name=db, tbl_name=table, next_id=seed + 1))
+
+
 # -- reader snapshots --------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ from hms_txn.service.features_off import FeaturesOff
 from hms_txn.service.forwarding_requests import RequestForwarding
 from hms_txn.service.partition_calls import PartitionCalls
 from hms_txn.service.table_calls import TableCalls
+from hms_txn.service.external_compactor import ExternalCompactorService
 from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.functions import FunctionService
 from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
@@ -155,7 +156,8 @@ class Metastore:
         fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
                              self.db_uuid)
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
-                    self.notification_service, self.token_service]
+                    self.notification_service, self.token_service,
+                    ExternalCompactorService(self.config, self.units)]
         if self.upstream is None:
             # Roles, privileges, HiveServer2's token store, runtime statistics, types and
             # partition marks: in extension mode the upstream's (forwarded).

@@ -58,15 +58,36 @@ for _method in ("add_primary_key", "add_foreign_key", "add_unique_constraint",
         "TApplicationException INTERNAL_ERROR)")
 
 # Methods answered "not supported" whose answer a client treats specially.
-_OUR_COMPACTOR = (
-    "compactions run inside hms-txn (`hive.compactor.worker.threads`); a Hive Worker running "
-    "elsewhere (HiveServer2 with `hive.metastore.runworker.in=hs2`) logs the refusal and "
-    "leaves the queue to ours. Serving it would need Hive's commit-time bookkeeping of "
-    "compaction transactions, which our compactor does differently")
-NOT_SUPPORTED: dict[str, str] = {
-    "find_next_compact": _OUR_COMPACTOR,
-    "find_next_compact2": _OUR_COMPACTOR,
-}
+NOT_SUPPORTED: dict[str, str] = {}
+
+# A Hive compactor running elsewhere on our queue (domain/external_compactor.py).
+_ONE_CLAIM = (
+    "claims through the claim our own compactor uses (compaction_bookkeeping.claim_next), "
+    "so a Hive Worker in HiveServer2 (`hive.metastore.runworker.in=hs2`) and ours never "
+    "take the same request")
+_ONLY_WORKING = (
+    "only an entry the calling worker still holds (the struct find_next_compact2 answered "
+    "names it; Hive moves any entry): a request revoked from a timed-out worker is never "
+    "moved by its late calls")
+IMPLEMENTED.update({
+    "find_next_compact": _ONE_CLAIM,
+    "find_next_compact2": _ONE_CLAIM + "; pools as Hive (`hive.compactor.worker.pool.timeout`)",
+    "update_compactor_state": (
+        _ONLY_WORKING + "; no TXN_COMPONENTS row is written for the compaction "
+        "transaction (our housekeeping keeps aborted compaction transactions anyway)"),
+    "mark_compacted": (
+        _ONLY_WORKING + "; the Cleaner waits for the compaction transaction's commit, "
+        "as Hive's"),
+    "mark_failed": _ONLY_WORKING,
+    "mark_refused": _ONLY_WORKING,
+    "submit_for_cleanup": (
+        "the entry is cleaned by our Cleaner under the table's or partition's current "
+        "location once its transaction is over; the request's `location` property (the "
+        "directory of a table no longer in the catalog) is not used"),
+    "get_lock_materialization_rebuild": (
+        "a lock whose transaction is no longer open is released by the next request for the "
+        "view (Hive releases it at the commit, and after an abort once its housekeeper ran)"),
+})
 
 # Catalogs, partition and table calls, truncate and the features kept off (issue 28;
 # service.catalog_names, catalogs, partition_calls, table_calls, features_off).

@@ -67,6 +67,10 @@ class Fb303Service:
     def getCounters(self):
         return self.counters()
 
+    def getCpuProfile(self, profileDurationInSec):
+        # Hive's FacebookBase answers an empty profile, whatever the duration.
+        return ""
+
     def getCounter(self, key):
         return self.counters().get(key, 0)
 

@@ -37,10 +37,12 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
+from hms_txn.domain import rebuild_locks
+from hms_txn.domain.repl_write_ids import repl_table_write_id_state
 from hms_txn.domain import writeids
 from hms_txn.domain import txn_commit
 from hms_txn.domain.dml_events import DmlEvents
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn import TxnManager, seed_txn_id
 from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
 from hms_txn.service.units import Durability, Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -223,6 +225,32 @@ class TxnService:
         """Accepted; nothing to update. Hive adds the counts to the rows of the
         materialized views that use the table (MV_TABLES_USED); hms-txn has no materialized
         views."""
+
+    def seed_write_id(self, rqst):
+        self.units.write(lambda conn: writeids.seed_write_id(
+            conn, rqst.dbName, rqst.tableName, rqst.seedWriteId))
+
+    def seed_txn_id(self, rqst):
+        self.units.write(lambda conn: seed_txn_id(conn, rqst.seedTxnId))
+
+    def repl_tbl_writeid_state(self, rqst):
+        """ReplTxnTask (REPL_WRITEID_STATE), in a bootstrap REPL LOAD of a transactional
+        table: the source's ValidWriteIdList of the table."""
+        self.units.write(lambda conn: repl_table_write_id_state(
+            conn, self.txns, rqst.validWriteIdlist, rqst.user, rqst.hostName, rqst.dbName,
+            rqst.tableName, rqst.partNames))
+
+    def get_lock_materialization_rebuild(self, dbName, tableName, txnId):
+        """HiveServer2's DbTxnManager.acquireMaterializationRebuildLock, before a rebuild:
+        lockid is the transaction id, state ACQUIRED or NOT_ACQUIRED."""
+        acquired = self.units.write(lambda conn: rebuild_locks.lock_rebuild(
+            conn, dbName, tableName, txnId))
+        return ttypes.LockResponse(lockid=txnId, state=ttypes.LockState.ACQUIRED if acquired
+                                   else ttypes.LockState.NOT_ACQUIRED)
+
+    def heartbeat_lock_materialization_rebuild(self, dbName, tableName, txnId):
+        return self.units.write(lambda conn: rebuild_locks.heartbeat_rebuild(
+            conn, dbName, tableName, txnId))
 
     # -- background ---------------------------------------------------------------------------
 

@@ -32,8 +32,9 @@ class SchemaError(Exception):
 # runtime statistics, types, partition events; the default roles are written by the server
 # at start); 9 ACID write notifications (``txn_write_notification_log``); 10 catalogs and
 # the catalog extras (``catalogs``, ``dataconnectors``, ``stored_procedures``, ``packages``,
-# ``replication_metrics``).
-# Versions 2, 3, 5, 6, 7, 8, 9 and 10 only add tables (created from their
+# ``replication_metrics``); 11 the materialized-view rebuild locks and the compaction
+# metrics (``materialization_rebuild_locks``, ``compaction_metrics``).
+# Versions 2, 3, 5, 6, 7, 8, 9, 10 and 11 only add tables (created from their
 # ``info["since"]``), so they need no data step; such an upgrade leaves every existing row alone.
 
 

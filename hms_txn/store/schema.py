@@ -14,7 +14,7 @@ from sqlalchemy import (
     Table, Text, UniqueConstraint,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = MetaData()
 
@@ -598,4 +598,28 @@ replication_metrics = Table(
     Column("dump_execution_id", BigInteger, nullable=False),
     Column("doc", DOC, nullable=False),
     info={"since": 10},
+)
+
+# One rebuild at a time per materialized view (Hive's MATERIALIZATION_REBUILD_LOCKS): the
+# transaction rebuilding it and its last heartbeat.
+materialization_rebuild_locks = Table(
+    "materialization_rebuild_locks", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("txn_id", TXN_ID, nullable=False),
+    Column("last_heartbeat_ms", BigInteger, nullable=False),
+    info={"since": 11},
+)
+
+# Delta-file metrics a Hive compactor reports per table/partition (Hive's
+# COMPACTION_METRICS_CACHE); part_name "" is the table itself.
+compaction_metrics = Table(
+    "compaction_metrics", metadata,
+    Column("db_name", NAME, primary_key=True),
+    Column("tbl_name", NAME, primary_key=True),
+    Column("part_name", PART_NAME, primary_key=True),
+    Column("metric_type", String(32), primary_key=True),
+    Column("metric_value", Integer, nullable=False),
+    Column("version", Integer, nullable=False),
+    info={"since": 11},
 )
