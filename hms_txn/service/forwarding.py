@@ -40,7 +40,8 @@ import re
 
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain import names
+from hms_txn.common.errors import NoSuchObject
+from hms_txn.domain import catalog, names
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents
 from hms_txn.service.units import UnitOfWork
@@ -292,7 +293,11 @@ class ForwardingService:
     # which only the upstream can do, so those calls are forwarded.
 
     def _columns(self, method: str, db, table, env, *, with_keys: bool):
-        read = self.fwd.cache.get_table(db, table)
+        try:
+            read = self.fwd.cache.get_table(db, table)
+        except NoSuchObject:  # as the upstream (HMSHandler.get_fields_with_environment_context)
+            missing = catalog.hive_table_not_found(db, table)
+            raise t.UnknownTableException(message=missing.message) from None
         serde = ((read.doc.get("sd") or {}).get("serdeInfo") or {}).get("serializationLib")
         if serde and serde not in _SERDES_WITH_METASTORE_SCHEMA:
             return self.fwd.up(method, db, table, env) if env is not None else \

@@ -704,10 +704,11 @@ def test_functions_come_from_the_cache_and_match_the_java_metastore(java_upstrea
         c.create_function(_function("fn_ext", "new_one"))
         assert c.get_functions("fn_ext", "n*") == ["new_one"]
         compare()
-        # ... and in our notification log
+        # ... and in our notification log (Hive's EventType has no ALTER_FUNCTION: an altered
+        # function is seen by other processes within the function cache's time to live)
         types = [e[0] for e in _events(c) if e[1] == "fn_ext"]
         assert types.count("CREATE_FUNCTION") == 4 and "DROP_FUNCTION" in types \
-            and "ALTER_FUNCTION" in types
+            and "ALTER_FUNCTION" not in types
         # directly upstream (no notification log there): within the TTL (2 s)
         c.get_functions("fn_ext", "*")
         direct.create_function(_function("fn_ext", "direct_fn"))
