@@ -60,3 +60,8 @@ class NoSuchLock(MetastoreError):
 
 class NoSuchCompaction(MetastoreError):
     pass
+
+
+class ClientNotCapable(MetastoreError):
+    """The client has not declared the capabilities the object needs (Hive's client
+    capability check: an ACID table for a client that does not understand ACID)."""

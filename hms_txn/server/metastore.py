@@ -29,6 +29,7 @@ from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_metho
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
+from hms_txn.service.table_access import TableAccess
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
@@ -85,8 +86,11 @@ class Metastore:
             self.cache = ExtensionCache(config, self.units.read, upstream.tables)
             objects = UpstreamObjects(upstream.tables)
         self.notification_service = NotificationService(self.units, DmlEvents(objects, object_json))
+        # Which tables a client gets, by the capabilities it declared (Hive's client check).
+        self.table_access = TableAccess(config["hive.metastore.client.capability.check"])
         self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
-                                              self.databases, self.tables, self.partitions)
+                                              self.databases, self.tables, self.partitions,
+                                              self.table_access)
         self.units.on_commit = self.cache.record_local_writes
         self.observability.add_provider(self._cache_stats)
         self.counter_sources: list = []
@@ -106,7 +110,8 @@ class Metastore:
             return Handler([*services, self.catalog_service])
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream.
         served = Handler(services).methods()
-        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json))
+        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self._object_json),
+                        self.table_access)
         forwarding = ForwardingService(fwd, owned_methods(served))
         return Handler([*services, PartitionForwarding(fwd), forwarding], fallback=forwarding)
 

@@ -20,6 +20,7 @@ from hms_txn.domain.databases import Databases
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.encoded import EncodedStructs, encode
@@ -118,8 +119,10 @@ class CatalogService:
     """Databases, tables and partitions."""
 
     def __init__(self, units: UnitOfWork, cache: MetadataCache, warehouse: Warehouse,
-                 databases: Databases, tables: Tables, partitions: Partitions):
+                 databases: Databases, tables: Tables, partitions: Partitions,
+                 access: TableAccess):
         self.units = units
+        self.access = access
         self.cache = cache
         self.warehouse = warehouse
         self.databases = databases
@@ -182,23 +185,36 @@ class CatalogService:
 
     @policy(route=Route.INLINE)
     def get_table(self, dbname, tbl_name):
-        return cached_table(self.cache.get_table(dbname, tbl_name))
+        read = self.cache.get_table(dbname, tbl_name)
+        return self.access.table(read.doc, UNDECLARED) or cached_table(read)
 
     @policy(route=Route.INLINE)
     def get_table_req(self, req):
         read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                   require_write_ids=True)
-        return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
+        table = self.access.table(read.doc, declared_by(req)) or cached_table(read)
+        return t.GetTableResult(table=table, isStatsCompliant=False)
 
     def get_table_objects_by_name(self, dbname, tbl_names):
-        return [_table(d) for d in self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))]
+        docs = self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))
+        self.access.require(docs, UNDECLARED, listing=True)
+        return [_table(d) for d in docs]
 
     def get_table_objects_by_name_req(self, req):
         docs = self.units.read(lambda c: catalog.get_tables(c, req.dbName, req.tblNames))
         if req.tablesPattern:
             from hms_txn.domain.names import matches
             docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
+        self.access.require(docs, declared_by(req), listing=True)
         return t.GetTablesResult(tables=[_table(d) for d in docs])
+
+    def get_tables_ext(self, req):
+        def read(c):
+            found = catalog.list_tables(c, req.database, req.tableNamePattern)
+            if req.limit is not None and req.limit > 0:
+                found = found[:req.limit]
+            return catalog.get_tables(c, req.database, found) if found else []
+        return self.access.tables_ext(self.units.read(read), req)
 
     def get_tables(self, db_name, pattern):
         return self.units.read(lambda c: catalog.list_tables(c, db_name, pattern, empty_matches_all=False))
