@@ -76,7 +76,7 @@ def make_table(db: str, name: str, *, transactional: bool = False,
 def ensure_table(client, table: t.Table) -> bool:
     """Create ``table`` unless it exists; True when it was created."""
     try:
-        client.get_table(table.dbName, table.tableName)
+        client.get_table_acid_aware(table.dbName, table.tableName)
         return False
     except t.NoSuchObjectException:
         pass
