@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import os
 
+import pyarrow as pa
 import pytest
 from hmsclient import hmsclient as hmsclient_mod
 from hmsclient.genthrift.hive_metastore import ttypes as ht
@@ -116,6 +117,78 @@ def test_pymetastore_gets_no_acid_table(populated):
             with pytest.raises(pt.MetaException, match=_message(name)):
                 hms.list_columns("acid_db", name)       # it reads the table object
         assert hms.get_table("acid_db", "plain").name == "plain"
+
+
+def _files(location: str) -> dict[str, tuple[int, int]]:
+    """Every file under a directory with its size and modification time."""
+    out = {}
+    for root, _, names in os.walk(location):
+        for n in names:
+            st = os.stat(os.path.join(root, n))
+            out[os.path.relpath(os.path.join(root, n), location)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _write_rows(client, name: str, location: str, ids: list[int]) -> None:
+    """One committed transaction writing ``ids`` as Hive does for the table's kind."""
+    import orc_acid
+    txn = client.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+    wid = client.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
+        dbName="acid_db", tableName=name, txnIds=[txn])).txnToWriteIds[0].writeId
+    data = pa.table({"id": pa.array(ids, pa.int32()), "name": [f"n{i}" for i in ids]})
+    if name.startswith("io"):
+        orc_acid.write_insert_only(location, wid, data)
+    else:
+        orc_acid.write_delta(location, wid, 0, 0, data)
+    client.commit_txn(t.CommitTxnRequest(txnid=txn))
+
+
+def _acid_rows(client, name: str, location: str) -> list[int]:
+    """The rows an ACID reader sees now (orc_acid with the metastore's snapshot)."""
+    import orc_acid
+    from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
+    r = client.get_open_txns()
+    vt = ValidTxnList(r.txn_high_water_mark, open_ids=list(r.open_txns))
+    tw = client.get_valid_write_ids(t.GetValidWriteIdsRequest(
+        fullTableNames=[f"acid_db.{name}"], validTxnList=str(vt))).tblValidWriteIds[0]
+    wl = ValidWriteIdList(tw.fullTableName, tw.writeIdHighWaterMark,
+                          open_ids=list(tw.invalidWriteIds), min_open=tw.minOpenWriteId)
+    got = orc_acid.read_table(location, wl, valid_txns=vt, insert_only=name.startswith("io"))
+    return sorted(got.column("id").to_pylist())
+
+
+def test_hive2_clients_leave_acid_tables_and_their_rows_as_they_were(populated, client):
+    """Every table call hmsclient and pymetastore make on ACID tables holding rows is refused
+    before the client learns where the files are; afterwards the files, the table and its
+    partitions, the notification log and the rows an ACID reader sees are as before."""
+    from tests.hms_txn.test_catalog import local
+    locations = {}
+    for name in REFUSED:
+        table = client.get_table_acid_aware("acid_db", name)
+        locations[name] = local(client.get_partition("acid_db", name, ["a"]).sd.location
+                                if table.partitionKeys else table.sd.location)
+        _write_rows(client, name, locations[name], [1, 2, 3])
+
+    def state():
+        return {name: (_files(loc), _acid_rows(client, name, loc),
+                       client.get_table_acid_aware("acid_db", name),
+                       client.get_partitions("acid_db", name, -1))
+                for name, loc in locations.items()}
+
+    before, event = state(), client.get_current_notificationEventId().eventId
+    assert all(rows == [1, 2, 3] for _, rows, _, _ in before.values())
+    with hmsclient_mod.HMSClient(host="127.0.0.1", port=populated.port) as c, \
+            HMS.create(host="127.0.0.1", port=populated.port) as p:
+        for name in REFUSED:
+            for call in (lambda: c.get_table("acid_db", name),
+                         lambda: c.get_table_req(ht.GetTableRequest(dbName="acid_db",
+                                                                    tblName=name)),
+                         lambda: p.get_table("acid_db", name),
+                         lambda: p.list_columns("acid_db", name)):
+                with pytest.raises((ht.MetaException, pt.MetaException), match=_message(name)):
+                    call()
+    assert state() == before
+    assert client.get_current_notificationEventId().eventId == event
 
 
 def test_our_clients_declare_and_get_every_table(populated, client):
