@@ -3,8 +3,8 @@
 ``TableAccess`` is the hook of the table reads of both catalogs (``CatalogService`` and
 extension mode's ``ForwardingService``): the capability check on ``get_table``,
 ``get_table_req`` and, as a listing, ``get_table_objects_by_name(_req)``
-(``hive.metastore.client.capability.check``), Hive 4's translation for ``get_table_req`` callers that send processor
-capabilities, and ``get_tables_ext``'s answer. A table the client gets untranslated is the
+(``hive.metastore.client.capability.check``), Hive 4's translation for ``get_table_req``
+callers that send processor capabilities, and ``get_tables_ext``'s answer. A table the client gets untranslated is the
 caller's own (cached) struct: ``table`` returns None for it.
 """
 
