@@ -86,7 +86,7 @@ def run(uri: str, seconds: float, rows_per_txn: int, batch: int, fsync: bool = T
     client.create_table(T.Table(tableName=name, dbName=db, owner="bench", sd=sd,
                                 partitionKeys=[], tableType="MANAGED_TABLE",
                                 parameters={"transactional": "true"}))
-    location = location_path(client.get_table(db, name).sd.location)
+    location = location_path(client.get_table_acid_aware(db, name).sd.location)
 
     rng = np.random.default_rng(7)
     payload = pa.array([rng.bytes(24).hex() for _ in range(rows_per_txn)])

@@ -255,7 +255,7 @@ def split_name(full: str, default_db: str = "default") -> Tuple[str, str]:
 def table_info(ms: MetastoreConnection, full: str) -> TableInfo:
     db, name = split_name(full)
     try:
-        t = ms.get_table(db, name)
+        t = ms.get_table_acid_aware(db, name)
     except T.NoSuchObjectException:
         raise HiveAcidError(f"table {db}.{name} does not exist") from None
     params = dict(t.parameters or {})
@@ -303,7 +303,7 @@ def add_partitions(ms: MetastoreConnection, info: TableInfo, names: Sequence[str
     """Register partitions (if missing) located at <table>/<name>."""
     if not names:
         return
-    t = ms.get_table(info.db, info.name)
+    t = ms.get_table_acid_aware(info.db, info.name)
     parts = []
     now = int(time.time())
     for n in names:

@@ -4,8 +4,10 @@ INSERT INTO/OVERWRITE ... VALUES/SELECT, UPDATE ... SET ... WHERE, DELETE FROM .
 MERGE INTO ... USING ... ON ... WHEN [NOT] MATCHED ... whose target is a transactional table
 of the metastore run as ``hive_acid.insert/update/delete/merge`` (``_dml``); every other
 statement goes to
-``session.sql``. In any statement, ACID tables read in FROM/USING clauses are replaced by
-temporary views over hive_acid reads (Spark's own Hive reader would see raw ACID events).
+``session.sql``. In queries, in the source of an INSERT into a table that is not ACID and in
+CREATE TABLE ... AS SELECT, ACID tables read in FROM/USING clauses are replaced by temporary
+views over hive_acid reads: Spark's own Hive client is refused ACID tables by the metastore
+(client capability check), and would see raw ACID events if it got them.
 Expressions are handed to Spark as Spark SQL text (sqlglot's Spark generator).
 """
 
@@ -39,6 +41,7 @@ class _Ctx:
         self.session = session
         self.d = registered_driver(session)
         self._infos: Dict[str, Optional[M.TableInfo]] = {}
+        self.views = 0              # ACID table references replaced so far
 
     def acid_info(self, name: str) -> Optional[M.TableInfo]:
         key = name.lower()
@@ -63,6 +66,7 @@ class _Ctx:
                 if info is None:
                     return n
                 view = f"__hive_acid_{info.db}_{info.name}_{next(_view_ids)}"
+                self.views += 1
                 read(self.session, info.full_name).createOrReplaceTempView(view)
                 alias = n.alias or info.name
                 return exp.Table(this=exp.to_identifier(view),
@@ -102,12 +106,25 @@ def sql(session, statement: str):
     if dml is not None:
         info, table, cols = _target(ctx, tree.this)
         if info is None:            # not an ACID table of ours: Spark's own statement
-            return session.sql(statement)
+            return _spark_statement(ctx, tree, statement)
         dml(ctx, tree, info, table, cols)
         return None
     if isinstance(tree, (exp.Select, exp.Union, exp.Subquery, exp.Query)):
         return session.sql(_sql(ctx.rewrite_reads(tree)))
+    if isinstance(tree, exp.Create):
+        return _spark_statement(ctx, tree, statement)
     return session.sql(statement)
+
+
+def _spark_statement(ctx: _Ctx, tree: exp.Expression, statement: str):
+    """A statement Spark runs itself (a write into a table that is not ACID, CREATE TABLE
+    AS SELECT) with the ACID tables its query reads replaced; as written when it reads
+    none."""
+    query = tree.args.get("expression")
+    if query is None or isinstance(query, exp.Values):
+        return ctx.session.sql(statement)
+    tree.set("expression", ctx.rewrite_reads(query))
+    return ctx.session.sql(_sql(tree) if ctx.views else statement)
 
 
 def _target(ctx: _Ctx, t: exp.Expression):

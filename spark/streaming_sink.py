@@ -105,7 +105,7 @@ def _set_marker(ms: M.MetastoreConnection, info: M.TableInfo, key: str, value: O
     comp = M.lock_component(info.db, info.name, M.EXCLUSIVE, _OP_NO_TXN, transactional=False)
     lock_id = M.acquire_lock(ms, [comp], 0, timeout_s=_MARKER_LOCK_TIMEOUT_S)
     try:
-        t = ms.get_table(info.db, info.name)
+        t = ms.get_table_acid_aware(info.db, info.name)
         params = dict(t.parameters or {})
         if only_if_missing and key in params:
             return
@@ -140,7 +140,7 @@ def _default_write(table: str) -> BatchWrite:
 
 def _read_marker(ms: M.MetastoreConnection, info: M.TableInfo, key: str) -> Tuple[int, int]:
     """-> (table id, recorded batch id) from the latest table parameters."""
-    t = ms.get_table(info.db, info.name)
+    t = ms.get_table_acid_aware(info.db, info.name)
     recorded = _parse_marker(info, key, (t.parameters or {}).get(key))
     if recorded is None:
         raise HiveAcidError(

@@ -125,7 +125,7 @@ class StreamingConnection:
         self.batch: Optional[TransactionBatch] = None
         self.batches_done = 0
         try:
-            tbl = self._client.get_table(self.db, self.table)
+            tbl = self._client.get_table_acid_aware(self.db, self.table)
             self._check_table(tbl)
             self.row_schema = self._schema_of(tbl)
             self.partition_keys = [k.name for k in tbl.partitionKeys or []]

@@ -33,7 +33,8 @@ from thrift.transport import TTransport
 
 from hms_txn.common import errors
 from hms_txn.domain import names
-from hms_txn.wire.client import ClientOptions, Endpoint, SaslPlain, describe, open_endpoint, parse_uris
+from hms_txn.wire.client import (ClientOptions, Endpoint, SaslPlain, describe, open_endpoint,
+                                 parse_uris, table_request)
 from hms_txn.wire.tls import TlsClient, TlsSetupError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -262,7 +263,17 @@ class UpstreamTables:
             raise errors.NoSuchObject(err.message or f"{method}: no such object") from None
 
     def get_table(self, db: str, name: str) -> dict:
+        """The table, asked for as a client that understands ACID tables (an upstream with
+        Hive's client capability check refuses insert-only tables to a plain get_table);
+        an upstream before Hive 2.3 gets the plain call."""
         from hms_txn.wire.codec import to_doc
+        if "get_table_req" not in self.pool.missing_methods:
+            try:
+                return to_doc(self._call("get_table_req", table_request(db, name)).table)
+            except TApplicationException as err:
+                if err.type != TApplicationException.UNKNOWN_METHOD:
+                    raise
+                self.pool.missing_methods.add("get_table_req")
         return to_doc(self._call("get_table", db, name))
 
     def get_database(self, name: str) -> dict:

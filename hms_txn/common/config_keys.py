@@ -359,6 +359,14 @@ _key("hms_txn.cache.strict.writeids", False, parse_bool,
 _key("hms_txn.cache.tailer.pausable", False, parse_bool,
      "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
      "pause and resume the cache's log tailer.")
+# Client capabilities (hms_txn.domain.capabilities)
+_key("hive.metastore.client.capability.check", True, parse_bool,
+     "Refuse ACID tables to clients that have not declared they understand them: "
+     "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (as Hive "
+     "3/4), full-ACID tables on get_table/get_table_req to clients that declared no "
+     "capability at all (Hive 2 clients such as Spark's built-in one, and every get_table "
+     "call). false: such clients get the tables and misread them.",
+     "metastore.client.capability.check")
 # Extension mode (hms_txn.upstream, hms_txn.extension; docs/extension-mode.md)
 _key("hms_txn.upstream.uris", None, parse_str,
      "Comma-separated thrift://host:port URIs of an existing metastore (e.g. Hive 2.x): "
@@ -444,7 +452,6 @@ _key("hms_txn.client.plain.password", None, lambda v: v,
 PASSTHROUGH_DEFAULTS: dict[str, str] = {
     "hive.metastore.try.direct.sql": "true",
     "hive.metastore.try.direct.sql.ddl": "true",
-    "hive.metastore.client.capability.check": "false",
     "hive.metastore.disallow.incompatible.col.type.changes": "true",
     "hive.support.concurrency": "true",
     "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",

@@ -47,6 +47,7 @@ from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
 from hms_txn.service.statistics import StatisticsService
+from hms_txn.service.table_access import TableAccess
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
@@ -131,8 +132,11 @@ class Metastore:
             self.cache = ExtensionCache(config, self.units.read, upstream.tables)
         self.notification_service = NotificationService(
             self.units, dml_events, max_events=config["hive.metastore.max.event.response"])
+        # Which tables a client gets, by the capabilities it declared (Hive's client check).
+        self.table_access = TableAccess(config["hive.metastore.client.capability.check"])
         self.catalog_service = CatalogService(self.units, self.cache, self.warehouse,
-                                              self.databases, self.tables, self.partitions)
+                                              self.databases, self.tables, self.partitions,
+                                              self.table_access)
         self.function_service = FunctionService(self.units, self.functions)
         self.constraint_service = ConstraintService(self.units, self.warehouse, self.tables,
                                                     self.constraints)
@@ -175,7 +179,8 @@ class Metastore:
         # Extension mode (docs/extension-mode.md): catalog calls go to the upstream, names
         # in other catalogs as they were sent.
         served = Handler(services).methods()
-        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self.messages))
+        fwd = Forwarder(self.units, self.upstream, self.cache, ForwardedEvents(self.messages),
+                        self.table_access)
         forwarding = ForwardingService(fwd, owned_methods(served))
         partitions = PartitionForwarding(fwd)
         names = CatalogNames(lambda method, _cat, _db, args: fwd.up(method, *args))

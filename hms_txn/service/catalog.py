@@ -23,6 +23,7 @@ from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
 from hms_txn.service.constraints import request_constraint_docs
+from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.encoded import EncodedStructs, encode
@@ -121,8 +122,10 @@ class CatalogService:
     """Databases, tables and partitions."""
 
     def __init__(self, units: UnitOfWork, cache: MetadataCache, warehouse: Warehouse,
-                 databases: Databases, tables: Tables, partitions: Partitions):
+                 databases: Databases, tables: Tables, partitions: Partitions,
+                 access: TableAccess):
         self.units = units
+        self.access = access
         self.cache = cache
         self.warehouse = warehouse
         self.databases = databases
@@ -186,16 +189,20 @@ class CatalogService:
 
     @policy(route=Route.INLINE)
     def get_table(self, dbname, tbl_name):
-        return cached_table(self.cache.get_table(dbname, tbl_name))
+        read = self.cache.get_table(dbname, tbl_name)
+        return self.access.table(read.doc, UNDECLARED) or cached_table(read)
 
     @policy(route=Route.INLINE)
     def get_table_req(self, req):
         read = self.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                   require_write_ids=True)
-        table = cached_table(read)
+        translated = self.access.table(read.doc, declared_by(req))
+        table = translated or cached_table(read)
         compliant = stats_state.table_compliance(read.doc, req.validWriteIdList)
         if req.getColumnStats or compliant is False:
             table = self._with_stats(table, read.doc, req)
+        elif compliant and translated is not None:
+            table.isStatsCompliant = True       # a client's own translated copy
         elif compliant:
             # the same struct for every reader the stats are valid for: kept with the entry
             memo = entry_memo(read.entry) if read.entry is not None else {}
@@ -221,14 +228,25 @@ class CatalogService:
         return table
 
     def get_table_objects_by_name(self, dbname, tbl_names):
-        return [_table(d) for d in self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))]
+        docs = self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))
+        self.access.require(docs, UNDECLARED, listing=True)
+        return [_table(d) for d in docs]
 
     def get_table_objects_by_name_req(self, req):
         docs = self.units.read(lambda c: catalog.get_tables(c, req.dbName, req.tblNames))
         if req.tablesPattern:
             from hms_txn.domain.names import matches
             docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
+        self.access.require(docs, declared_by(req), listing=True)
         return t.GetTablesResult(tables=[_table(d) for d in docs])
+
+    def get_tables_ext(self, req):
+        def read(c):
+            found = catalog.list_tables(c, req.database, req.tableNamePattern)
+            if req.limit is not None and req.limit > 0:
+                found = found[:req.limit]
+            return catalog.get_tables(c, req.database, found) if found else []
+        return self.access.tables_ext(self.units.read(read), req)
 
     def get_tables(self, db_name, pattern):
         return self.units.read(lambda c: catalog.list_tables(c, db_name, pattern, empty_matches_all=False))

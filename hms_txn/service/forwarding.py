@@ -44,10 +44,12 @@ from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain import catalog, names
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents
+from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
+from hms_txn.wire.client import tables_request
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -106,11 +108,12 @@ class Forwarder:
     evictions of the changes they forward."""
 
     def __init__(self, units: UnitOfWork, upstream, cache: ExtensionCache,
-                 events: ForwardedEvents):
+                 events: ForwardedEvents, access: TableAccess):
         self.units = units
         self.upstream = upstream          # clients.upstream.UpstreamPool
         self.cache = cache
         self.events = events
+        self.access = access     # the same rules as for our own tables
 
     def up(self, method: str, *args):
         return self.upstream.call(method, *args)
@@ -273,18 +276,47 @@ class ForwardingService:
     # ---------------------------------------------------------------- tables: reads
 
     def get_table(self, dbname, tbl_name):
-        return cached_table(self.fwd.cache.get_table(dbname, tbl_name))
+        read = self.fwd.cache.get_table(dbname, tbl_name)
+        return self.fwd.access.table(read.doc, UNDECLARED) or cached_table(read)
 
     def get_table_req(self, req):
         read = self.fwd.cache.get_table(req.dbName, req.tblName, req.validWriteIdList,
                                     require_write_ids=True)
-        return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
+        table = self.fwd.access.table(read.doc, declared_by(req)) or cached_table(read)
+        return t.GetTableResult(table=table, isStatsCompliant=False)
+
+    def _upstream_tables(self, db, table_names) -> list:
+        """The upstream's tables, asked for as a client that understands ACID tables (an
+        upstream before Hive 2.3 gets the plain call)."""
+        request = tables_request(db, list(table_names or []))
+        result = self.fwd.up_or("get_table_objects_by_name_req", (request,), lambda: None)
+        if result is None:
+            return self.fwd.up("get_table_objects_by_name", db, request.tblNames)
+        return result.tables
+
+    def get_table_objects_by_name(self, dbname, tbl_names):
+        tables = self._upstream_tables(dbname, tbl_names)
+        self.fwd.access.require([to_doc(x) for x in tables], UNDECLARED, listing=True)
+        return tables
 
     def get_table_objects_by_name_req(self, req):
-        tables = self.fwd.up("get_table_objects_by_name", req.dbName, list(req.tblNames or []))
+        tables = self._upstream_tables(req.dbName, req.tblNames)
         if req.tablesPattern:
             tables = [x for x in tables if names.matches(req.tablesPattern, x.tableName)]
+        self.fwd.access.require([to_doc(x) for x in tables], declared_by(req), listing=True)
         return t.GetTablesResult(tables=tables)
+
+    def get_tables_ext(self, req):
+        found = self.fwd.up("get_tables", req.database, req.tableNamePattern)
+        if req.limit is not None and req.limit > 0:
+            found = found[:req.limit]
+        docs = []
+        for name in found:
+            try:
+                docs.append(self.fwd.cache.get_table(req.database, name).doc)
+            except NoSuchObject:        # dropped since it was listed
+                pass
+        return self.fwd.access.tables_ext(docs, req)
 
     # Columns: a metastore answers get_fields/get_schema from the table's own columns when
     # its serde keeps the schema in the metastore (Hive's hive.serdes.using.metastore.for

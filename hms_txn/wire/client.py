@@ -18,6 +18,12 @@ transports, SASL and failover behave the same everywhere:
 A ``MetastoreClient`` is the generated ``ThriftHiveMetastore.Client`` plus the transport
 it owns: ``close()`` (or a ``with`` block) closes the socket. It is not thread-safe, like
 the generated client.
+
+The project's clients understand ACID tables and say so: they read tables with
+``get_table_acid_aware`` (``table_request``, ``tables_request``), which declares Hive 3's
+``ClientCapabilities [INSERT_ONLY_TABLES]`` and Hive 4's processor capabilities. A metastore
+with a client capability check (Hive 3/4, hms-txn) refuses ACID tables to a plain
+``get_table``.
 """
 
 from __future__ import annotations
@@ -35,12 +41,38 @@ from thrift.transport import TSocket, TTransport
 
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.tls import TlsClient
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 DEFAULT_PORT = 9083
 
 # thrift's TSocket logs every refused connect with a traceback, before raising the error
 # that ``connect`` reports itself (with the URI): its records would only repeat it.
 logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
+
+
+# What this project's clients declare on table reads: Hive 3's capability (every Hive 3/4
+# client sends it) and Hive 4's processor capabilities for full-ACID, insert-only and
+# external tables, with MANAGERAWMETADATA: the tables as stored, not translated for us.
+CLIENT_CAPABILITIES = (t.ClientCapability.INSERT_ONLY_TABLES,)
+PROCESSOR_CAPABILITIES = ("HIVEFULLACIDREAD", "HIVEFULLACIDWRITE", "HIVEMANAGEDINSERTREAD",
+                          "HIVEMANAGEDINSERTWRITE", "EXTREAD", "EXTWRITE", "MANAGERAWMETADATA")
+PROCESSOR_IDENTIFIER = "hms-txn"
+
+
+def table_request(db: str, name: str, **fields: Any) -> t.GetTableRequest:
+    """A get_table_req request declaring this project's capabilities."""
+    return t.GetTableRequest(
+        dbName=db, tblName=name, capabilities=t.ClientCapabilities(list(CLIENT_CAPABILITIES)),
+        processorCapabilities=list(PROCESSOR_CAPABILITIES),
+        processorIdentifier=PROCESSOR_IDENTIFIER, **fields)
+
+
+def tables_request(db: str, names: list[str]) -> t.GetTablesRequest:
+    """A get_table_objects_by_name_req request declaring this project's capabilities."""
+    return t.GetTablesRequest(
+        dbName=db, tblNames=names, capabilities=t.ClientCapabilities(list(CLIENT_CAPABILITIES)),
+        processorCapabilities=list(PROCESSOR_CAPABILITIES),
+        processorIdentifier=PROCESSOR_IDENTIFIER)
 
 
 class MetastoreUnreachable(ConnectionError):
@@ -135,6 +167,10 @@ class MetastoreClient(ThriftHiveMetastore.Client):
         super().__init__(protocol)
         self.transport = transport
         self.endpoint = endpoint
+
+    def get_table_acid_aware(self, db: str, name: str) -> t.Table:
+        """The table, read as a client that understands ACID tables (``table_request``)."""
+        return self.get_table_req(table_request(db, name)).table
 
     def close(self) -> None:
         try:

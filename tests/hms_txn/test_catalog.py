@@ -122,7 +122,7 @@ def test_table_keeps_unknown_fields_and_parameters(client):
     tbl.sd.skewedInfo = t.SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
     tbl.ownerType = t.PrincipalType.ROLE
     client.create_table(tbl)
-    got = client.get_table("default", "t")
+    got = client.get_table_acid_aware("default", "t")
     assert got.sd.serdeInfo.parameters == {"serialization.format": "1"}
     assert got.sd.sortCols == [t.Order("id", 1)]
     assert got.ownerType == t.PrincipalType.ROLE and got.owner == "tester"

@@ -15,12 +15,13 @@ def _open(client) -> int:
 def test_commit_records_the_key_value(client):
     client.create_table(make_table("default", "sink", params={"transactional": "true",
                                                              "_meta.last.batch": "-1"}))
-    table = client.get_table("default", "sink")
+    table = client.get_table_acid_aware("default", "sink")
     txn = _open(client)
     client.commit_txn(t.CommitTxnRequest(txnid=txn, keyValue=t.CommitTxnKeyValue(
         tableId=table.id, key="_meta.last.batch", value="7")))
-    assert client.get_table("default", "sink").parameters["_meta.last.batch"] == "7"
-    req = t.GetTableRequest(dbName="default", tblName="sink")
+    assert client.get_table_acid_aware("default", "sink").parameters["_meta.last.batch"] == "7"
+    req = t.GetTableRequest(dbName="default", tblName="sink",
+                            capabilities=t.ClientCapabilities([t.ClientCapability.INSERT_ONLY_TABLES]))
     assert client.get_table_req(req).table.parameters["_meta.last.batch"] == "7"
 
 

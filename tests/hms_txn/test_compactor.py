@@ -62,11 +62,11 @@ class Engine:
     def create(self, name, params=None, keys=()):
         self.c.create_table(make_table(self.db, name, cols=(("id", "int"), ("name", "string")),
                                        keys=keys, params={**ACID, **(params or {})}))
-        return local(self.c.get_table(self.db, name).sd.location)
+        return local(self.c.get_table_acid_aware(self.db, name).sd.location)
 
     def location(self, name, part=None):
         if part is None:
-            return local(self.c.get_table(self.db, name).sd.location)
+            return local(self.c.get_table_acid_aware(self.db, name).sd.location)
         return local(self.c.get_partition_by_name(self.db, name, part).sd.location)
 
     def open(self, txn_type=None):
@@ -454,7 +454,7 @@ def test_initiator_rules_failures_and_history(hms_factory):
     e.create("p", params={"compactorthreshold.hive.compactor.delta.num.threshold": "1"},
              keys=(("ds", "string"),))
     for ds in ("a", "b"):
-        sd = e.c.get_table("default", "p").sd
+        sd = e.c.get_table_acid_aware("default", "p").sd
         sd.location = None
         e.c.add_partition(T.Partition(dbName="default", tableName="p", values=[ds], sd=sd))
     part_loc = {ds: e.location("p", f"ds={ds}") for ds in "ab"}

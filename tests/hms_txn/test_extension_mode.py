@@ -18,6 +18,7 @@ import pytest
 from thrift.Thrift import TException
 
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from hms_txn.wire.client import table_request
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
 from hms_txn.domain import notifications
@@ -127,20 +128,20 @@ def test_write_ids_and_cache_on_upstream_table(pair):
     assert wid == 1
     c.commit_txn(t.CommitTxnRequest(txnid=txn))
     snapshot = f"{full}:1:9223372036854775807::"
-    first = c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
-                                              validWriteIdList=snapshot))
+    first = c.get_table_req(table_request("default", "acid",
+                                        validWriteIdList=snapshot))
     assert first.table.parameters["transactional"] == "true"
-    _wait(lambda: c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
-                                                    validWriteIdList=snapshot))
+    _wait(lambda: c.get_table_req(table_request("default", "acid",
+                                              validWriteIdList=snapshot))
           and ext.ms.counters()["hms_txn.cache.hits"] >= 1, what="a cache hit")
     # a change through us is seen at once by the next read of the new snapshot
-    table = c.get_table("default", "acid")
+    table = c.get_table_acid_aware("default", "acid")
     table.parameters["through"] = "us"
     c.alter_table("default", "acid", table)
-    got = c.get_table_req(t.GetTableRequest(dbName="default", tblName="acid",
-                                            validWriteIdList=snapshot))
+    got = c.get_table_req(table_request("default", "acid",
+                                      validWriteIdList=snapshot))
     assert got.table.parameters["through"] == "us"
-    assert u.get_table("default", "acid").parameters["through"] == "us"
+    assert u.get_table_acid_aware("default", "acid").parameters["through"] == "us"
 
 
 def _following_upstream_log(tmp_path):
@@ -562,7 +563,7 @@ def test_acid_writes_and_reads_on_a_table_in_the_java_metastore(java_upstream):
     c.create_table(table)
     there = direct.get_table("acid_ext", "orders")            # it lives in the upstream
     assert there.parameters["transactional"] == "true"
-    location = local(c.get_table("acid_ext", "orders").sd.location)
+    location = local(c.get_table_acid_aware("acid_ext", "orders").sd.location)
 
     def write(ids):
         txn = c.open_txns(t.OpenTxnRequest(num_txns=1, user="eng", hostname="h")).txn_ids[0]
@@ -592,7 +593,7 @@ def test_acid_writes_and_reads_on_a_table_in_the_java_metastore(java_upstream):
     assert sorted(orc_acid.read_table(location, wl, valid_txns=vt).column("id").to_pylist()) == [1, 2, 3, 4, 5]
     assert c.show_locks(t.ShowLocksRequest(dbname="acid_ext", tablename="orders")).locks == []
     # get_table_req with the reader's ValidWriteIdList: served by our cache, source upstream
-    req = t.GetTableRequest(dbName="acid_ext", tblName="orders", validWriteIdList=str(wl))
+    req = table_request("acid_ext", "orders", validWriteIdList=str(wl))
     assert c.get_table_req(req).table.parameters["transactional"] == "true"
     hits = env.server.ms.counters()["hms_txn.cache.hits"]
     _wait(lambda: c.get_table_req(req) and env.server.ms.counters()["hms_txn.cache.hits"] > hits,

@@ -46,7 +46,7 @@ def test_256_connections_for_60_seconds(tmp_path, capsys):
                     began = time.perf_counter()
                     try:
                         if kind < 0.5:
-                            client.get_table("default", "hot")
+                            client.get_table_acid_aware("default", "hot")
                         elif kind < 0.7:
                             client.get_partitions_by_names("default", "hot", [f"ds={rng.randrange(20)}"])
                         elif kind < 0.8:

@@ -39,7 +39,7 @@ TIMEOUTS = {"hive.txn.timeout": "2s", "hive.timedout.txn.reaper.start": "0ms",
 def create(c, name, keys=()):
     c.create_table(make_table("default", name, cols=(("id", "int"), ("name", "string")),
                               keys=keys, params=ACID))
-    return local(c.get_table("default", name).sd.location)
+    return local(c.get_table_acid_aware("default", name).sd.location)
 
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])

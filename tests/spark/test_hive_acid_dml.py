@@ -257,7 +257,7 @@ def test_insert_only_tables(acid_spark, tname, ms, fmt):
     spark = acid_spark
     t = f"{tname}_{fmt}"
     H.create_table(spark, t, "id INT, v STRING", insert_only=True, file_format=fmt)
-    tb = ms.get_table(*t.split("."))
+    tb = ms.get_table_acid_aware(*t.split("."))
     assert tb.parameters["transactional_properties"] == "insert_only"
     spark.createDataFrame([(1, "a")], "id INT, v STRING") \
         .write.format("hive_acid").mode("append").save(t)

@@ -43,7 +43,7 @@ def test_register_and_schema(acid_spark, tname):
     assert [f.name for f in df.schema.fields] == ["id", "name", "amount", "ts", "d", "tags", "p"]
     assert df.count() == 0
     ms = M.MetastoreConnection(acid_spark.conf.get("spark.hadoop.hive.metastore.uris"))
-    t = ms.get_table(*tname.split("."))
+    t = ms.get_table_acid_aware(*tname.split("."))
     assert t.parameters["transactional"] == "true"
     assert t.parameters["transactional_properties"] == "default"
     assert t.sd.inputFormat == M.ORC_INPUT and t.sd.outputFormat == M.ORC_OUTPUT
@@ -68,7 +68,7 @@ def test_created_table_uses_the_session_orc_codec(acid_spark, tname, ms):
         return po.ORCFile(os.path.join(info.location, delta, bucket)).compression
 
     H.create_table(acid_spark, tname, "id INT")
-    assert ms.get_table(db, name).parameters["orc.compress"] == "SNAPPY"
+    assert ms.get_table_acid_aware(db, name).parameters["orc.compress"] == "SNAPPY"
     assert codec_of_written_file(tname) == "SNAPPY"
 
     previous = acid_spark.conf.get("spark.sql.orc.compression.codec")
@@ -78,9 +78,9 @@ def test_created_table_uses_the_session_orc_codec(acid_spark, tname, ms):
         H.create_table(acid_spark, tname + "_n", "id INT", properties={"orc.compress": "NONE"})
     finally:
         acid_spark.conf.set("spark.sql.orc.compression.codec", previous)
-    assert ms.get_table(db, name + "_z").parameters["orc.compress"] == "ZLIB"
+    assert ms.get_table_acid_aware(db, name + "_z").parameters["orc.compress"] == "ZLIB"
     assert codec_of_written_file(tname + "_z") == "ZLIB"
-    assert ms.get_table(db, name + "_n").parameters["orc.compress"] == "NONE"
+    assert ms.get_table_acid_aware(db, name + "_n").parameters["orc.compress"] == "NONE"
     assert codec_of_written_file(tname + "_n") == "UNCOMPRESSED"
 
 

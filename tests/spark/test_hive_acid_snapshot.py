@@ -264,7 +264,7 @@ def test_fallbacks_return_correct_rows(acid_spark, tname, ms):
     acid_spark.createDataFrame([(1,)], "id INT").coalesce(1) \
         .write.format("hive_acid").mode("append").save(at)
     db, name = at.split(".")
-    t = ms.get_table(db, name)
+    t = ms.get_table_acid_aware(db, name)
     t.sd.cols.append(__import__("hms_txn.wire.thrift_gen.hive_metastore.ttypes",
                                 fromlist=["FieldSchema"]).FieldSchema("w", "string", ""))
     ms.alter_table(db, name, t)

@@ -110,7 +110,7 @@ def files_rows(ms, table):
 
 def marker(ms, table, sink_id):
     from spark import streaming_sink as streaming
-    return ms.get_table(*table.split(".")).parameters.get(streaming.marker_key(sink_id))
+    return ms.get_table_acid_aware(*table.split(".")).parameters.get(streaming.marker_key(sink_id))
 
 
 def delta_dirs(ms, table):

@@ -41,7 +41,7 @@ def test_a_table_on_hdfs_is_refused_before_anything_starts(acid_spark, ms, tname
     from spark import hive_acid as H
     H.create_table(acid_spark, tname, "id INT")
     db, name = tname.split(".")
-    t = ms.get_table(db, name)
+    t = ms.get_table_acid_aware(db, name)
     t.tableName = name + "_hdfs"
     t.sd.location = "hdfs://nn:8020/warehouse/" + t.tableName
     ms.create_table(t)
@@ -78,7 +78,7 @@ def test_partition_directories_are_named_as_hive_names_them(acid_spark, ms, tnam
     df = acid_spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id INT, p STRING")
     df.write.format("hive_acid").mode("append").save(tname)
     db, name = tname.split(".")
-    loc = local_path(ms.get_table(db, name).sd.location)
+    loc = local_path(ms.get_table_acid_aware(db, name).sd.location)
     expected = ["p=2024-01-01 10%3A00%2Fx", "p=São Paulo", "p=a%2Ab",
                 "p=__HIVE_DEFAULT_PARTITION__"]
     assert sorted(os.listdir(loc)) == sorted(expected)
@@ -100,7 +100,7 @@ def test_a_write_to_a_partition_registered_elsewhere_is_refused(acid_spark, ms, 
     H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
     H.insert(acid_spark, tname, acid_spark.createDataFrame([(1, "a")], "id INT, p STRING"))
     db, name = tname.split(".")
-    table = ms.get_table(db, name)
+    table = ms.get_table_acid_aware(db, name)
     loc = local_path(table.sd.location)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -1,0 +1,56 @@
+"""The tables a client is given, by what it declared (``domain.capabilities``).
+
+``TableAccess`` is the hook of the table reads of both catalogs (``CatalogService`` and
+extension mode's ``ForwardingService``): the capability check on ``get_table``,
+``get_table_req`` and, as a listing, ``get_table_objects_by_name(_req)``
+(``hive.metastore.client.capability.check``), Hive 4's translation for ``get_table_req``
+callers that send processor capabilities, and ``get_tables_ext``'s answer. A table the client gets untranslated is the
+caller's own (cached) struct: ``table`` returns None for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hms_txn.domain import capabilities as caps
+from hms_txn.domain.capabilities import UNDECLARED, Declared
+from hms_txn.wire.codec import from_doc
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+
+__all__ = ["TableAccess", "UNDECLARED", "declared_by"]
+
+
+def declared_by(request: Any) -> Declared:
+    """What a GetTableRequest / GetTablesRequest declares."""
+    capabilities = getattr(request, "capabilities", None)
+    return caps.declared(None if capabilities is None else capabilities.values or (),
+                         getattr(request, "processorCapabilities", None))
+
+
+class TableAccess:
+    """``check``: whether ``hive.metastore.client.capability.check`` is on."""
+
+    def __init__(self, check: bool = True):
+        self.check = check
+
+    def require(self, docs: Sequence[dict], client: Declared, *, listing: bool = False) -> None:
+        """ClientNotCapable (a MetaException) when the client may not have one of ``docs``
+        (``listing``: they are the answer of get_table_objects_by_name(_req))."""
+        if self.check:
+            caps.require_capable(docs, client, listing=listing)
+
+    def table(self, doc: dict, client: Declared) -> t.Table | None:
+        """The table for this client when it differs from the stored one (Hive 4's
+        translation), None when the stored one is its answer; refused as ``require``."""
+        self.require((doc,), client)
+        if caps.translates(client.processor):
+            return from_doc(t.Table, caps.transform([doc], client.processor)[0])
+        return None
+
+    def tables_ext(self, docs: Sequence[dict], request: Any) -> list[t.ExtendedTableInfo]:
+        """``get_tables_ext``'s answer for ``docs`` (the tables its pattern matched)."""
+        processor = request.processorCapabilities
+        if not docs or not caps.translates(processor):
+            return []
+        return [from_doc(t.ExtendedTableInfo, caps.extended_info(d, request.requestedFields or 0))
+                for d in caps.transform(docs, processor)]
