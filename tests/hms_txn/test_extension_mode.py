@@ -22,6 +22,7 @@ from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
 from hms_txn.domain import notifications
 from tests.support.servers import InProcessServer, connect
+from tests.support.requirements import require_module
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 SHARED_WRITE, TABLE_LEVEL, OP_INSERT = 2, 2, 2
@@ -974,7 +975,7 @@ def test_upstream_stop_and_restart(java_upstream):
 @pytest.mark.javahms
 @pytest.mark.spark
 def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstream):
-    pytest.importorskip("pyspark")
+    require_module("pyspark")
     from tests.spark.test_spark_sql_catalog import _check_expected
     from tests.support.spark import run_scenario
     env = java_upstream
