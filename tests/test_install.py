@@ -131,7 +131,8 @@ def test_readme_first_steps(venv, tmp_path):
              "from hms_txn.wire.client import connect\n"
              "from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t\n"
              f"c = connect('{server.uri}')\n"
-             "print(c.open_txns(t.OpenTxnRequest(num_txns=2, user='alice', hostname='h')).txn_ids)"],
+             "r = c.open_txns(t.OpenTxnRequest(num_txns=2, user='alice', hostname='h'))\n"
+             "print(r.txn_ids)"],
             cwd=tmp_path, env=venv.env, capture_output=True, text=True, timeout=300)
         assert opened.stdout == "[1, 2]\n", opened.stderr
         uri = ["--uri", server.uri]
