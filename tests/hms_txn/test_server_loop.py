@@ -198,7 +198,7 @@ def test_a_long_write_elsewhere_holds_up_only_the_calls_that_need_the_writer(loo
             opener = threading.Thread(target=lambda: opened.extend(
                 waiting.open_txns(t.OpenTxnRequest(2, "u", "h")).txn_ids))
             opener.start()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while not loop_server.server.transport.loop._away and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert loop_server.server.transport.loop._away, "open_txns was not handed to a pool thread"
