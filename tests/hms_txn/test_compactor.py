@@ -345,7 +345,7 @@ def test_reads_are_stable_and_the_cleaner_waits_for_readers(hms_factory):
     assert e.read("t") == expected
     wait_until(lambda: len(reads) > 10 or bad, what="fresh reads")
     stop.set()
-    churner.join(10)
+    churner.join(30)
     assert len(reads) > 10 and not bad
 
 
