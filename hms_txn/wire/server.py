@@ -207,7 +207,7 @@ class ThriftServer:
         """Whether the client begins with a SASL message; a Thrift call instead is answered,
         in the client's protocol, that this metastore requires SASL (a plain client would
         otherwise read the SASL error frame as a Thrift message of absurd length)."""
-        sock.settimeout(TLS_HANDSHAKE_TIMEOUT)
+        sock.settimeout(TLS_HANDSHAKE_TIMEOUT)     # the first bytes, as for a TLS hello
         first = sock.recv(1, socket.MSG_PEEK)
         if not first or first[0] in SASL_STATUSES:
             return True       # the handshake reports a closed or malformed exchange itself

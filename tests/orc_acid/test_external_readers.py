@@ -3,7 +3,6 @@ data source, and the Java ORC library Hive uses (through Spark's JVM)."""
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pytest
 
