@@ -136,11 +136,10 @@ def test_readme_first_steps(venv, tmp_path):
             cwd=tmp_path, env=venv.env, capture_output=True, text=True, timeout=300)
         assert opened.stdout == "[1, 2]\n", opened.stderr
         uri = ["--uri", server.uri]
-        locks, compactions, queued = venv.run(
-            tmp_path, ["show-locks", *uri], ["show-compactions", *uri],
-            ["compact", *uri, "default.t"])
+        locks, queued = venv.run(tmp_path, ["show-locks", *uri], ["compact", *uri, "default.t"])
         [aborted] = venv.run(tmp_path, ["abort-txns", *uri, "1", "99"])
-        [txns] = venv.run(tmp_path, ["show-transactions", *uri])
+        txns, compactions = venv.run(tmp_path, ["show-transactions", *uri],
+                                     ["show-compactions", *uri])
     finally:
         status, log = server.stop()
     assert status == 0, log
@@ -148,7 +147,8 @@ def test_readme_first_steps(venv, tmp_path):
     for proc in (locks, compactions, queued, aborted, txns):
         assert (proc.returncode, proc.stderr) == (0, ""), (proc.args, proc.stderr)
     assert locks.stdout.rstrip().endswith("0 lock(s)")
-    assert compactions.stdout.rstrip().endswith("0 compaction(s)")
+    assert re.findall(r"^(\d+) +default +t +MAJOR +initiated ", compactions.stdout, re.M) == ["1"]
+    assert compactions.stdout.rstrip().endswith("1 compaction(s)")
     assert queued.stdout == "MAJOR compaction 1 of default.t: initiated\n"
     assert re.findall(r"^(\d+) +(\S.*?)\s*$", aborted.stdout, re.M) == [
         ("1", "aborted"), ("99", "not open (committed or unknown)")]
