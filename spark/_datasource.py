@@ -76,6 +76,10 @@ class HiveAcidDataSource(DataSource):
         if cols:
             want = [c.strip() for c in cols.split(",")]
             by = {f.name.lower(): f for f in st.fields}
+            unknown = [c for c in want if c.lower() not in by]
+            if unknown:
+                raise HiveAcidError(f"columns: {unknown} not in {info.full_name}, whose "
+                                    f"columns are {[f.name for f in st.fields]}")
             st = S.StructType([by[c.lower()] for c in want])
         return st
 

@@ -32,6 +32,7 @@ from thrift.transport import TSocket, TTransport
 from hms_txn.wire.dispatch import Dispatcher
 from hms_txn.wire.encoded import BinaryProtocolFactory
 from hms_txn.wire.event_loop import CallLoop, CallRouter
+from hms_txn.wire.sasl import COMPLETE as SASL_COMPLETE
 from hms_txn.wire.sasl import ERROR as SASL_ERROR
 from hms_txn.wire.sasl import START as SASL_START
 from hms_txn.wire.sasl import AuthenticationFailed, SaslServer
@@ -202,6 +203,21 @@ class ThriftServer:
             self._clients.add(tls)
         return tls
 
+    def _begins_sasl(self, sock: socket.socket, peer: Any) -> bool:
+        """Whether the client begins with a SASL message; a Thrift call instead is answered,
+        in the client's protocol, that this metastore requires SASL (a plain client would
+        otherwise read the SASL error frame as a Thrift message of absurd length)."""
+        sock.settimeout(TLS_HANDSHAKE_TIMEOUT)     # the first bytes, as for a TLS hello
+        first = sock.recv(1, socket.MSG_PEEK)
+        if not first or first[0] in SASL_STATUSES:
+            return True       # the handshake reports a closed or malformed exchange itself
+        log.warning("refused a connection from %s that does not use SASL "
+                    "(hive.metastore.sasl.enabled is on)", _peer(peer))
+        refuse(sock, "this metastore requires SASL (hive.metastore.sasl.enabled=true on the "
+                     "server): authenticate with SASL PLAIN (user and password) or DIGEST-MD5 "
+                     "(a Hive delegation token)")
+        return False
+
     def _serve_client(self, sock: socket.socket, peer: Any) -> None:
         client = TSocket.TSocket()
         itrans = otrans = None
@@ -213,6 +229,8 @@ class ThriftServer:
                 sock = tls
             client.setHandle(sock)
             if self.sasl is not None:
+                if self.tls is None and not self._begins_sasl(sock, peer):
+                    return
                 who = self.sasl.handshake(sock)
                 log.info("%s authenticated as %s with SASL %s%s", _peer(peer), who.user,
                          who.mechanism, f" ({who.detail})" if who.detail else "")
@@ -298,6 +316,7 @@ class ThriftServer:
 
 
 TLS_HANDSHAKE_TIMEOUT = 30.0
+SASL_STATUSES = range(SASL_START, SASL_COMPLETE + 1)   # the first byte of a SASL message
 _COMPACT_PROTOCOL_ID = 0x82
 _BINARY_VERSION_BYTE = 0x80
 

@@ -19,7 +19,7 @@ import pytest
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_sd, make_table
 from tests.support.postgres import free_port
-from tests.support.requirements import require
+from tests.support.requirements import require, require_module
 from tests.support.servers import connect
 
 pytestmark = pytest.mark.javahms
@@ -31,7 +31,7 @@ LOAD_DONE = T.PartitionEventType.LOAD_DONE
 @pytest.fixture(scope="module")
 def java_hms(tmp_path_factory):
     require(shutil.which("java") is not None, "java is not installed")
-    pytest.importorskip("pyspark")
+    require_module("pyspark")
     from hms_bench.javahms import start_java_metastore
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
     yield server

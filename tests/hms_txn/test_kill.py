@@ -100,7 +100,7 @@ def run_cycles(tmp_path, db_overrides) -> tuple[Ledger, dict]:
             th.start()
         # Let the clients get going (a slow machine needs longer), then kill at a random
         # point of their work.
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while len(ledger.committed) < before + 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(rng.uniform(0.0, 0.5))

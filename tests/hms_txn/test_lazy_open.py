@@ -310,7 +310,7 @@ def test_power_cut_after_a_lazy_commit_leaves_the_reaper_to_abort_it(tmp_path):
         "hive.timedout.txn.reaper.interval": "200ms"})
     try:
         assert [lock.txn_id for lock in calls(restarted).show_locks()] == [txn]
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         while calls(restarted).show_locks() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert calls(restarted).show_locks() == []

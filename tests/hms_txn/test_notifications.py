@@ -222,7 +222,7 @@ def test_purge_after_time_to_live(hms_factory):
         c.create_table(make_table("default", "y"))
         c.create_table(make_table("default", "z"))
         last = current(c)
-        deadline = time.time() + 15
+        deadline = time.time() + 30
         while events(c, 0) and time.time() < deadline:
             time.sleep(0.2)
         assert events(c, 0) == []
@@ -230,7 +230,7 @@ def test_purge_after_time_to_live(hms_factory):
         c.setOption("hms_txn.cache.tailer.paused", "false")
         c.create_table(make_table("default", "w"))
         assert [e.eventId for e in events(c, 0)] == [last + 1]
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while c.getCounters()["hms_txn.cache.position"] < last + 1 and time.time() < deadline:
             time.sleep(0.05)
         counters = c.getCounters()

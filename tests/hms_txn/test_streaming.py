@@ -165,7 +165,11 @@ def test_heartbeats_keep_a_batch_alive_and_their_absence_aborts_it(hms_factory):
     dead_batch = dead.begin_batch(3)
     alive.write([(1, "a")])
     dead.write([(2, "b")])
-    time.sleep(4)                                        # twice hive.txn.timeout
+    # the silent batch is reaped once hive.txn.timeout passes; the heartbeated one, opened
+    # at the same time, has then lived as long and must still commit
+    deadline = time.monotonic() + 30
+    while not set(dead_batch.txn_ids) <= aborted_txns(c) and time.monotonic() < deadline:
+        time.sleep(0.1)
     alive.commit()
     assert set(dead_batch.txn_ids) <= aborted_txns(c)   # reaped: no heartbeats
     with pytest.raises(streaming.TxnAbortedError):

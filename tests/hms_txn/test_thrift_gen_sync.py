@@ -42,11 +42,9 @@ def _tree(base: Path) -> set[str]:
     }
 
 
-@pytest.mark.skipif(
-    shutil.which("thrift") is None,
-    reason="the thrift compiler is not installed (CI installs Debian's thrift-compiler)",
-)
 def test_generated_code_is_in_sync(tmp_path):
+    require(shutil.which("thrift") is not None,
+            "the thrift compiler is not installed (CI installs Debian's thrift-compiler)")
     out = tmp_path / "thrift_gen"
     proc = subprocess.run(
         ["bash", str(SCRIPT), str(out)], capture_output=True, text=True, timeout=300

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from tests.support.requirements import require
+from tests.support.requirements import require, require_module
 
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.support.postgres import free_port
@@ -27,7 +27,7 @@ SELECT, INSERT, UPDATE = 1, 2, 3
 @pytest.fixture(scope="module")
 def java_hms(tmp_path_factory):
     require(shutil.which("java") is not None, "java is not installed")
-    pytest.importorskip("pyspark")
+    require_module("pyspark")
     from hms_bench.javahms import start_java_metastore
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
     yield server

@@ -3,12 +3,11 @@ data source, and the Java ORC library Hive uses (through Spark's JVM)."""
 
 from __future__ import annotations
 
-import os
-
 import pyarrow as pa
 import pytest
 
 import orc_acid
+from tests.support.requirements import require_module
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
 ACID_TYPE_STRING = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
@@ -27,7 +26,7 @@ def _tables(tmp_path):
 
 
 def _pyorc_check(path, expected_rows, expected_md):
-    pyorc = pytest.importorskip("pyorc") if os.environ.get("CI") != "true" else __import__("pyorc")
+    pyorc = require_module("pyorc")
     with open(path, "rb") as fh:
         r = pyorc.Reader(fh)
         assert str(r.schema) == ACID_TYPE_STRING
@@ -50,8 +49,7 @@ def test_pyorc_sees_acid_schema_values_and_metadata(tmp_path):
 
 @pytest.fixture(scope="module")
 def spark():
-    pyspark_sql = pytest.importorskip("pyspark.sql") if os.environ.get("CI") != "true" \
-        else __import__("pyspark.sql", fromlist=["SparkSession"])
+    pyspark_sql = require_module("pyspark.sql")
     session = (pyspark_sql.SparkSession.builder.master("local[1]").appName("orc_acid-compat")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
                .config("spark.driver.bindAddress", "127.0.0.1")

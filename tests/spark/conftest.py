@@ -13,6 +13,8 @@ import tempfile
 
 import pytest
 
+from tests.support.requirements import require_module
+
 ACID_TXN_TIMEOUT_S = 6
 
 
@@ -34,7 +36,7 @@ def acid_hms():
 
 @pytest.fixture(scope="session")
 def acid_spark(acid_hms):
-    pytest.importorskip("pyspark.sql.datasource")
+    require_module("pyspark.sql.datasource")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     from spark import hive_acid

@@ -68,7 +68,7 @@ def test_wait_idle_returns_when_the_last_writing_attempt_finishes():
     time.sleep(0.1)
     assert not done                               # y is still writing
     a.finish("1/0", "y")
-    waiter.join(5)
+    waiter.join(30)
     assert done == [True]
     assert not a.wait_idle(["2/0"], 0)            # another statement's attempt is unaffected
 

@@ -73,19 +73,22 @@ def test_a_wildcard_bind_needs_an_advertised_address(acid_hms):
 def test_a_silent_peer_does_not_hold_up_the_coordinator(coordinator, monkeypatch):
     import spark._coordinator as D
     d = coordinator
+    # a handshake timeout far beyond the 30 s a loaded machine may need for the call: the
+    # call is answered while the silent peer's handshake still waits, not after it
+    monkeypatch.setattr(D, "HANDSHAKE_TIMEOUT_S", 300.0)
     silent = socket.create_connection(d.address, timeout=30)
     try:
         time.sleep(0.2)           # accepted: its handshake now waits for an answer
         start = time.monotonic()
         assert rpc(d.address, d.authkey, "task_started", "1/0", "b") is True
-        assert time.monotonic() - start < 2.0       # not after its 10 s handshake timeout
+        assert time.monotonic() - start < 30                # not after its 300 s timeout
     finally:
         silent.close()
     # and a silent peer is hung up on once its handshake times out: the challenge, then EOF
+    # (recv raises socket.timeout after 60 s if it never is)
     monkeypatch.setattr(D, "HANDSHAKE_TIMEOUT_S", 0.5)
-    silent = socket.create_connection(d.address, timeout=30)
+    silent = socket.create_connection(d.address, timeout=60)
     try:
-        start = time.monotonic()
         received = b""
         while True:
             chunk = silent.recv(4096)
@@ -93,7 +96,6 @@ def test_a_silent_peer_does_not_hold_up_the_coordinator(coordinator, monkeypatch
                 break
             received += chunk
         assert received, "the coordinator sent no challenge"
-        assert time.monotonic() - start < 5.0
     finally:
         silent.close()
 
@@ -134,7 +136,7 @@ def test_a_coordinator_that_never_answers_fails_a_task_in_bounded_time(monkeypat
         with pytest.raises(HiveAcidError, match="cannot reach the hive_acid coordinator"):
             _as_attempt((mute.getsockname(), b"any key 12345678", "1/0"),
                         lambda: wrote.append(1) or [])
-        assert time.monotonic() - start < 5.0
+        assert time.monotonic() - start < 30      # bounded: an unbounded call never returns
     finally:
         mute.close()
     assert wrote == []

@@ -220,7 +220,7 @@ def test_snapshot_isolation_reader_started_before_commit(acid_spark, tname, ms, 
     after = rows(acid_spark.read.format("hive_acid").load(tname))
     assert after == [(i, "old") for i in range(5, 10)] + [(100, "new")]
     # the scan's lock is released once every input partition reported completion
-    deadline = time.time() + 10
+    deadline = time.time() + 30
     while ms.show_locks(T.ShowLocksRequest(dbname=db, tablename=t)).locks:
         assert time.time() < deadline
         time.sleep(0.1)
