@@ -43,14 +43,15 @@ from .layout import location_path
 
 __all__ = ["FileSystemError", "filesystem_for", "resolve", "scheme_of", "s3_options",
            "azure_options", "gcs_options", "can_rename", "join", "makedirs", "exists",
-           "is_dir", "list_names", "read_bytes", "write_bytes", "delete_tree", "delete_file",
-           "file_size", "OBJECT_STORE_SCHEMES", "hadoop_options"]
+           "is_dir", "list_names", "walk_files", "read_bytes", "write_bytes", "delete_tree", "delete_file",
+           "file_size", "OBJECT_STORE_SCHEMES", "SCHEMES", "hadoop_options"]
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 GCS_SCHEMES = ("gs",)
 HDFS_SCHEMES = ("hdfs", "viewfs")
 OBJECT_STORE_SCHEMES = S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES
+SCHEMES = ("file",) + OBJECT_STORE_SCHEMES + HDFS_SCHEMES
 
 
 class FileSystemError(ValueError):
@@ -299,6 +300,27 @@ def list_names(fs, path: str) -> List[Tuple[str, bool, int]]:
     import pyarrow.fs as pafs
     infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     return [(i.base_name, i.type == pafs.FileType.Directory, i.size or 0) for i in infos]
+
+
+def walk_files(fs, path: str) -> List[Tuple[str, int]]:
+    """(relative path, size) of every file under ``path``, recursively (one listing on an
+    object store; paginated by the store); [] when it is missing."""
+    if fs is None:
+        out = []
+        for root, _, files in os.walk(path):
+            rel_dir = os.path.relpath(root, path)
+            for name in files:
+                full = os.path.join(root, name)
+                try:
+                    size = os.path.getsize(full)
+                except OSError:
+                    continue
+                out.append((name if rel_dir == "." else f"{rel_dir}/{name}", size))
+        return out
+    import pyarrow.fs as pafs
+    root = path.rstrip("/") + "/"
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    return [(i.path[len(root):], i.size or 0) for i in infos if i.type == pafs.FileType.File]
 
 
 def file_size(fs, path: str) -> int:

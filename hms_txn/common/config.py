@@ -88,17 +88,27 @@ class Config:
         return self["hive.metastore.sasl.enabled"] or mode == "CONFIG"
 
     def warehouse_dir(self, data_dir: str) -> str:
-        """Absolute local path of the warehouse root."""
+        """The warehouse root: an absolute local path, or a location on another file
+        system of ``orc_acid.fs`` (``s3a://bucket/warehouse``, ``abfs://...``)."""
+        from orc_acid.fs import SCHEMES, scheme_of
         configured = self["hive.metastore.warehouse.dir"]
         if not configured:
             return os.path.abspath(os.path.join(data_dir, "warehouse"))
         parts = urlsplit(configured)
         if parts.scheme in ("", "file"):
             return os.path.abspath(parts.path if parts.scheme else configured)
+        if scheme_of(configured) in SCHEMES:
+            return configured.rstrip("/")
         raise ConfigError(
-            f"{self.source}: hive.metastore.warehouse.dir: only local paths and file:// URLs "
-            f"are supported, got {configured!r}"
+            f"{self.source}: hive.metastore.warehouse.dir: a local path or a location of "
+            f"{', '.join(SCHEMES)}, got {configured!r}"
         )
+
+    def filesystem_options(self) -> dict[str, str]:
+        """The file-system keys of hive-site.xml (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``)
+        as ``orc_acid.fs`` takes them: the one place the metastore builds them."""
+        from orc_acid.fs import hadoop_options
+        return hadoop_options(self.raw)
 
 
 def format_value(key: Key, value: Any) -> str:
