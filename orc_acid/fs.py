@@ -44,7 +44,7 @@ from .layout import location_path
 __all__ = ["FileSystemError", "filesystem_for", "resolve", "scheme_of", "s3_options",
            "azure_options", "gcs_options", "can_rename", "join", "makedirs", "exists",
            "is_dir", "list_names", "walk_files", "read_bytes", "write_bytes", "delete_tree", "delete_file",
-           "file_size", "OBJECT_STORE_SCHEMES", "SCHEMES", "hadoop_options"]
+           "file_size", "uri_of", "OBJECT_STORE_SCHEMES", "SCHEMES", "hadoop_options"]
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
@@ -238,6 +238,19 @@ def resolve(location: str, filesystem=None, options: Optional[Mapping[str, str]]
     if scheme in HDFS_SCHEMES or scheme == "file":
         return filesystem, path.rstrip("/") or "/"
     return filesystem, f"{netloc}{path}".rstrip("/")
+
+
+def uri_of(reference: str, path: str) -> str:
+    """The location URI of ``path`` (a path of the file system ``reference``, a location
+    URI, resolves to): ``bucket/k`` -> ``s3a://bucket/k``, ``container/k`` ->
+    ``abfs://container@host/k``, ``/p`` -> ``hdfs://nn/p``."""
+    scheme, netloc, _ = _split(reference)
+    if scheme in AZURE_SCHEMES:
+        container, _, rest = path.partition("/")
+        return f"{scheme}://{container}@{netloc.partition('@')[2]}/{rest}"
+    if scheme in HDFS_SCHEMES:
+        return f"{scheme}://{netloc}{path}"
+    return f"{scheme}://{path}"
 
 
 def can_rename(fs) -> bool:
