@@ -27,7 +27,7 @@ import time
 from hms_bench.servers import free_port
 
 ACCESS_KEY, SECRET_KEY, REGION = "hms-txn-test", "hms-txn-test-secret", "us-east-1"
-_REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)?([A-Z]+) (\S+) HTTP/')
+_REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/')
 
 
 def _wait_port(port: int, proc: subprocess.Popen, what: str, log: str,
