@@ -15,6 +15,8 @@ import xml.etree.ElementTree as ET
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote, urlsplit
 
+from orc_acid.fs import SCHEMES, hadoop_options, scheme_of
+
 from hms_txn.common.config_keys import (  # noqa: F401  (ConfigError, parse_duration re-exported)
     ALIAS_TO_KEY, GZIP_MESSAGE_FORMAT, JSON_MESSAGE_FORMAT, KEYS, MESSAGE_ENCODERS,
     PASSTHROUGH_DEFAULTS, ConfigError, Key, parse_duration, parse_float)
@@ -90,7 +92,6 @@ class Config:
     def warehouse_dir(self, data_dir: str) -> str:
         """The warehouse root: an absolute local path, or a location on another file
         system of ``orc_acid.fs`` (``s3a://bucket/warehouse``, ``abfs://...``)."""
-        from orc_acid.fs import SCHEMES, scheme_of
         configured = self["hive.metastore.warehouse.dir"]
         if not configured:
             return os.path.abspath(os.path.join(data_dir, "warehouse"))
@@ -107,7 +108,6 @@ class Config:
     def filesystem_options(self) -> dict[str, str]:
         """The file-system keys of hive-site.xml (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``)
         as ``orc_acid.fs`` takes them: the one place the metastore builds them."""
-        from orc_acid.fs import hadoop_options
         return hadoop_options(self.raw)
 
 
