@@ -44,14 +44,13 @@ from .layout import location_path
 __all__ = ["FileSystemError", "filesystem_for", "resolve", "scheme_of", "s3_options",
            "azure_options", "gcs_options", "can_rename", "join", "makedirs", "exists",
            "is_dir", "list_names", "walk_files", "read_bytes", "write_bytes", "delete_tree", "delete_file",
-           "file_size", "uri_of", "OBJECT_STORE_SCHEMES", "SCHEMES", "hadoop_options"]
+           "file_size", "uri_of", "SCHEMES", "hadoop_options"]
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 GCS_SCHEMES = ("gs",)
 HDFS_SCHEMES = ("hdfs", "viewfs")
-OBJECT_STORE_SCHEMES = S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES
-SCHEMES = ("file",) + OBJECT_STORE_SCHEMES + HDFS_SCHEMES
+SCHEMES = ("file",) + S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES + HDFS_SCHEMES
 
 
 class FileSystemError(ValueError):

@@ -42,7 +42,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from .layout import (ACID_FORMAT_FILE, BASE_PREFIX, DELETE_DELTA_PREFIX, DELTA_PREFIX,
                      METADATA_FILE, ParsedBaseName, ParsedDeltaName, is_side_file,
                      parse_base, parse_delta, side_file_for)
-from .fs import resolve
+from .fs import read_bytes, resolve
 from .valid_ids import RangeResponse, ValidWriteIdList, as_valid_txns, as_valid_write_ids
 
 __all__ = [
@@ -370,12 +370,7 @@ def get_acid_state(location: str, valid_write_ids, valid_txns=None, *, filesyste
             return False
         path = root.rstrip("/") + "/" + base_rel + "/" + METADATA_FILE
         try:
-            if fs is None:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            else:
-                with fs.open_input_stream(path) as fh:
-                    data = fh.read()
+            data = read_bytes(fs, path)
             import json
             return json.loads(data.decode("utf-8")).get("dataFormat", "compacted") == "compacted"
         except (OSError, ValueError):

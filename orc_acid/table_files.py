@@ -13,14 +13,13 @@ and Parquet, on the local file system or any ``pyarrow.fs``; and what their sche
 
 from __future__ import annotations
 
-import os
 from typing import List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.orc as orc
 
 from .layout import SIDE_FILE_SUFFIX, parse_base, parse_delta
-from .fs import can_rename
+from .fs import can_rename, file_size, read_bytes
 from .snapshot import list_table_dir, resolve_filesystem
 
 __all__ = ["OrcAcidError", "AcidSchemaError", "TableFiles", "flush_lengths",
@@ -53,18 +52,10 @@ class TableFiles:
         return f"{self.root}/{rel}"
 
     def read_bytes(self, rel: str) -> bytes:
-        p = self.full(rel)
-        if self.fs is None:
-            with open(p, "rb") as fh:
-                return fh.read()
-        with self.fs.open_input_stream(p) as fh:
-            return fh.read()
+        return read_bytes(self.fs, self.full(rel))
 
     def size(self, rel: str) -> int:
-        p = self.full(rel)
-        if self.fs is None:
-            return os.path.getsize(p)
-        return self.fs.get_file_info(p).size
+        return file_size(self.fs, self.full(rel))
 
     def read_prefix(self, rel: str, length: int) -> bytes:
         p = self.full(rel)

@@ -65,8 +65,11 @@ class Warehouse:
             fs, path = found
             if fs is None:
                 os.makedirs(path, exist_ok=True)
-            else:
+                return
+            try:
                 fs.create_dir(path, recursive=True)   # object stores: a marker object
+            except OSError as err:  # the store's answer; the metadata change stands
+                log.warning("could not create %s: %s", location, err)
 
     def delete(self, location: str | None) -> None:
         found = self._fs(location)
@@ -88,9 +91,14 @@ class Warehouse:
         if not found:
             return None
         fs, path = found
-        if not afs.is_dir(fs, path):
+        try:
+            if not afs.is_dir(fs, path):
+                return None
+            listed = afs.walk_files(fs, path)
+        except OSError as err:
+            log.warning("no quick stats for %s: %s", location, err)
             return None
-        files = [size for rel, size in afs.walk_files(fs, path)
+        files = [size for rel, size in listed
                  if not any(p.startswith((".", "_")) for p in rel.split("/"))]
         return {"numFiles": str(len(files)), "totalSize": str(sum(files))}
 
