@@ -12,11 +12,11 @@ also gets ``_orc_acid_version`` holding the single byte ``2``.
 
 How: columns are assembled with pyarrow (no per-row Python), the file is written by pyarrow's
 ORC writer into memory and the footer metadata added by rewriting the file tail there (see
-``_orc_tail`` for why). Then, by file system (``orc_acid.fs``):
+``_orc_tail`` for why): a file is held in memory whole before it is stored (one bucket file
+of one statement). Then, by file system (``orc_acid.fs``):
 
 * local disk (and file systems that rename): written to a hidden temporary name in the target
-  directory, fsync'ed by nobody (the metastore commit is the durability point of a
-  transaction, as in Hive) and moved to its final name with a no-replace link, so a crash
+  directory (not fsync'ed) and moved to its final name with a no-replace link, so a crash
   never leaves a partial file under a name a reader picks up, and a second writer of the
   same (write id, bucket, statement) fails instead of overwriting;
 * object stores (S3, Azure, GCS): one upload under the final name -- an object appears whole

@@ -10,8 +10,10 @@ For a request the worker
    records that high watermark as the request's highest write id;
 4. runs the job with ``orc_acid.compaction`` (``hms_txn.compactor.engine=LOCAL``: in this thread):
    minor -> ``delta_MIN_MAX_vC`` + ``delete_delta_MIN_MAX_vC``, major -> ``base_MAX_vC``,
-   written under a hidden staging directory and renamed to the final ``_vC`` names, which no
-   reader uses before C commits;
+   written under a hidden staging directory and renamed to the final ``_vC`` names (on object
+   stores, which cannot rename, uploaded under those names directly), which no reader uses
+   before C commits; the location's file system comes from ``orc_acid.fs`` with the
+   ``fs.*`` keys of hive-site.xml;
 5. commits C -- the instant the output becomes visible -- and marks the request ready for
    cleaning (recording the next transaction id: the Cleaner waits for every transaction
    older than that).
