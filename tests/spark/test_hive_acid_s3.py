@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -109,6 +110,13 @@ def test_pipeline_on_s3_equals_local(s3_session, s3_hms, moto_s3, s3_bucket):
         snap = H.snapshot(spark, "on_s3.t")
         with snap:
             assert snap.native is False and "hadoop-aws" in snap.fallback_reason
+        # listing cost of a scan: each table partition listed once (by the driver's plan;
+        # the executors open only the files they were given), counted by the S3 server
+        parts = M.list_partitions(ms, info)
+        mark = moto_s3.mark()
+        assert rows(spark.read.format("hive_acid").load("on_s3.t")) == on_s3["overwrite"]
+        time.sleep(0.5)                 # the server logs a request after answering it
+        assert moto_s3.requests_since(mark)["LIST"] == len(parts) == 4
         # orc_acid reads the committed result from the bucket
         txns = M.valid_txn_list(ms)
         wids = M.valid_write_ids(ms, ["on_s3.t"], txns)["on_s3.t"]
