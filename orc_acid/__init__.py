@@ -8,7 +8,10 @@ lazily on first use of their names from this package:
   ``event_filters`` (write id validity, delete events), ``reader``;
 * writing: ``writer`` (insert/delete/update deltas, bases), ``streaming_writer`` (one
   growing bucket file with intermediate footers), ``compaction`` (+ ``compaction_output``);
-* ``hive_types``: Hive column type strings as Arrow types.
+* ``hive_types``: Hive column type strings as Arrow types;
+* ``fs`` (light): a location's file system on ``pyarrow.fs`` by its scheme (``s3a://``,
+  ``abfs://``, ``gs://``, ``hdfs://``, local), configured with Hadoop's keys; every public
+  function takes a location plus an optional ``filesystem``.
 
 orc_acid imports nothing of ``hms_txn`` or ``spark``; both import it.
 """

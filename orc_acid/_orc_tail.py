@@ -298,17 +298,22 @@ class StripeInfo:
 
 
 class OrcTail:
-    """The parsed tail of an ORC file."""
+    """The parsed tail of an ORC file (on disk: ``OrcTail(path)``; in memory:
+    ``OrcTail.of_bytes(data)``)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, data: Optional[bytes] = None):
         self.path = path
-        size = os.path.getsize(path)
+        self.data = data
+        size = len(data) if data is not None else os.path.getsize(path)
         if size < 4:
             raise OrcTailError(f"{path}: too short to be an ORC file")
         read = min(size, 16 * 1024 * 1024)
-        with open(path, "rb") as fh:
-            fh.seek(size - read)
-            tail = fh.read(read)
+        if data is not None:
+            tail = bytes(data[size - read:])
+        else:
+            with open(path, "rb") as fh:
+                fh.seek(size - read)
+                tail = fh.read(read)
         self.ps_fields, vals, ps_len = read_postscript(tail, path)
         self.footer_length = vals.get(1, 0)
         self.compression = vals.get(2, 0)
@@ -320,6 +325,10 @@ class OrcTail:
         if off < 0:
             raise OrcTailError(f"{path}: footer larger than expected")
         self.footer_raw = tail[off:off + self.footer_length]
+
+    @classmethod
+    def of_bytes(cls, data: bytes, what: str = "<memory>") -> "OrcTail":
+        return cls(what, data)
 
     def footer_fields(self):
         return parse_fields(decompress(self.footer_raw, self.compression))
@@ -341,18 +350,16 @@ class OrcTail:
                 md[name.decode("utf-8")] = value
         return md
 
-    def append_user_metadata(self, items: Sequence[Tuple[str, bytes]]) -> None:
-        """Rewrite the file tail in place with ``items`` added to the footer metadata."""
+    def _new_tail(self, items: Sequence[Tuple[str, bytes]]) -> bytes:
         payload = b"".join(pb_bytes(5, user_metadata_item(name, value))
                            for name, value in items)
         extra = original_chunks(payload, self.compression, self.block_size)
         ps = postscript_with(self.ps_fields, {1: self.footer_length + len(extra)}, self.path)
-        with open(self.path, "r+b") as fh:
-            fh.seek(self.footer_end)
-            fh.truncate()
-            fh.write(extra)
-            fh.write(ps)
-            fh.write(bytes((len(ps),)))
+        return extra + ps + bytes((len(ps),))
+
+    def with_user_metadata(self, items: Sequence[Tuple[str, bytes]]) -> bytes:
+        """The in-memory file (``of_bytes``) with ``items`` added to the footer metadata."""
+        return bytes(self.data[:self.footer_end]) + self._new_tail(items)
 
 
 def user_metadata_item(name: str, value: bytes) -> bytes:

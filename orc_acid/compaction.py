@@ -18,14 +18,23 @@ streaming delta that straddles the watermark lowers it further (to just below th
 so the output never overlaps a delta it does not replace. ``MIN`` (minor) is the smallest
 write id of the compacted deltas.
 
-Crash safety: the output is written under a hidden staging directory
-(``.hms-compactor-vC-<random>``, skipped by every reader) and then renamed to its final
-``_vC`` name. A ``_vC`` directory is invisible to readers whose ValidTxnList does not show C
+Crash safety: a ``_vC`` directory is invisible to readers whose ValidTxnList does not show C
 committed (``orc_acid.snapshot``), so the output appears exactly when the compaction
 transaction commits, and output of a compaction whose transaction aborted is an aborted
 directory the cleaner deletes (with any stale staging directory: :func:`cleanable`).
 
-Local file systems only (as ``orc_acid.writer``). Vectorized: whole files are read into
+* On file systems that rename atomically (local disk, HDFS) the output is written under a
+  hidden staging directory (``.hms-compactor-vC-<random>``, skipped by every reader) and
+  renamed to its final ``_vC`` name: a half-written output never carries that name.
+* On object stores (S3, Azure, GCS: ``orc_acid.fs.can_rename`` is false) there is no
+  atomic rename, so each file is uploaded under its final ``_vC`` name directly (each object
+  whole or absent); the directory may be seen half-written by a lister, but it is the
+  compaction transaction's commit, after the last upload, that makes it visible -- as Hive's
+  compactor does on S3. A compaction that fails leaves an aborted ``_vC`` directory for the
+  cleaner.
+
+Locations: any of ``orc_acid.fs`` (an optional ``filesystem`` as in ``orc_acid.writer``).
+Vectorized: whole files are read into
 Arrow, filtered, concatenated and sorted with pyarrow compute (``orc_acid.compaction_events``
 makes the events written); no per-row Python.
 """
@@ -35,7 +44,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -43,9 +51,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from . import fs as afs
 from .compaction_events import live_rows_as_events, pick_row_type, read_events, sort_events
 from .layout import (METADATA_FILE, format_base, format_bucket_file, format_delete_delta,
-                     format_delta, location_path, parse_bucket_file, require_local_path)
+                     format_delta, parse_bucket_file)
 from .reader import read_split
 from .snapshot import AcidSnapshot, SnapshotError, get_acid_state
 from .splits import plan_splits_for_snapshot
@@ -104,6 +113,7 @@ class CompactionPlan:
     max_write_id: int
     inputs: Tuple[str, ...]                # directories / original files read (relative)
     outputs: Tuple[str, ...]               # final directory names this compaction creates
+    filesystem: object = None              # pyarrow FileSystem of location (None: local)
 
     @property
     def highest_write_id(self) -> int:
@@ -111,25 +121,26 @@ class CompactionPlan:
 
 
 def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn_id: int,
-                    valid_txns=None, already_compactor_list: bool = False
-                    ) -> Optional[CompactionPlan]:
+                    valid_txns=None, already_compactor_list: bool = False,
+                    filesystem=None) -> Optional[CompactionPlan]:
     """Decide what a compaction of ``location`` reads and writes; None if there is nothing
     worth compacting (minor: fewer than two deltas; major: no delta and no original file).
 
     ``valid_write_ids``: the table's ValidWriteIdList as of the compaction transaction's
     snapshot (turned into the compactor list unless ``already_compactor_list``);
     ``valid_txns``: that snapshot's ValidTxnList (``_vT`` visibility);
-    ``visibility_txn_id``: the compaction transaction (the ``_vC`` suffix), > 0."""
+    ``visibility_txn_id``: the compaction transaction (the ``_vC`` suffix), > 0;
+    ``filesystem``: as in ``orc_acid.writer`` (default: by the location's scheme)."""
     kind = kind.lower()
     if kind not in (MINOR, MAJOR):
         raise ValueError(f"kind must be {MINOR!r} or {MAJOR!r}, not {kind!r}")
     if int(visibility_txn_id) <= 0:
         raise ValueError("visibility_txn_id must be the compaction transaction id (> 0)")
-    loc = require_local_path(location)
+    fs, loc = afs.resolve(location, filesystem)
     txns = as_valid_txns(valid_txns)
     wids = as_valid_write_ids(valid_write_ids) if already_compactor_list \
         else compactor_write_ids(valid_write_ids)
-    snap = get_acid_state(loc, wids, txns)
+    snap = get_acid_state(loc, wids, txns, filesystem=fs)
     # a delta straddling the watermark (streaming, or a multi-id range) caps the compaction
     # just below it, so that the output never overlaps a directory it does not replace
     cap = wids.high_watermark
@@ -138,7 +149,7 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
             cap = min(cap, d.min_write_id - 1)
     if cap != wids.high_watermark:
         wids = _with_hwm(wids, cap)
-        snap = get_acid_state(loc, wids, txns)
+        snap = get_acid_state(loc, wids, txns, filesystem=fs)
     if cap <= 0:
         return None
     base_id = snap.base.write_id if snap.base is not None else 0
@@ -165,7 +176,7 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
         inputs = ((snap.base.path,) if snap.base is not None else ()) + \
             tuple(d.path for d in snap.current) + tuple(snap.original_files)
     return CompactionPlan(loc, kind, wids, txns, int(visibility_txn_id), snap, lo, cap,
-                          inputs, tuple(outputs))
+                          inputs, tuple(outputs), fs)
 
 
 # -- staging ---------------------------------------------------------------------------------
@@ -173,7 +184,7 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
 @dataclass
 class StagedCompaction:
     plan: CompactionPlan
-    staging_dir: str                       # absolute
+    staging_dir: str                       # absolute; the table's own for direct output
     rows: int = 0                          # insert events / live rows written
     deletes: int = 0                       # delete events written
     files: int = 0
@@ -211,8 +222,8 @@ def _stage_minor(st: StagedCompaction, files: TableFiles,
         if not dirs:
             continue
         name = out(plan.min_write_id, plan.max_write_id, None, plan.visibility_txn_id)
-        target = os.path.join(st.staging_dir, name)
-        ensure_acid_dir(target)
+        target = afs.join(st.staging_dir, name)
+        ensure_acid_dir(target, plan.filesystem)
         by_bucket: Dict[int, List[pa.Table]] = {}
         for d in dirs:
             filt = wids.range_validity(d.min_write_id, d.max_write_id) is not RangeResponse.ALL
@@ -228,9 +239,9 @@ def _stage_minor(st: StagedCompaction, files: TableFiles,
         for bucket_id in sorted(by_bucket):
             events = sort_events(pa.concat_tables(by_bucket[bucket_id]).combine_chunks())
             n = events.num_rows
-            write_acid_file(os.path.join(target, format_bucket_file(bucket_id)), events,
+            write_acid_file(afs.join(target, format_bucket_file(bucket_id)), events,
                             inserts=0 if is_delete else n, deletes=n if is_delete else 0,
-                            options=options)
+                            options=options, filesystem=plan.filesystem)
             st.files += 1
             if is_delete:
                 st.deletes += n
@@ -243,10 +254,10 @@ def _stage_major(st: StagedCompaction, files: TableFiles, options: Optional[Writ
     plan = st.plan
     snap = plan.snapshot
     name = format_base(plan.max_write_id, plan.visibility_txn_id)
-    target = os.path.join(st.staging_dir, name)
-    ensure_acid_dir(target)
-    with open(os.path.join(target, METADATA_FILE), "w", encoding="utf-8") as fh:
-        json.dump(_METADATA_ACID, fh, separators=(",", ":"))
+    target = afs.join(st.staging_dir, name)
+    ensure_acid_dir(target, plan.filesystem)
+    afs.write_bytes(plan.filesystem, afs.join(target, METADATA_FILE),
+                    json.dumps(_METADATA_ACID, separators=(",", ":")).encode("utf-8"))
     splits = plan_splits_for_snapshot(plan.location, snap)
     if schema is None:
         cands = []
@@ -263,33 +274,50 @@ def _stage_major(st: StagedCompaction, files: TableFiles, options: Optional[Writ
             st.bytes_read += files.size(df.path)
         for dfile in sp.delete_files:
             st.bytes_read += files.size(dfile.path)
-        t = read_split(sp, schema=schema, with_row_id=True)
+        t = read_split(sp, schema=schema, with_row_id=True, filesystem=plan.filesystem)
         n = t.num_rows
         if n == 0:
             continue
         events = sort_events(live_rows_as_events(t, schema))
-        write_acid_file(os.path.join(target, format_bucket_file(sp.bucket_id)), events,
-                        inserts=n, options=options)
+        write_acid_file(afs.join(target, format_bucket_file(sp.bucket_id)), events,
+                        inserts=n, options=options, filesystem=plan.filesystem)
         st.files += 1
         st.rows += n
 
 
+def _direct(plan: CompactionPlan) -> bool:
+    """Output written under its final names (object stores: no atomic rename)."""
+    return not afs.can_rename(plan.filesystem)
+
+
 def stage_compaction(plan: CompactionPlan, *, schema=None,
                      options: Optional[WriterOptions] = None) -> StagedCompaction:
-    """Write the output under a hidden staging directory of the table (not yet visible)."""
+    """Write the output: under a hidden staging directory of the table where directories
+    rename atomically, else directly under the final ``_vC`` names (not yet visible either
+    way: the compaction transaction has not committed)."""
     start = time.perf_counter()
-    staging = os.path.join(plan.location,
-                           f"{STAGING_PREFIX}{plan.visibility_txn_id:07d}-{uuid.uuid4().hex[:12]}")
-    os.makedirs(staging)
-    st = StagedCompaction(plan, staging)
-    files = TableFiles(plan.location)
+    fs = plan.filesystem
+    if _direct(plan):
+        for name in plan.outputs:
+            if afs.exists(fs, afs.join(plan.location, name)):
+                raise CompactionError(f"{afs.join(plan.location, name)} already exists: "
+                                      f"compaction output names are unique per compaction "
+                                      f"transaction")
+        staging = plan.location
+        st = StagedCompaction(plan, staging, published=list(plan.outputs))
+    else:
+        staging = afs.join(plan.location, f"{STAGING_PREFIX}{plan.visibility_txn_id:07d}-"
+                                          f"{uuid.uuid4().hex[:12]}")
+        afs.makedirs(fs, staging)
+        st = StagedCompaction(plan, staging)
+    files = TableFiles(plan.location, fs)
     try:
         if plan.kind == MINOR:
             _stage_minor(st, files, options)
         else:
             _stage_major(st, files, options, schema)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        discard_staged(st)
         raise
     st.seconds = time.perf_counter() - start
     return st
@@ -297,27 +325,42 @@ def stage_compaction(plan: CompactionPlan, *, schema=None,
 
 def publish_compaction(st: StagedCompaction) -> List[str]:
     """Rename the staged directories to their final ``_vC`` names (still invisible until the
-    compaction transaction commits); refuses to replace an existing directory."""
-    loc = st.plan.location
+    compaction transaction commits); refuses to replace an existing directory. Output
+    written directly (object stores) is already in place."""
+    if _direct(st.plan):
+        return list(st.published)
+    fs, loc = st.plan.filesystem, st.plan.location
     for name in st.plan.outputs:
-        src = os.path.join(st.staging_dir, name)
-        dst = os.path.join(loc, name)
-        if not os.path.isdir(src):
-            os.makedirs(src)  # nothing staged for it (cannot happen; keep the name complete)
-        if os.path.exists(dst):
+        src = afs.join(st.staging_dir, name)
+        dst = afs.join(loc, name)
+        if not afs.is_dir(fs, src):
+            afs.makedirs(fs, src)  # nothing staged for it (cannot happen; keep the name complete)
+        if afs.exists(fs, dst):
             raise CompactionError(f"{dst} already exists: compaction output names are unique "
                                   f"per compaction transaction")
-        os.rename(src, dst)
+        if fs is None:
+            os.rename(src, dst)
+        else:
+            fs.move(src, dst)
         st.published.append(name)
-    shutil.rmtree(st.staging_dir, ignore_errors=True)
+    afs.delete_tree(fs, st.staging_dir)
     return list(st.published)
 
 
 def discard_staged(st: StagedCompaction) -> None:
     """Remove staged and published output (for a compaction that will not commit)."""
-    shutil.rmtree(st.staging_dir, ignore_errors=True)
+    fs = st.plan.filesystem
+    if st.staging_dir != st.plan.location:
+        _quietly(afs.delete_tree, fs, st.staging_dir)
     for name in st.published:
-        shutil.rmtree(os.path.join(st.plan.location, name), ignore_errors=True)
+        _quietly(afs.delete_tree, fs, afs.join(st.plan.location, name))
+
+
+def _quietly(op, *args) -> None:
+    try:
+        op(*args)
+    except OSError:
+        pass
 
 
 def _result(st: StagedCompaction) -> CompactionResult:
@@ -329,10 +372,12 @@ def _result(st: StagedCompaction) -> CompactionResult:
 
 def compact(location: str, kind: str, valid_write_ids, *, visibility_txn_id: int,
             valid_txns=None, schema=None, options: Optional[WriterOptions] = None,
-            already_compactor_list: bool = False) -> Optional[CompactionResult]:
+            already_compactor_list: bool = False, filesystem=None
+            ) -> Optional[CompactionResult]:
     """Plan, stage and publish a compaction; None when there is nothing to compact."""
     plan = plan_compaction(location, kind, valid_write_ids, visibility_txn_id=visibility_txn_id,
-                           valid_txns=valid_txns, already_compactor_list=already_compactor_list)
+                           valid_txns=valid_txns, already_compactor_list=already_compactor_list,
+                           filesystem=filesystem)
     if plan is None:
         return None
     st = stage_compaction(plan, schema=schema, options=options)
@@ -362,14 +407,15 @@ def staging_txn_id(name: str) -> Optional[int]:
 
 
 def cleanable(location: str, highest_write_id: int, valid_write_ids, valid_txns,
-              *, txn_finished: Optional[Callable[[int], bool]] = None) -> List[str]:
+              *, txn_finished: Optional[Callable[[int], bool]] = None,
+              filesystem=None) -> List[str]:
     """Directories (relative names) of ``location`` a cleaner may delete once no reader can
     need them: the obsolete and aborted directories at or below ``highest_write_id`` (the
     compaction's), under the current snapshot (``valid_write_ids``/``valid_txns``: the
     compaction must be committed in it), plus staging directories of compaction
     transactions for which ``txn_finished(txn_id)`` is true."""
-    loc = location_path(location)
-    if loc is None or not os.path.isdir(loc):
+    fs, loc = afs.resolve(location, filesystem)
+    if not afs.is_dir(fs, loc):
         return []
     w = as_valid_write_ids(valid_write_ids)
     hwm = min(w.high_watermark, int(highest_write_id))
@@ -377,12 +423,12 @@ def cleanable(location: str, highest_write_id: int, valid_write_ids, valid_txns,
                                     open_ids=[x for x in w.open_ids if x <= hwm],
                                     aborted_ids=[x for x in w.aborted_ids if x <= hwm])
     try:
-        snap = get_acid_state(loc, cleaner_wids, valid_txns)
+        snap = get_acid_state(loc, cleaner_wids, valid_txns, filesystem=fs)
     except SnapshotError:
         return []
     out = [p for p in list(snap.obsolete) + list(snap.aborted) if "/" not in p]
     if txn_finished is not None:
-        for name in sorted(os.listdir(loc)):
+        for name, _, _ in sorted(afs.list_names(fs, loc)):
             t = staging_txn_id(name)
             if t is not None and txn_finished(t):
                 out.append(name)
@@ -390,16 +436,8 @@ def cleanable(location: str, highest_write_id: int, valid_write_ids, valid_txns,
     return [p for p in out if not (p in seen or seen.add(p))]
 
 
-def dir_size(path: str) -> int:
+def dir_size(path: str, filesystem=None) -> int:
     """Bytes of the non-hidden files directly in ``path`` (Hive's sumDirSize)."""
-    total = 0
-    try:
-        with os.scandir(path) as it:
-            for e in it:
-                if e.name.startswith(("_", ".")):
-                    continue
-                if e.is_file(follow_symlinks=False):
-                    total += e.stat().st_size
-    except FileNotFoundError:
-        return 0
-    return total
+    fs, path = afs.resolve(path, filesystem)
+    return sum(size for name, is_dir, size in afs.list_names(fs, path)
+               if not is_dir and not name.startswith(("_", ".")))

@@ -41,7 +41,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .layout import (ACID_FORMAT_FILE, BASE_PREFIX, DELETE_DELTA_PREFIX, DELTA_PREFIX,
                      METADATA_FILE, ParsedBaseName, ParsedDeltaName, is_side_file,
-                     location_path, parse_base, parse_delta, side_file_for)
+                     parse_base, parse_delta, side_file_for)
+from .fs import read_bytes, resolve
 from .valid_ids import RangeResponse, ValidWriteIdList, as_valid_txns, as_valid_write_ids
 
 __all__ = [
@@ -323,15 +324,8 @@ def select_snapshot(listing: Iterable[str], valid_write_ids, valid_txns=None, *,
 
 def resolve_filesystem(location: str, filesystem=None):
     """-> (pyarrow filesystem, or None for the local one used through ``os``; the path in
-    it). Local locations (paths, ``file:`` URIs) are converted by ``layout.location_path``;
-    anything else is given to ``pyarrow.fs``."""
-    if filesystem is not None:
-        return filesystem, location
-    path = location_path(location)
-    if path is not None:
-        return None, path
-    import pyarrow.fs as pafs  # only for other file systems: keeps this module light
-    return pafs.FileSystem.from_uri(location)
+    it): ``orc_acid.fs.resolve`` (a location's scheme picks the file system)."""
+    return resolve(location, filesystem)
 
 
 def list_table_dir(location: str, filesystem=None) -> List[str]:
@@ -376,12 +370,7 @@ def get_acid_state(location: str, valid_write_ids, valid_txns=None, *, filesyste
             return False
         path = root.rstrip("/") + "/" + base_rel + "/" + METADATA_FILE
         try:
-            if fs is None:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            else:
-                with fs.open_input_stream(path) as fh:
-                    data = fh.read()
+            data = read_bytes(fs, path)
             import json
             return json.loads(data.decode("utf-8")).get("dataFormat", "compacted") == "compacted"
         except (OSError, ValueError):

@@ -42,6 +42,12 @@ appended to the side file and fsync'ed; only after that may the caller commit th
 transaction. Rows of a transaction that is aborted before its flush never reach the file
 (:meth:`StreamingBucketWriter.discard`); rows already spilled to disk (large transactions,
 see ``max_buffered_rows``) stay there and are filtered out by readers through their write id.
+
+File systems: the protocol needs to flush and extend an open file that readers read a prefix
+of, with fsync -- the local disk (or a POSIX mount). Object stores have no append, no flush
+of a partial object and no fsync: :class:`StreamingBucketWriter` refuses such locations with
+a :class:`~orc_acid.layout.LayoutError` saying so (``orc_acid.fs``); write whole files there
+(``orc_acid.writer``: one file per transaction, visible with its commit).
 """
 
 from __future__ import annotations
@@ -56,8 +62,8 @@ import pyarrow.orc as orc
 from ._orc_footer import ORC_HEADER, ColumnStats, EncodedPiece
 from ._orc_tail import (OrcTailError, StripeInfo, original_chunks, pb_bytes, pb_varint,
                         postscript_with, user_metadata_item)
-from .layout import (MAX_BUCKET_ID, ORC_ACID_VERSION, encode_bucket, format_bucket_file,
-                     format_delta, require_local_path, side_file_for)
+from .layout import (MAX_BUCKET_ID, ORC_ACID_VERSION, LayoutError, encode_bucket, format_bucket_file,
+                     format_delta, location_path, require_local_path, side_file_for)
 from .table_files import flush_lengths
 from .writer import DEFAULT_OPTIONS, WriterOptions, as_row_schema, as_table, ensure_acid_dir, \
     insert_events
@@ -123,6 +129,11 @@ class StreamingBucketWriter:
         self.bucket_property = encode_bucket(bucket_id, 0)
         self.max_buffered_rows = max(1, int(max_buffered_rows))
         self.do_fsync = fsync
+        if location_path(table_dir) is None:
+            raise LayoutError(
+                f"{table_dir}: a streaming file needs a file system that can flush and extend "
+                f"an open file (the _flush_length side-file protocol); object stores and other "
+                f"non-local locations cannot -- write whole files (orc_acid.write_delta)")
         self.delta_dir = os.path.join(require_local_path(table_dir),
                                       format_delta(min_write_id, max_write_id))
         self.path = os.path.join(self.delta_dir, format_bucket_file(bucket_id))

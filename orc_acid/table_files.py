@@ -13,18 +13,21 @@ and Parquet, on the local file system or any ``pyarrow.fs``; and what their sche
 
 from __future__ import annotations
 
-import os
 from typing import List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.orc as orc
 
 from .layout import SIDE_FILE_SUFFIX, parse_base, parse_delta
+from .fs import can_rename, file_size, read_bytes
 from .snapshot import list_table_dir, resolve_filesystem
 
 __all__ = ["OrcAcidError", "AcidSchemaError", "TableFiles", "flush_lengths",
            "acid_column_names", "row_fields", "looks_positional", "infer_row_schema",
            "schema_from_any_file"]
+
+# ORC files up to this size are read from an object store in one request
+WHOLE_OBJECT_READ_MAX = 128 * 1024 * 1024
 
 _ACID_LOWER = ("operation", "originaltransaction", "bucket", "rowid", "currenttransaction",
                "row")
@@ -49,18 +52,10 @@ class TableFiles:
         return f"{self.root}/{rel}"
 
     def read_bytes(self, rel: str) -> bytes:
-        p = self.full(rel)
-        if self.fs is None:
-            with open(p, "rb") as fh:
-                return fh.read()
-        with self.fs.open_input_stream(p) as fh:
-            return fh.read()
+        return read_bytes(self.fs, self.full(rel))
 
     def size(self, rel: str) -> int:
-        p = self.full(rel)
-        if self.fs is None:
-            return os.path.getsize(p)
-        return self.fs.get_file_info(p).size
+        return file_size(self.fs, self.full(rel))
 
     def read_prefix(self, rel: str, length: int) -> bytes:
         p = self.full(rel)
@@ -87,6 +82,13 @@ class TableFiles:
                     return orc.ORCFile(pa.BufferReader(self.read_prefix(rel, length)))
             if self.fs is None:
                 return orc.ORCFile(p)
+            if not can_rename(self.fs):
+                # object stores: one GET for a whole file instead of one per ORC stream
+                # read (each a round trip); big files are read in ranges as they go
+                f = self.fs.open_input_file(p)
+                if f.size() <= WHOLE_OBJECT_READ_MAX:
+                    return orc.ORCFile(pa.BufferReader(f.read()))
+                return orc.ORCFile(f)
             return orc.ORCFile(self.fs.open_input_file(p))
         except FileNotFoundError:
             raise

@@ -11,17 +11,29 @@ and the footer user metadata Hive writers put there: ``hive.acid.key.index`` (on
 also gets ``_orc_acid_version`` holding the single byte ``2``.
 
 How: columns are assembled with pyarrow (no per-row Python), the file is written by pyarrow's
-ORC writer to a hidden temporary name in the target directory, the footer metadata is added
-by rewriting the file tail (see ``_orc_tail`` for why), and the file is then moved to its
-final name with a no-replace link, so a crash never leaves a partial file under a name a
-reader picks up, and a second writer of the same (write id, bucket, statement) fails instead
-of overwriting.
+ORC writer into memory and the footer metadata added by rewriting the file tail there (see
+``_orc_tail`` for why): a file is held in memory whole before it is stored (one bucket file
+of one statement). Then, by file system (``orc_acid.fs``):
+
+* local disk (and file systems that rename): written to a hidden temporary name in the target
+  directory (not fsync'ed) and moved to its final name with a no-replace link, so a crash
+  never leaves a partial file under a name a reader picks up, and a second writer of the
+  same (write id, bucket, statement) fails instead of overwriting;
+* object stores (S3, Azure, GCS): one upload under the final name -- an object appears whole
+  or not at all, so no temporary name and no rename are needed (nor possible: S3 has no
+  atomic rename). The existence check before it is not atomic with the upload; uniqueness
+  of (write id, bucket, statement id, attempt) comes from the metastore's write ids, not from
+  the store. A reader ignores a delta of an uncommitted write id, so a file is visible
+  exactly from the metastore commit on (the model of Hive on S3); a failed writer's files
+  stay invisible (aborted write id) until the cleaner deletes them.
 
 Writer settings follow Hive's delta writer where pyarrow allows: ZLIB, 16 MiB stripes, no
 block padding, row index stride 10000. Hive uses a 16 KiB compression buffer; ORC C++ only
 accepts multiples of 64 KiB, so 64 KiB is used (readers take any buffer size).
 
-Local file systems only (paths or ``file:`` URIs; ``layout.require_local_path``).
+Locations: local paths, ``file:`` URIs or any scheme of ``orc_acid.fs`` (``s3a://``,
+``abfs://``...); every function takes an optional ``filesystem`` (a pyarrow FileSystem; the
+location is then a path in it, or a URI turned into one).
 """
 
 from __future__ import annotations
@@ -35,10 +47,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
 
+from . import fs as afs
 from ._orc_tail import OrcTail, OrcTailError
 from .layout import (ACID_FORMAT_FILE, MAX_BUCKET_ID, MAX_STATEMENT_ID, ORC_ACID_VERSION,
                      encode_bucket, format_base, format_bucket_file, format_delete_delta,
-                     format_delta, require_local_path)
+                     format_delta)
 
 __all__ = [
     "ACID_FIELD_NAMES", "OP_INSERT", "OP_UPDATE", "OP_DELETE",
@@ -104,17 +117,25 @@ def as_table(data) -> pa.Table:
     raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
 
 
-def ensure_acid_dir(d: str) -> None:
-    """Create the base/delta directory ``d`` with its ``_orc_acid_version`` marker (written
-    under a hidden name and renamed: a reader never sees a partial marker)."""
-    os.makedirs(d, exist_ok=True)
-    marker = os.path.join(d, ACID_FORMAT_FILE)
-    if os.path.exists(marker):
+def ensure_acid_dir(d: str, filesystem=None) -> None:
+    """Create the base/delta directory ``d`` with its ``_orc_acid_version`` marker. Locally
+    written under a hidden name and renamed (a reader never sees a partial marker); on an
+    object store one upload (whole or nothing; rewriting it is harmless: same content)."""
+    fs, d = afs.resolve(d, filesystem)
+    marker = afs.join(d, ACID_FORMAT_FILE)
+    content = str(ORC_ACID_VERSION).encode("ascii")
+    if fs is not None and not afs.can_rename(fs):
+        afs.write_bytes(fs, marker, content)
         return
-    tmp = os.path.join(d, f".{ACID_FORMAT_FILE}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(str(ORC_ACID_VERSION).encode("ascii"))
-    os.replace(tmp, marker)
+    afs.makedirs(fs, d)
+    if afs.exists(fs, marker):
+        return
+    tmp = afs.join(d, f".{ACID_FORMAT_FILE}.{uuid.uuid4().hex}.tmp")
+    afs.write_bytes(fs, tmp, content)
+    if fs is None:
+        os.replace(tmp, marker)
+    else:
+        fs.move(tmp, marker)
 
 
 def _publish(tmp: str, final: str) -> None:
@@ -136,58 +157,77 @@ def _publish(tmp: str, final: str) -> None:
     os.unlink(tmp)
 
 
-def _stripe_rows(path: str) -> List[int]:
+def _stripe_rows(data: bytes) -> List[int]:
     try:
-        return OrcTail(path).stripe_row_counts()
+        return OrcTail.of_bytes(data).stripe_row_counts()
     except OrcTailError:
-        f = orc.ORCFile(path)
+        f = orc.ORCFile(pa.BufferReader(data))
         return [f.read_stripe(i, columns=["operation"]).num_rows for i in range(f.nstripes)]
 
 
+def publish_bytes(fs, path: str, data: bytes) -> None:
+    """Put a finished file under its final name, never replacing one (``fs`` None: local).
+
+    Local: temporary name + no-replace link. Other file systems that rename (HDFS): check,
+    write under a temporary name, rename. Object stores: check, one upload."""
+    if afs.exists(fs, path):
+        raise FileExistsError(f"{path} already exists: (write id, bucket, statement id) "
+                              f"must be unique per writer")
+    d, _, name = path.rpartition("/")
+    if fs is not None and not afs.can_rename(fs):
+        afs.write_bytes(fs, path, data)
+        return
+    afs.makedirs(fs, d)
+    tmp = afs.join(d, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        afs.write_bytes(fs, tmp, data)
+        if fs is None:
+            _publish(tmp, path)
+        else:
+            fs.move(tmp, path)
+    finally:
+        if afs.exists(fs, tmp):
+            afs.delete_file(fs, tmp)
+
+
 def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: int = 0,
-                    deletes: int = 0, options: Optional[WriterOptions] = None) -> str:
+                    deletes: int = 0, options: Optional[WriterOptions] = None,
+                    filesystem=None) -> str:
     """Write an ACID event table (already in the exact ACID schema) to ``path``.
 
-    Adds the Hive footer metadata; publishes atomically; refuses to replace a file."""
+    Adds the Hive footer metadata; publishes whole (``publish_bytes``); refuses to replace a
+    file. Returns the path written (in the file system's terms)."""
     opts = options or DEFAULT_OPTIONS
     names = tuple(events.schema.names)
     if names != ACID_FIELD_NAMES:
         raise ValueError(f"events must have the ACID columns {ACID_FIELD_NAMES}, got {names}")
-    path = require_local_path(path)
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    if os.path.exists(path):
-        raise FileExistsError(f"{path} already exists: (write id, bucket, statement id) "
-                              f"must be unique per writer")
-    tmp = os.path.join(d, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    try:
-        orc.write_table(events, tmp, compression=opts.compression,
-                        stripe_size=opts.stripe_size,
-                        compression_block_size=opts.compression_block_size,
-                        row_index_stride=opts.row_index_stride,
-                        batch_size=opts.batch_size, padding_tolerance=0.0)
-        counts = _stripe_rows(tmp)
-        if sum(counts) != events.num_rows:
-            raise OrcTailError(f"stripe row counts {counts} do not add up to {events.num_rows}")
-        ends = np.cumsum(np.asarray(counts, dtype=np.int64)) - 1
-        ends = ends[np.asarray(counts) > 0]
-        if len(ends):
-            idx = pa.array(ends)
-            otid = events.column("originalTransaction").take(idx).to_pylist()
-            bkt = events.column("bucket").take(idx).to_pylist()
-            rid = events.column("rowId").take(idx).to_pylist()
-            key_index = "".join(f"{o},{b},{r};" for o, b, r in zip(otid, bkt, rid))
-        else:
-            key_index = ""
-        OrcTail(tmp).append_user_metadata([
-            ("hive.acid.key.index", key_index.encode("utf-8")),
-            ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
-            ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii")),
-        ])
-        _publish(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    fs, path = afs.resolve(path, filesystem)
+    sink = pa.BufferOutputStream()
+    orc.write_table(events, sink, compression=opts.compression,
+                    stripe_size=opts.stripe_size,
+                    compression_block_size=opts.compression_block_size,
+                    row_index_stride=opts.row_index_stride,
+                    batch_size=opts.batch_size, padding_tolerance=0.0)
+    data = sink.getvalue()
+    counts = _stripe_rows(data)
+    if sum(counts) != events.num_rows:
+        raise OrcTailError(f"stripe row counts {counts} do not add up to {events.num_rows}")
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64)) - 1
+    ends = ends[np.asarray(counts) > 0]
+    if len(ends):
+        idx = pa.array(ends)
+        otid = events.column("originalTransaction").take(idx).to_pylist()
+        bkt = events.column("bucket").take(idx).to_pylist()
+        rid = events.column("rowId").take(idx).to_pylist()
+        key_index = "".join(f"{o},{b},{r};" for o, b, r in zip(otid, bkt, rid))
+    else:
+        key_index = ""
+    data = OrcTail.of_bytes(data, path).with_user_metadata([
+        ("hive.acid.key.index", key_index.encode("utf-8")),
+        ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
+        ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii")),
+    ])
+    publish_bytes(fs, path, data)
     return path
 
 
@@ -235,7 +275,7 @@ def _check_ids(write_id: int, bucket_id: int, statement_id: int) -> None:
 
 def write_delta(table_dir: str, write_id: int, statement_id: int, bucket_id: int, data,
                 *, row_schema=None, attempt: Optional[int] = None,
-                options: Optional[WriterOptions] = None) -> List[str]:
+                options: Optional[WriterOptions] = None, filesystem=None) -> List[str]:
     """INSERT: ``delta_W_W_SSSS/bucket_NNNNN`` holding ``data`` as insert events.
 
     ROW__IDs: (W, BucketCodec.V1(bucket_id, statement_id), 0..n-1). ``row_schema``: the
@@ -246,32 +286,35 @@ def write_delta(table_dir: str, write_id: int, statement_id: int, bucket_id: int
     _check_ids(write_id, bucket_id, statement_id)
     if data.num_rows == 0:
         return []
-    d = os.path.join(require_local_path(table_dir),
-                     format_delta(write_id, write_id, statement_id))
+    fs, root = afs.resolve(table_dir, filesystem)
+    d = afs.join(root, format_delta(write_id, write_id, statement_id))
     events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
                             row_schema)
-    ensure_acid_dir(d)
-    path = os.path.join(d, format_bucket_file(bucket_id, attempt))
-    return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
+    ensure_acid_dir(d, fs)
+    path = afs.join(d, format_bucket_file(bucket_id, attempt))
+    return [write_acid_file(path, events, inserts=data.num_rows, options=options,
+                            filesystem=fs)]
 
 
 def write_base(table_dir: str, write_id: int, bucket_id: int, data, *, statement_id: int = 0,
                row_schema=None, visibility_txn_id: int = 0,
-               options: Optional[WriterOptions] = None) -> List[str]:
+               options: Optional[WriterOptions] = None, filesystem=None) -> List[str]:
     """INSERT OVERWRITE: ``base_W/bucket_NNNNN`` holding ``data`` as insert events of W.
 
     An empty overwrite still creates the (empty) base directory with its
     ``_orc_acid_version`` so that it hides all older data."""
     data = as_table(data)
     _check_ids(write_id, bucket_id, statement_id)
-    d = os.path.join(require_local_path(table_dir), format_base(write_id, visibility_txn_id))
-    ensure_acid_dir(d)
+    fs, root = afs.resolve(table_dir, filesystem)
+    d = afs.join(root, format_base(write_id, visibility_txn_id))
+    ensure_acid_dir(d, fs)
     if data.num_rows == 0:
         return []
     events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
                             row_schema)
-    path = os.path.join(d, format_bucket_file(bucket_id))
-    return [write_acid_file(path, events, inserts=data.num_rows, options=options)]
+    path = afs.join(d, format_bucket_file(bucket_id))
+    return [write_acid_file(path, events, inserts=data.num_rows, options=options,
+                            filesystem=fs)]
 
 
 _ROWID_ALIASES = {
@@ -306,7 +349,8 @@ def _row_id_columns(row_ids) -> tuple:
 
 
 def write_delete_delta(table_dir: str, write_id: int, statement_id: int, row_ids, *,
-                       row_schema, options: Optional[WriterOptions] = None) -> List[str]:
+                       row_schema, options: Optional[WriterOptions] = None,
+                       filesystem=None) -> List[str]:
     """DELETE: ``delete_delta_W_W_SSSS/bucket_N`` files of delete events.
 
     ``row_ids``: the ROW__IDs of the deleted rows -- a table with columns
@@ -328,9 +372,9 @@ def write_delete_delta(table_dir: str, write_id: int, statement_id: int, row_ids
     if np.any(version > 1):
         raise ValueError("bucket property with an unknown BucketCodec version")
     rs = as_row_schema(row_schema)
-    d = os.path.join(require_local_path(table_dir),
-                     format_delete_delta(write_id, write_id, statement_id))
-    ensure_acid_dir(d)
+    fs, root = afs.resolve(table_dir, filesystem)
+    d = afs.join(root, format_delete_delta(write_id, write_id, statement_id))
+    ensure_acid_dir(d, fs)
     paths = []
     for wid in np.unique(writer_ids):
         sel = np.nonzero(writer_ids == wid)[0]
@@ -342,52 +386,51 @@ def write_delete_delta(table_dir: str, write_id: int, statement_id: int, row_ids
             pa.array(np.full(m, write_id, dtype=np.int64)),
             pa.nulls(m, type=pa.struct(list(rs))),
         ], schema=acid_schema(rs))
-        path = os.path.join(d, format_bucket_file(int(wid)))
-        paths.append(write_acid_file(path, events, deletes=m, options=options))
+        path = afs.join(d, format_bucket_file(int(wid)))
+        paths.append(write_acid_file(path, events, deletes=m, options=options, filesystem=fs))
     return paths
 
 
 def write_update(table_dir: str, write_id: int, statement_id: int, bucket_id: int, row_ids,
-                 new_rows, *, row_schema=None, options: Optional[WriterOptions] = None
-                 ) -> List[str]:
+                 new_rows, *, row_schema=None, options: Optional[WriterOptions] = None,
+                 filesystem=None) -> List[str]:
     """UPDATE as Hive 4 writes it: delete events in ``delete_delta_W_W_S`` and the new row
     versions (fresh ROW__IDs) as inserts in ``delta_W_W_(S+1)``."""
     new_rows = as_table(new_rows)
     rs = as_row_schema(row_schema) if row_schema is not None else new_rows.schema.remove_metadata()
     paths = write_delete_delta(table_dir, write_id, statement_id, row_ids, row_schema=rs,
-                               options=options)
+                               options=options, filesystem=filesystem)
     paths += write_delta(table_dir, write_id, statement_id + 1, bucket_id, new_rows,
-                         row_schema=rs, options=options)
+                         row_schema=rs, options=options, filesystem=filesystem)
     return paths
 
 
 def write_insert_only(table_dir: str, write_id: int, data, *, statement_id: int = 0,
                       file_name: str = "000000_0", file_format: str = "orc",
-                      overwrite: bool = False, options: Optional[WriterOptions] = None
-                      ) -> List[str]:
+                      overwrite: bool = False, options: Optional[WriterOptions] = None,
+                      filesystem=None) -> List[str]:
     """Insert-only (``transactional_properties=insert_only``) tables: a plain ORC or Parquet
     file in ``delta_W_W_SSSS`` (or ``base_W`` for ``overwrite=True``); no ACID columns."""
     data = as_table(data)
     opts = options or DEFAULT_OPTIONS
     name = format_base(write_id) if overwrite else format_delta(write_id, write_id, statement_id)
-    d = os.path.join(require_local_path(table_dir), name)
-    os.makedirs(d, exist_ok=True)
+    fs, root = afs.resolve(table_dir, filesystem)
+    d = afs.join(root, name)
+    afs.makedirs(fs, d)
     if data.num_rows == 0:
+        if overwrite and fs is not None:
+            fs.create_dir(d)    # an empty base hides older data: on object stores a marker
         return []
-    final = os.path.join(d, file_name)
-    tmp = os.path.join(d, f".{file_name}.{uuid.uuid4().hex}.tmp")
-    try:
-        if file_format == "orc":
-            orc.write_table(data, tmp, compression=opts.compression,
-                            stripe_size=opts.stripe_size,
-                            compression_block_size=opts.compression_block_size)
-        elif file_format == "parquet":
-            import pyarrow.parquet as pq
-            pq.write_table(data, tmp)
-        else:
-            raise ValueError(f"file_format must be 'orc' or 'parquet', not {file_format!r}")
-        _publish(tmp, final)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    sink = pa.BufferOutputStream()
+    if file_format == "orc":
+        orc.write_table(data, sink, compression=opts.compression,
+                        stripe_size=opts.stripe_size,
+                        compression_block_size=opts.compression_block_size)
+    elif file_format == "parquet":
+        import pyarrow.parquet as pq
+        pq.write_table(data, sink)
+    else:
+        raise ValueError(f"file_format must be 'orc' or 'parquet', not {file_format!r}")
+    final = afs.join(d, file_name)
+    publish_bytes(fs, final, sink.getvalue())
     return [final]

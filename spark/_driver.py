@@ -260,8 +260,8 @@ class Driver:
         # ReplChangeManager.TXN_WRITE_EVENT_FILE_SEPARATOR), as the server splits them.
         return [T.WriteEventInfo(
             writeId=wid, database=info.db, table=info.name,
-            files="]".join(os.path.join(info.location, p, f) if p else
-                           os.path.join(info.location, f) for f in files),
+            files="]".join(info.uri_of(os.path.join(info.location, p, f) if p else
+                                       os.path.join(info.location, f)) for f in files),
             partition=p or None) for p, files in parts.items()]
 
     def abort(self, txn: Txn, wait_s: float = ABORT_WAIT_S) -> None:

@@ -107,6 +107,9 @@ class Snapshot:
             reason = "the transaction wrote to this table (its uncommitted statements)"
         if reason is None:
             try:
+                missing = N.hadoop_connector_missing(self.session, info)
+                if missing:
+                    raise N.Fallback(missing)
                 plan = N.plan(info, self.txns, self.write_ids, self._targets(d, info))
                 df = N.build(self.session, plan, self.columns, self.with_row_id)
                 self.native = True      # partition_filter: only matching partitions planned

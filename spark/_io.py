@@ -6,6 +6,11 @@ number of a bucketed table, else the Spark task's partition index; delete events
 file of the *decoded* bucket of the deleted row. A partition's directory is its name as the
 metastore has it (``orc_acid.layout.partition_dir_name``); a null or empty value is the
 default partition.
+
+Files go through ``orc_acid`` with the table's file system (``WriteSpec.filesystem``,
+``ReadUnit.filesystem``: a pickled pyarrow file system, None for the local disk), so tasks
+write to and read from S3, Azure, GCS or HDFS as they do locally; see ``orc_acid.writer``
+for what a write relies on there (one upload per file; visibility is the metastore commit).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import orc_acid
+from orc_acid import fs as afs
 from orc_acid.layout import DEFAULT_PARTITION_NAME, format_base, format_bucket_file, \
     format_delete_delta, format_delta, partition_dir_name
 
@@ -78,16 +84,17 @@ class WriteSpec:
     file_format: str = "orc"
     bucketed: bool = False
     compression: str = "zlib"        # the table's orc.compress (Hive's default: ZLIB)
+    filesystem: object = None        # pyarrow FileSystem of location (None: local disk)
 
     @property
     def options(self):
         return orc_acid.WriterOptions(compression=self.compression)
 
 
-def _unlink_if_exists(path: str) -> None:
+def _unlink_if_exists(fs, path: str) -> None:
     # a file of an earlier attempt of the same task (same writer id, write id, statement)
     try:
-        os.unlink(path)
+        afs.delete_file(fs, path)
     except FileNotFoundError:
         pass
 
@@ -97,26 +104,28 @@ def _write_insert(spec: WriteSpec, part_dir: str, writer_id: int, data: pa.Table
     if writer_id > MAX_WRITER_ID:
         raise ValueError(f"writer id {writer_id} > {MAX_WRITER_ID}: reduce the number of Spark "
                          f"partitions of the data written")
+    fs = spec.filesystem
     if spec.insert_only:
         name = f"{writer_id:06d}_0"
         d = format_base(spec.write_id) if spec.mode == "overwrite" else \
             format_delta(spec.write_id, spec.write_id, statement_id)
-        _unlink_if_exists(os.path.join(part_dir, d, name))
+        _unlink_if_exists(fs, os.path.join(part_dir, d, name))
         return orc_acid.write_insert_only(
             part_dir, spec.write_id, data, statement_id=statement_id, file_name=name,
             file_format=spec.file_format, overwrite=spec.mode == "overwrite",
-            options=spec.options)
+            options=spec.options, filesystem=fs)
     if spec.mode == "overwrite":
-        _unlink_if_exists(os.path.join(part_dir, format_base(spec.write_id),
-                                       format_bucket_file(writer_id)))
+        _unlink_if_exists(fs, os.path.join(part_dir, format_base(spec.write_id),
+                                           format_bucket_file(writer_id)))
         return orc_acid.write_base(part_dir, spec.write_id, writer_id, data,
                                    statement_id=statement_id, row_schema=spec.data_schema,
-                                   options=spec.options)
-    _unlink_if_exists(os.path.join(part_dir, format_delta(spec.write_id, spec.write_id,
-                                                          statement_id),
-                                   format_bucket_file(writer_id)))
+                                   options=spec.options, filesystem=fs)
+    _unlink_if_exists(fs, os.path.join(part_dir, format_delta(spec.write_id, spec.write_id,
+                                                              statement_id),
+                                       format_bucket_file(writer_id)))
     return orc_acid.write_delta(part_dir, spec.write_id, statement_id, writer_id, data,
-                                row_schema=spec.data_schema, options=spec.options)
+                                row_schema=spec.data_schema, options=spec.options,
+                                filesystem=fs)
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -165,12 +174,13 @@ def write_deletes(spec: WriteSpec, table: pa.Table, statement_id: int, *,
         # files of an earlier attempt of this task are replaced
         flat_b = pc.struct_field(rid, [1]).to_numpy(zero_copy_only=False).astype(np.int64)
         for wid in np.unique((flat_b & 0x0FFF0000) >> 16):
-            _unlink_if_exists(os.path.join(part_dir, format_delete_delta(
+            _unlink_if_exists(spec.filesystem, os.path.join(part_dir, format_delete_delta(
                 spec.write_id, spec.write_id, statement_id), format_bucket_file(int(wid))))
         for p in orc_acid.write_delete_delta(part_dir, spec.write_id, statement_id,
                                              pa.table({ROW_ID: rid}),
                                              row_schema=spec.data_schema,
-                                             options=spec.options):
+                                             options=spec.options,
+                                             filesystem=spec.filesystem):
             out.append((pname, os.path.relpath(p, spec.location), 0))
     return out
 
@@ -204,6 +214,7 @@ class ReadUnit:
     """One input partition: a bucket id's files of one table partition."""
     split: object                      # orc_acid.Split
     part_values: Tuple[Tuple[str, str], ...] = ()
+    filesystem: object = None          # pyarrow FileSystem of the split (None: local disk)
 
 
 def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
@@ -230,7 +241,7 @@ def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
     pvals = dict(unit.part_values)
     consts: Dict[str, pa.Array] = {}      # partition column -> constant array (longest so far)
     for t in orc_acid.iter_split(unit.split, schema=data_schema, columns=data_cols,
-                                 with_row_id=with_row_id):
+                                 with_row_id=with_row_id, filesystem=unit.filesystem):
         n = t.num_rows
         if n == 0:
             continue

@@ -22,7 +22,8 @@ from typing import Dict, List, Sequence, Tuple
 
 from thrift.transport.TTransport import TTransportException
 
-from orc_acid.layout import location_path, parse_partition_name, partition_dir_name
+from orc_acid import fs as afs
+from orc_acid.layout import parse_partition_name, partition_dir_name
 
 from hms_txn.clients import snapshots
 
@@ -79,6 +80,8 @@ class MetastoreConnection:
             raise HiveAcidError(f"cannot parse metastore uri {uri!r} ({e})") from None
         self.uri = uri
         self._options = replace(options or ClientOptions(), timeout=timeout_s)
+        # the file-system keys (fs.s3a.*, ...) of the session: orc_acid.fs's options
+        self.fs_options: Dict[str, str] = {}
         self._lock = threading.RLock()
         self._client = None
 
@@ -165,33 +168,30 @@ def lock_component(db: str, table: str, lock_type: int, op: int, *, transactiona
 
 # -- tables -----------------------------------------------------------------------------------
 
-def local_path(location: str, what: str = "the table") -> str:
-    """The filesystem path of a table's or partition's location.
-
-    hive_acid reads and writes files with POSIX calls in the driver and in the executors, so
-    a location must be a path that every one of them sees: a ``file:`` URI or an absolute
-    path (on a cluster, a shared mount at the same path on every host). Any other scheme
-    (``hdfs:``, ``s3a:``, ...) is refused: taken as a path it would name a directory
-    relative to the worker's working directory, and writes would "succeed" there, invisible
-    to every other engine. Escapes (``%2F`` in a partition name) are part of the name on
-    disk, as in Hive, and stay (``location_path``)."""
+def table_path(ms: "MetastoreConnection", location: str, what: str = "the table"):
+    """(file system, path) of a table's or partition's location, through ``orc_acid.fs``
+    with the session's ``spark.hadoop.fs.*`` keys (``ms.fs_options``): None and an absolute
+    path for the local disk (on a cluster: a file system mounted at the same path on every
+    host), a pyarrow file system for ``s3a://``, ``abfs://``, ``gs://``, ``hdfs://``. The
+    file system object travels to the executors with the table (pyarrow file systems
+    pickle, options and credentials included). Escapes (``%2F`` in a partition name) are
+    part of the name, as in Hive, and stay."""
     if not location:
         raise HiveAcidError(f"{what} has no location")
-    path = location_path(location)
-    if path is None:
-        raise HiveAcidError(
-            f"{what} is at {location}: hive_acid reads and writes local paths only (file: "
-            f"locations, on a cluster a filesystem mounted at the same path on every host)")
-    if not os.path.isabs(path):
+    try:
+        fs, path = afs.filesystem_for(location, getattr(ms, "fs_options", None))
+    except afs.FileSystemError as e:
+        raise HiveAcidError(f"{what} is at {location}: {e}") from None
+    if fs is None and not os.path.isabs(path):
         raise HiveAcidError(f"{what} is at {location}, not an absolute path")
-    return path
+    return fs, path
 
 
 @dataclass
 class TableInfo:
     db: str
     name: str
-    location: str                 # local path
+    location: str                 # path in ``fs`` (local: absolute path)
     columns: List[Tuple[str, str]]        # (name, hive type), data columns
     partition_keys: List[Tuple[str, str]]
     transactional: bool
@@ -200,6 +200,12 @@ class TableInfo:
     num_buckets: int = -1
     bucket_cols: List[str] = field(default_factory=list)
     parameters: Dict[str, str] = field(default_factory=dict)
+    fs: object = None             # pyarrow FileSystem of the location; None: local disk
+    uri: str = ""                 # the location as the metastore has it
+
+    def uri_of(self, path: str) -> str:
+        """A path of ``fs`` as a location URI (what Hadoop-based readers take)."""
+        return afs.uri_of(self.uri, path) if self.fs is not None else path
 
     @property
     def compression(self) -> str:
@@ -263,8 +269,9 @@ def table_info(ms: MetastoreConnection, full: str) -> TableInfo:
     insert_only = params.get("transactional_properties", "").lower() == "insert_only"
     inp = (t.sd.inputFormat or "").lower()
     fmt = "parquet" if "parquet" in inp else "orc"
+    fs, path = table_path(ms, t.sd.location, f"table {db}.{name}")
     return TableInfo(
-        db=db, name=name, location=local_path(t.sd.location, f"table {db}.{name}"),
+        db=db, name=name, location=path, fs=fs, uri=t.sd.location,
         columns=[(c.name, c.type) for c in (t.sd.cols or [])],
         partition_keys=[(c.name, c.type) for c in (t.partitionKeys or [])],
         transactional=transactional, insert_only=insert_only, file_format=fmt,
@@ -283,14 +290,18 @@ def require_acid(info: TableInfo, *, full_acid: bool = False) -> None:
 
 def list_partitions(ms: MetastoreConnection, info: TableInfo
                     ) -> List[Tuple[str, List[str], str]]:
-    """-> [(partition name, values, local location)]."""
+    """-> [(partition name, values, location as a path of the table's file system)]."""
     parts = ms.get_partitions(info.db, info.name, -1)
     out = []
     for p in parts:
         name = partition_dir_name(info.part_names,
                                   [None if v is None else str(v) for v in p.values])
-        out.append((name, list(p.values),
-                    local_path(p.sd.location, f"partition {name} of {info.full_name}")))
+        what = f"partition {name} of {info.full_name}"
+        fs, path = table_path(ms, p.sd.location, what)
+        if type(fs) is not type(info.fs):
+            raise HiveAcidError(f"{what} is at {p.sd.location}, on another file system than "
+                                f"the table ({info.uri})")
+        out.append((name, list(p.values), path))
     return out
 
 

@@ -21,6 +21,13 @@ when a filter on a partition column folds to false.
 
 :func:`plan` raises :class:`Fallback` (with the reason) for anything this path does not
 read exactly like ``orc_acid``; the caller then uses the Python data source.
+
+Tables on object stores and HDFS: the driver lists and reads footers through ``orc_acid.fs``
+(the table's pyarrow file system) and gives Spark the files as location URIs
+(``s3a://bucket/...``), which Spark opens with Hadoop's file system for that scheme. Spark's
+own distribution has none for ``s3a``/``abfs``/``gs``: without the connector on the class
+path (``hadoop-aws`` + the AWS SDK bundle, ``hadoop-azure``, the GCS connector) this path
+falls back to the Python data source (pyarrow on the executors), saying so.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
 import orc_acid
+from orc_acid import fs as afs
 from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
 
@@ -135,16 +143,20 @@ _footers_mu = threading.Lock()
 _FOOTER_CACHE_MAX = 100_000
 
 
-def _footer(path: str) -> tuple:
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+def _footer(fs, path: str) -> tuple:
+    if fs is None:
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+    else:
+        st = fs.get_file_info(path)
+        key = (path, st.size, st.mtime_ns)
     with _footers_mu:
         hit = _footers.get(key)
     if hit is not None:
         return hit
     import pyarrow.orc as po
     try:
-        f = po.ORCFile(path)
+        f = po.ORCFile(path if fs is None else fs.open_input_file(path))
         schema = f.schema
         hit = (tuple(schema.names), tuple(fl.type for fl in schema), f.nrows)
     except (pa.ArrowException, OSError, ValueError) as e:
@@ -156,10 +168,10 @@ def _footer(path: str) -> tuple:
     return hit
 
 
-def _check_acid_file(path: str, row_type: Optional[pa.StructType]) -> int:
+def _check_acid_file(fs, path: str, row_type: Optional[pa.StructType]) -> int:
     """The file has exactly the ACID event schema (names as Hive writes them) and, for data
     files, the table's columns in ``row`` (same names, order and types); -> its row count."""
-    names, types, nrows = _footer(path)
+    names, types, nrows = _footer(fs, path)
     if names != ACID_NAMES:
         raise Fallback(f"{path}: top-level columns {list(names)} are not the ACID event "
                        f"schema as written by Hive")
@@ -174,7 +186,8 @@ def _check_acid_file(path: str, row_type: Optional[pa.StructType]) -> int:
     return nrows
 
 
-def _groups(location: str, entries, wids, row_type) -> Tuple[Tuple[Group, ...], int]:
+def _groups(info: M.TableInfo, location: str, entries, wids, row_type
+            ) -> Tuple[Tuple[Group, ...], int]:
     """DataFile/DeleteFile entries of orc_acid's plan -> read groups (one for the files whose
     rows are all valid, one for those whose currentTransaction must be checked) and the
     total row count."""
@@ -190,16 +203,17 @@ def _groups(location: str, entries, wids, row_type) -> Tuple[Tuple[Group, ...], 
             if getattr(e, "side_file", None):
                 raise Fallback(f"{location}/{e.path}: a streaming file still being written "
                                f"(_flush_length side file)")
-            rows += _check_acid_file(os.path.join(location, e.path), row_type)
+            rows += _check_acid_file(info.fs, os.path.join(location, e.path), row_type)
         # a directory holding exactly these files (hidden ones aside: Spark skips them too) is
         # passed as the directory (fewer paths for Spark to check); else the files themselves
         dpath = os.path.join(location, d)
         names = sorted(e.path.split("/", 1)[1] for e in files if "/" in e.path)
         if len(names) == len(files) and names == sorted(
-                n for n in os.listdir(dpath) if not n.startswith(("_", "."))):
-            paths = [dpath]
+                n for n, _, _ in afs.list_names(info.fs, dpath)
+                if not n.startswith(("_", "."))):
+            paths = [info.uri_of(dpath)]
         else:
-            paths = [os.path.join(location, e.path) for e in files]
+            paths = [info.uri_of(os.path.join(location, e.path)) for e in files]
         if any(e.filter_current_txn for e in files):
             filtered.extend(paths)
             pd = parse_delta(d)
@@ -241,6 +255,26 @@ def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray],
     return DeleteBitmap(tuple(pairs), np.concatenate(chunks).astype(">u8").tobytes())
 
 
+def hadoop_connector_missing(session: SparkSession, info: M.TableInfo) -> Optional[str]:
+    """Why Spark cannot open the table's files itself (no Hadoop file system for the
+    location's scheme on its class path), or None."""
+    if info.fs is None:
+        return None
+    scheme = afs.scheme_of(info.uri)
+    try:
+        jvm = session.sparkContext._jvm
+        conf = session.sparkContext._jsc.hadoopConfiguration()
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        return None
+    except Exception:       # py4j's error: the class is not there
+        need = {"s3a": "org.apache.hadoop:hadoop-aws (and the AWS SDK bundle it names)",
+                "abfs": "org.apache.hadoop:hadoop-azure", "abfss": "org.apache.hadoop:hadoop-azure",
+                "wasb": "org.apache.hadoop:hadoop-azure", "wasbs": "org.apache.hadoop:hadoop-azure",
+                "gs": "com.google.cloud.bigdataoss:gcs-connector"}.get(scheme, "its connector")
+        return (f"Spark has no Hadoop file system for {scheme}:// on its class path (add "
+                f"{need}, e.g. with spark.jars.packages, matching Spark's Hadoop version)")
+
+
 def plan(info: M.TableInfo, txns: str, wids: str,
          targets: Sequence[Tuple[str, Tuple[Optional[str], ...]]]) -> NativePlan:
     """``targets``: (partition location, partition values) to read. Raises Fallback."""
@@ -257,11 +291,10 @@ def plan(info: M.TableInfo, txns: str, wids: str,
     parts = []
     words_left = BITMAP_MAX_WORDS_PER_QUERY
     for loc, values in targets:
-        if "://" in loc:
-            raise Fallback(f"{loc}: not a local file system location")
-        if not os.path.isdir(loc):
+        try:
+            snap = orc_acid.get_acid_state(loc, w, txns, filesystem=info.fs)
+        except FileNotFoundError:
             continue
-        snap = orc_acid.get_acid_state(loc, w, txns)
         if snap.original_files:
             raise Fallback(f"{loc}: original (pre-ACID) files {list(snap.original_files[:3])}")
         splits = orc_acid.plan_splits_for_snapshot(loc, snap)
@@ -270,12 +303,12 @@ def plan(info: M.TableInfo, txns: str, wids: str,
             raise Fallback(f"{loc}: non-ACID data files")
         if not data:
             continue
-        dgroups, _ = _groups(loc, data, w, row_type)
+        dgroups, _ = _groups(info, loc, data, w, row_type)
         dels = list({f.path: f for sp in splits for f in sp.delete_files}.values())
-        xgroups, xrows = _groups(loc, dels, w, row_type) if dels else ((), 0)
+        xgroups, xrows = _groups(info, loc, dels, w, row_type) if dels else ((), 0)
         bitmap = None
         if xgroups and xrows <= BITMAP_MAX_DELETES:
-            keys = orc_acid.delete_key_groups(loc, w, dels)
+            keys = orc_acid.delete_key_groups(loc, w, dels, filesystem=info.fs)
             if not keys:                # every delete event is of an aborted/open write
                 xgroups, xrows = (), 0
             bitmap = delete_bitmap(keys, words_left)

@@ -188,10 +188,13 @@ def plan_units(ms: M.MetastoreConnection, info: M.TableInfo, txns: str, write_id
     else:
         targets = [(info.location, ())]
     units = []
-    for loc, pv in targets:
-        if os.path.isdir(loc):
-            units += [ReadUnit(sp, pv) for sp in orc_acid.plan_splits(
-                loc, write_ids, valid_txns=txns, insert_only=info.insert_only)]
+    for loc, pv in targets:     # one listing per partition (none for a missing directory)
+        try:
+            splits = orc_acid.plan_splits(loc, write_ids, valid_txns=txns,
+                                          insert_only=info.insert_only, filesystem=info.fs)
+        except FileNotFoundError:
+            continue
+        units += [ReadUnit(sp, pv, info.fs) for sp in splits]
     return units
 
 

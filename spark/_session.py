@@ -13,6 +13,8 @@ from typing import Dict, Optional
 
 from pyspark.sql import SparkSession
 
+from orc_acid.fs import hadoop_options
+
 from ._coordinator import coordinator_hosts
 from ._datasource import HiveAcidDataSource
 from ._driver import Driver
@@ -70,7 +72,17 @@ def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
             bind, advertised = coordinator_hosts(session.sparkContext.getConf())
             d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised,
                                        options=connection_options(session))
+        d.ms.fs_options = session_fs_options(session)
         return d
+
+
+def session_fs_options(session: SparkSession) -> Dict[str, str]:
+    """Table locations on s3a://, abfs://...: the Hadoop keys of the Spark conf
+    (``spark.hadoop.fs.s3a.endpoint``, ...; set at start or on the session) configure
+    ``orc_acid.fs`` as they configure Hadoop's file systems in the JVM."""
+    conf = dict(session.sparkContext.getConf().getAll())
+    conf.update(session.conf.getAll)
+    return hadoop_options(conf, prefix="spark.hadoop.")
 
 
 def register(session: SparkSession, uri: Optional[str] = None) -> None:

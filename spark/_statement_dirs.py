@@ -10,14 +10,20 @@ partition directories (``k=v`` per partition key, one level each):
 A transaction's directories are every ``base_W`` / ``delta_W_W_*`` / ``delete_delta_W_W_*``
 of its write id. Removal never goes beyond them, except for partition directories left empty
 that the metastore does not know (created by the removed statements).
+
+Through ``orc_acid.fs`` with the table's file system (``TableInfo.fs``). On an object store
+a listing is not a snapshot: a late task attempt may upload after the sweep listed; such a
+file is of a (write id, statement) whose committed file list does not name it -- a reader
+of the committed write id would read it, so a statement's sweep runs after every attempt
+ended (``Attempts.end``) and an attempt reporting later is swept again.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Callable, Dict, List, Sequence
 
+from orc_acid import fs as afs
 from orc_acid.layout import (format_base, format_delete_delta, format_delta, parse_base,
                              parse_delta)
 from orc_acid.writer import ensure_acid_dir
@@ -43,16 +49,12 @@ def acid_dirs(info: M.TableInfo, wanted: Callable[[str], bool]) -> List[str]:
     out = []
 
     def walk(d: str, level: int):
-        try:
-            entries = os.listdir(d)
-        except FileNotFoundError:
-            return
-        for e in entries:
+        for e, is_dir, _ in afs.list_names(info.fs, d):
             p = os.path.join(d, e)
             if level == depth:
-                if wanted(e) and os.path.isdir(p):
+                if wanted(e) and is_dir:
                     out.append(p)
-            elif "=" in e and os.path.isdir(p):
+            elif "=" in e and is_dir:
                 walk(p, level + 1)
     walk(info.location, 0)
     return out
@@ -78,35 +80,45 @@ def sweep(ms: M.MetastoreConnection, info: M.TableInfo, dir_names: Sequence[str]
     for d in acid_dirs(info, set(dir_names).__contains__):
         d = os.path.normpath(d)
         if outcome.aborted or d not in outcome.kept_dirs:
-            shutil.rmtree(d, ignore_errors=True)
+            _remove(info, d)
             swept = True
             continue
         try:    # another late attempt's sweep may run at the same time
-            for name in os.listdir(d):
+            for name, _, _ in afs.list_names(info.fs, d):
                 p = os.path.join(d, name)
                 if not name.startswith(("_", ".")) and p not in outcome.kept_files:
-                    os.unlink(p)
+                    afs.delete_file(info.fs, p)
         except FileNotFoundError:
             pass
     if swept:
         remove_empty_partition_dirs(ms, info)
 
 
+def _remove(info: M.TableInfo, d: str) -> None:
+    try:
+        afs.delete_tree(info.fs, d)
+    except OSError:
+        pass
+
+
 def remove_write_id_dirs(ms: M.MetastoreConnection, info: M.TableInfo, write_id: int) -> None:
     for d in write_id_dirs(info, write_id):
-        shutil.rmtree(d, ignore_errors=True)
+        _remove(info, d)
     remove_empty_partition_dirs(ms, info)
 
 
 def remove_empty_partition_dirs(ms: M.MetastoreConnection, info: M.TableInfo) -> None:
     """Empty partition directories the metastore does not list (a removed statement made
-    them) go; registered partitions keep theirs, empty or not."""
-    if not info.partition_keys:
+    them) go; registered partitions keep theirs, empty or not. (Object stores have no
+    empty directories: nothing to do there.)"""
+    if not info.partition_keys or info.fs is not None and not afs.can_rename(info.fs):
         return
     try:
         registered = {os.path.normpath(loc) for _, _, loc in M.list_partitions(ms, info)}
     except Exception:
         return
+    if info.fs is not None:
+        return    # HDFS: left (a harmless empty directory)
     for root, dirs, files in os.walk(info.location, topdown=False):
         if root == info.location or "=" not in os.path.basename(root):
             continue
@@ -124,9 +136,12 @@ def make_empty_bases(info: M.TableInfo, dirs: Sequence[str]) -> None:
     older data (a full-ACID one needs its ``_orc_acid_version`` to be read as ACID)."""
     for d in dirs:
         if info.insert_only:
-            os.makedirs(d, exist_ok=True)
+            if info.fs is None:
+                os.makedirs(d, exist_ok=True)
+            else:
+                info.fs.create_dir(d)     # object stores: a marker object
         else:
-            ensure_acid_dir(d)
+            ensure_acid_dir(d, info.fs)
 
 
 def require_own_dirs(info: M.TableInfo, written: Sequence[str],

@@ -86,3 +86,37 @@ def java_metastore(tmp_path_factory):
     server = start_java_metastore(free_port(), str(tmp_path_factory.mktemp("javahms")))
     yield server
     server.stop()
+
+
+# -- object stores the suite starts itself (hms_bench.object_store) ---------------------------
+
+@pytest.fixture(scope="session")
+def moto_s3():
+    """moto's standalone S3 server (from PyPI, the test extra) on a free port."""
+    from hms_bench.object_store import MotoS3
+    server = MotoS3().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_s3, request) -> str:
+    """A fresh bucket for the test; its locations are ``s3a://<bucket>/...``."""
+    import re
+    import uuid
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    name = f"{name}-{uuid.uuid4().hex[:8]}"
+    moto_s3.create_bucket(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def azurite():
+    """Azurite's blob service (from npm: ``npm install azurite``)."""
+    from hms_bench.object_store import Azurite, azurite_command
+    from tests.support.requirements import require
+    require(azurite_command() is not None,
+            "Azurite not installed (npm install azurite in ~/.cache/hms-txn-azurite)")
+    server = Azurite().start()
+    yield server
+    server.stop()

@@ -31,6 +31,11 @@ Layout and protocol, as Hive lays them out:
 * ``partition=``: a dict ``{key: value}`` or the value list; created (``add_partitions``,
   if not exists) when missing and ``create_partition`` is true.
 
+Local file systems only: the side-file protocol needs a file that can be flushed and
+extended while readers read its prefix. On object stores (S3, Azure, GCS) the client refuses
+the table with a clear message (it does not fall back to one file per commit): write there
+with whole-file transactions (``hive_acid``, ``orc_acid.write_delta``).
+
 Not covered: dynamic partitioning (one connection writes one partition) and bucketed tables
 (rows are not hashed to buckets; the table must not be bucketed). Several writers may
 stream into one table or partition at the same time (their write id ranges never overlap);
@@ -293,7 +298,12 @@ class StreamingConnection:
 def _local(location: str) -> str:
     path = location_path(location)
     if path is None:
-        raise StreamingError(f"only local table locations are supported, got {location}")
+        raise StreamingError(
+            f"streaming ingest into {location}: the flush-length protocol needs a file system "
+            f"that can flush and extend an open file (local disk, or a shared mount at the "
+            f"same path everywhere); object stores (s3a://, abfs://, gs://) cannot, and HDFS "
+            f"is not supported by this client. Write to such tables in transactions of whole "
+            f"files instead (hive_acid, orc_acid.write_delta)")
     return path
 
 

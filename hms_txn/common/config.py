@@ -17,6 +17,8 @@ import xml.etree.ElementTree as ET
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote, urlsplit
 
+from orc_acid.fs import SCHEMES, hadoop_options, scheme_of
+
 from hms_txn.common.config_keys import (  # noqa: F401  (ConfigError, parse_duration re-exported)
     ALIAS_TO_KEY, GZIP_MESSAGE_FORMAT, JSON_MESSAGE_FORMAT, KEYS, MESSAGE_ENCODERS,
     PASSTHROUGH_DEFAULTS, ConfigError, Key, parse_duration, parse_float)
@@ -100,17 +102,25 @@ class Config:
         return self["hive.metastore.sasl.enabled"] or mode == "CONFIG"
 
     def warehouse_dir(self, data_dir: str) -> str:
-        """Absolute local path of the warehouse root."""
+        """The warehouse root: an absolute local path, or a location on another file
+        system of ``orc_acid.fs`` (``s3a://bucket/warehouse``, ``abfs://...``)."""
         configured = self["hive.metastore.warehouse.dir"]
         if not configured:
             return os.path.abspath(os.path.join(data_dir, "warehouse"))
         parts = urlsplit(configured)
         if parts.scheme in ("", "file"):
             return os.path.abspath(parts.path if parts.scheme else configured)
+        if scheme_of(configured) in SCHEMES:
+            return configured.rstrip("/")
         raise ConfigError(
-            f"{self.source}: hive.metastore.warehouse.dir: only local paths and file:// URLs "
-            f"are supported, got {configured!r}"
+            f"{self.source}: hive.metastore.warehouse.dir: a local path or a location of "
+            f"{', '.join(SCHEMES)}, got {configured!r}"
         )
+
+    def filesystem_options(self) -> dict[str, str]:
+        """The file-system keys of hive-site.xml (``fs.s3a.*``, ``fs.azure.*``, ``fs.gs.*``)
+        as ``orc_acid.fs`` takes them: the one place the metastore builds them."""
+        return hadoop_options(self.raw)
 
 
 def closest_key_hint(name: str) -> str:

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.domain import event_messages as em
 from hms_txn.domain import names, notifications
 from hms_txn.domain.event_messages.base import partition_name
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.warehouse import data_files
 
 Doc = dict[str, Any]
 
@@ -65,7 +65,7 @@ class ForwardedEvents:
         return self._log(conn, em.drop_function(self.messages, function))
 
     def table_created(self, conn: Connection, table: Doc) -> list[int]:
-        files = Warehouse.data_files((table.get("sd") or {}).get("location"))
+        files = data_files((table.get("sd") or {}).get("location"))
         return self._log(conn, em.create_table(self.messages, table, files))
 
     def table_altered(self, conn: Connection, before: Doc, after: Doc,
@@ -79,7 +79,7 @@ class ForwardedEvents:
 
     def partitions_added(self, conn: Connection, table: Doc, parts: list[Doc]) -> list[int]:
         files = {partition_name(table, p["values"]):
-                 Warehouse.data_files((p.get("sd") or {}).get("location")) for p in parts}
+                 data_files((p.get("sd") or {}).get("location")) for p in parts}
         return self._log(conn, em.add_partitions(self.messages, table, parts, files))
 
     def partitions_altered(self, conn: Connection, table: Doc, before: list[Doc],

@@ -92,8 +92,9 @@ class Metastore:
         self.store = Store(url, pool_size=config["hms_txn.db.pool.size"],
                            sqlite_synchronous=config["hms_txn.sqlite.synchronous"])
         self.schema_found = ensure_schema(self.store, auto_upgrade=config["hms_txn.schema.auto.upgrade"])
-        self.warehouse = Warehouse(config.warehouse_dir(self.data_dir))
-        os.makedirs(self.warehouse.root, exist_ok=True)
+        self.warehouse = Warehouse(config.warehouse_dir(self.data_dir),
+                                   config.filesystem_options())
+        self.warehouse.mkdirs(self.warehouse.database_location("default"))
         # Every transaction the service layer runs goes through this unit of work; the
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)

@@ -91,3 +91,17 @@ def test_chart_of_a_run_without_one_client_cells(tmp_path):
     path = tmp_path / "bench.png"
     results.chart({"cells": [cell], "scale": []}, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_object_store_io_counts_requests_of_a_scan_and_a_compaction():
+    """hms_bench.object_store_io on a small table: local vs S3 (moto) in one run; a scan
+    lists the table once and reads each selected file with one HEAD and one GET."""
+    from hms_bench import object_store_io
+    r = object_store_io.run(20_000)
+    assert r["local"]["scan_rows"] == r["s3"]["scan_rows"] > 20_000
+    scan = r["s3"]["scan_requests"]
+    assert scan["LIST"] == 1 and scan.get("PUT", 0) == 0 and scan.get("DELETE", 0) == 0
+    assert scan["GET"] <= scan["HEAD"] + 1
+    comp = r["s3"]["major_compaction_requests"]
+    assert comp["PUT"] >= object_store_io.BUCKETS and comp.get("POST", 0) == 0
+    assert r["s3_vs_local"]["scan"] > 0

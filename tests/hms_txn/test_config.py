@@ -98,7 +98,10 @@ def test_malformed_files(tmp_path):
         load(str(tmp_path / "missing.xml"))
 
 
-def test_warehouse_must_be_local():
+def test_warehouse_on_a_file_system_of_orc_acid_fs():
     with pytest.raises(ConfigError, match="hive.metastore.warehouse.dir"):
-        Config({"hive.metastore.warehouse.dir": "hdfs://nn/warehouse"}).warehouse_dir("/tmp")
+        Config({"hive.metastore.warehouse.dir": "ftp://nn/warehouse"}).warehouse_dir("/tmp")
+    assert Config({"hive.metastore.warehouse.dir": "s3a://b/wh/"}).warehouse_dir("/t") == "s3a://b/wh"
+    assert Config({"fs.s3a.endpoint": "h:1", "hive.x": "y"}).filesystem_options() == {
+        "fs.s3a.endpoint": "h:1"}
     assert Config({"hive.metastore.warehouse.dir": "file:///data/wh"}).warehouse_dir("/tmp") == "/data/wh"

@@ -1,6 +1,7 @@
-"""Table and partition locations hive_acid can use: local paths only (``file:`` URIs or
-absolute paths). Any other scheme is refused with a declared error: taken as a path,
-``hdfs://nn/w/t`` named a directory under the worker's working directory, and writes
+"""Table and partition locations hive_acid can use: local paths (``file:`` URIs or absolute
+paths) and the schemes of ``orc_acid.fs`` (``s3a://``, ``abfs://``, ``gs://``, ``hdfs://``
+where libhdfs is). Anything else is refused with a declared error: taken as a path,
+``hdfs://nn/w/t`` once named a directory under the worker's working directory, and writes
 "succeeded" there, invisible to every other engine."""
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ import os
 
 import pytest
 
-from spark._metastore import HiveAcidError, local_path
+from spark._metastore import HiveAcidError, table_path
+
+
+def local_path(location, what="the table"):
+    fs, path = table_path(None, location, what)
+    assert fs is None
+    return path
 
 
 @pytest.mark.parametrize("location, path", [
@@ -23,10 +30,16 @@ def test_local_locations_are_paths(location, path):
     assert local_path(location) == path
 
 
+def test_object_store_locations_are_paths_of_their_file_system():
+    import pyarrow.fs as pafs
+    fs, path = table_path(None, "s3a://bucket/w/t/p=a%2Fb", "table db.t")
+    assert isinstance(fs, pafs.S3FileSystem) and path == "bucket/w/t/p=a%2Fb"
+
+
 @pytest.mark.parametrize("location, message", [
-    ("hdfs://nn:8020/w/t", "local paths only"),
-    ("s3a://bucket/w/t", "local paths only"),
-    ("file://otherhost/w/t", "local paths only"),
+    ("hdfs://nn:8020/w/t", "HDFS needs libhdfs"),
+    ("ftp://h/w/t", "no file system for scheme"),
+    ("file://otherhost/w/t", "no file system for scheme"),
     ("w/t", "not an absolute path"),
     ("", "has no location"),
     (None, "has no location"),
@@ -37,7 +50,7 @@ def test_other_locations_are_refused(location, message):
 
 
 @pytest.mark.spark
-def test_a_table_on_hdfs_is_refused_before_anything_starts(acid_spark, ms, tname):
+def test_a_table_on_hdfs_without_libhdfs_is_refused_before_anything_starts(acid_spark, ms, tname):
     from spark import hive_acid as H
     H.create_table(acid_spark, tname, "id INT")
     db, name = tname.split(".")
@@ -48,11 +61,11 @@ def test_a_table_on_hdfs_is_refused_before_anything_starts(acid_spark, ms, tname
     hdfs_table = f"{db}.{t.tableName}"
     hwm = ms.get_open_txns().txn_high_water_mark
     df = acid_spark.createDataFrame([(1,)], "id INT")
-    with pytest.raises(Exception, match="local paths only"):
+    with pytest.raises(Exception, match="HDFS needs libhdfs"):
         df.write.format("hive_acid").mode("append").save(hdfs_table)
-    with pytest.raises(HiveAcidError, match="local paths only"):
+    with pytest.raises(HiveAcidError, match="HDFS needs libhdfs"):
         H.insert(acid_spark, hdfs_table, df)
-    with pytest.raises(Exception, match="local paths only"):
+    with pytest.raises(Exception, match="HDFS needs libhdfs"):
         acid_spark.read.format("hive_acid").load(hdfs_table).collect()
     # the old reading of the location wrote delta_1_1_0/bucket_00001 under ./hdfs:/nn:8020/
     assert not os.path.exists("hdfs:")

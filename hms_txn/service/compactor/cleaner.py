@@ -17,9 +17,8 @@ first:
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 
+from orc_acid import fs as afs
 from orc_acid.compaction import cleanable
 
 from hms_txn.common.config import Config
@@ -66,10 +65,11 @@ class Cleaner:
         units.write(lambda conn: bk.mark_cleaner_start(conn, e.id))
         removed: list[str] = []
         try:
-            _, location = object_location(units, e.db, e.table, e.partition)
+            _, found = object_location(units, self.config, e.db, e.table, e.partition)
         except NoSuchObject:
-            location = None     # dropped meanwhile: nothing left to delete
-        if location is not None and os.path.isdir(location):
+            found = None        # dropped meanwhile: nothing left to delete
+        if found is not None and afs.is_dir(*found):
+            fs, location = found
             txn_list, wids = snapshot(units, self.txns, e.db, e.table)
 
             def finished(txn_id: int) -> bool:
@@ -77,19 +77,17 @@ class Cleaner:
                 return info is None or info.state != TxnState.OPEN
 
             for name in cleanable(location, int(e.highest_write_id or 0), wids, txn_list,
-                                  txn_finished=finished):
-                path = os.path.join(location, name)
+                                  txn_finished=finished, filesystem=fs):
+                path = afs.join(location, name)
                 try:
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path)
-                    else:
-                        os.unlink(path)
+                    if not afs.delete_tree(fs, path):
+                        continue    # another cleaner got there first
                 except FileNotFoundError:
-                    continue    # another cleaner got there first
+                    continue
                 removed.append(path)
         info = units.write(lambda conn: bk.mark_cleaned(conn, e, bk.retention_of(self.config)))
         self.removed.extend(removed)
         log.info("compaction %d of %s cleaned: removed %d entries %s; purged %s", e.id, e.name,
-                 len(removed), [os.path.basename(p) for p in removed][:20],
+                 len(removed), [p.rsplit("/", 1)[-1] for p in removed][:20],
                  {k: v for k, v in info.items() if k != "moved"})
         return removed

@@ -10,7 +10,7 @@ from typing import Callable
 
 from sqlalchemy.engine import Connection
 
-from orc_acid.layout import location_path
+from orc_acid import fs as afs
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 from hms_txn.domain import catalog, writeids
@@ -66,9 +66,11 @@ def threshold(table: dict, config, key: str, cast: Callable = float):
     return config[key]
 
 
-def object_location(units: UnitOfWork, db: str, tbl: str,
-                    part: str | None) -> tuple[dict, str | None]:
-    """(table doc, local directory of the table or partition); raises NoSuchObject."""
+def object_location(units: UnitOfWork, config, db: str, tbl: str,
+                    part: str | None) -> tuple[dict, tuple | None]:
+    """(table doc, (file system, path) of the table or partition directory -- through
+    ``orc_acid.fs`` with the ``fs.*`` keys of the configuration -- or None when no file
+    system serves its location); raises NoSuchObject."""
     def read(conn: Connection) -> tuple[dict, str | None]:
         table = catalog.get_table(conn, db, tbl)
         if part is None:
@@ -76,9 +78,16 @@ def object_location(units: UnitOfWork, db: str, tbl: str,
         else:
             p = catalog.get_partition_by_name(conn, db, tbl, part)
             loc = (p.get("sd") or {}).get("location")
-        return table, location_path(loc)
+        return table, loc
 
-    return units.read(read)
+    table, loc = units.read(read)
+    if not loc:
+        return table, None
+    try:
+        return table, afs.filesystem_for(loc, config.filesystem_options())
+    except afs.FileSystemError as err:
+        log.warning("%s.%s: %s", db, tbl, err)
+        return table, None
 
 
 def snapshot(units: UnitOfWork, txns: TxnManager, db: str,

@@ -33,6 +33,7 @@ import logging
 import os
 import time
 
+from orc_acid import fs as afs
 from orc_acid.compaction import compactor_write_ids, dir_size
 from orc_acid.snapshot import get_acid_state
 
@@ -109,7 +110,7 @@ class Initiator:
         db, tbl, part = obj
         cfg = self.config
         try:
-            table, location = object_location(self.units, db, tbl, part)
+            table, location = object_location(self.units, cfg, db, tbl, part)
         except NoSuchObject:
             return "dropped"
         if not is_acid_table(table):
@@ -128,7 +129,7 @@ class Initiator:
                         _name(obj), limit)
             return "too many failures"
         if location is None:
-            return "not a local location"
+            return "no file system of orc_acid.fs serves the location"
         if is_insert_only(table):
             return "insert-only table (not supported by the compactor yet)"
         ctype, why = self.determine_type(table, location, db, tbl, n_aborted)
@@ -146,15 +147,16 @@ class Initiator:
         aborted_limit = threshold(table, cfg, "hive.compactor.abortedtxn.threshold", int)
         if n_aborted > aborted_limit:
             return CompactionType.MAJOR, f"{n_aborted} aborted transactions > {aborted_limit}"
-        if not os.path.isdir(location):
+        fs, path = location
+        if not afs.is_dir(fs, path):
             return None, "no directory"
         txn_list, table_wids = snapshot(self.units, self.txns, db, tbl)
         wids = compactor_write_ids(table_wids)
-        snap = get_acid_state(location, wids, txn_list)
-        base_size = dir_size(os.path.join(location, snap.base.path)) if snap.base else 0
-        base_size += sum(os.path.getsize(os.path.join(location, f)) for f in snap.original_files)
+        snap = get_acid_state(path, wids, txn_list, filesystem=fs)
+        base_size = dir_size(afs.join(path, snap.base.path), fs) if snap.base else 0
+        base_size += sum(afs.file_size(fs, afs.join(path, f)) for f in snap.original_files)
         deltas = snap.current
-        delta_size = sum(dir_size(os.path.join(location, d.path)) for d in deltas)
+        delta_size = sum(dir_size(afs.join(path, d.path), fs) for d in deltas)
         num_limit = threshold(table, cfg, "hive.compactor.delta.num.threshold", int)
         no_base = base_size == 0 and delta_size > 0
         if not no_base:

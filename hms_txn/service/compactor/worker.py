@@ -10,8 +10,10 @@ For a request the worker
    records that high watermark as the request's highest write id;
 4. runs the job with ``orc_acid.compaction`` (``hms_txn.compactor.engine=LOCAL``: in this thread):
    minor -> ``delta_MIN_MAX_vC`` + ``delete_delta_MIN_MAX_vC``, major -> ``base_MAX_vC``,
-   written under a hidden staging directory and renamed to the final ``_vC`` names, which no
-   reader uses before C commits;
+   written under a hidden staging directory and renamed to the final ``_vC`` names (on object
+   stores, which cannot rename, uploaded under those names directly), which no reader uses
+   before C commits; the location's file system comes from ``orc_acid.fs`` with the
+   ``fs.*`` keys of hive-site.xml;
 5. commits C -- the instant the output becomes visible -- and marks the request ready for
    cleaning (recording the next transaction id: the Cleaner waits for every transaction
    older than that).
@@ -115,15 +117,17 @@ class Worker:
         beat = None
         try:
             try:
-                table, location = object_location(units, e.db, e.table, e.partition)
+                table, found = object_location(units, self.config, e.db, e.table,
+                                               e.partition)
             except NoSuchObject as err:
                 raise _Refused(f"{err}") from None
             if not is_acid_table(table):
                 raise _Refused(f"{e.db}.{e.table} is not a managed transactional table")
             if is_insert_only(table):
                 raise _Refused("insert-only tables are not supported by the compactor yet")
-            if location is None:
-                raise _Refused("the location is not on the local file system")
+            if found is None:
+                raise _Refused("no file system of orc_acid.fs serves the location")
+            fs, location = found
             if e.ctype not in (CompactionType.MINOR, CompactionType.MAJOR):
                 raise _Refused(f"{CompactionType(e.ctype).name} compaction is not supported")
             txn_id = units.write(lambda conn: self.txns.open_txns(
@@ -138,7 +142,8 @@ class Worker:
             wids = compactor_write_ids(table_wids)
             kind = MAJOR if e.ctype == CompactionType.MAJOR else MINOR
             plan = plan_compaction(location, kind, wids, visibility_txn_id=txn_id,
-                                   valid_txns=txn_list, already_compactor_list=True)
+                                   valid_txns=txn_list, already_compactor_list=True,
+                                   filesystem=fs)
             if plan is None:
                 self._abort(txn_id)
                 txn_id = None
