@@ -54,22 +54,22 @@ def _tail(path: str) -> str:
         return ""
 
 
-class MotoS3:
-    """moto's standalone S3 server on a free local port."""
+class _LocalServer:
+    """A server process of the tests' on a free local port, its output in ``log``."""
+
+    name = "server"
 
     def __init__(self, workdir: str | None = None):
-        self.workdir = workdir or tempfile.mkdtemp(prefix="hms-moto-")
+        self.workdir = workdir or tempfile.mkdtemp(prefix=f"hms-{self.name}-")
         self.port = free_port()
-        self.log = os.path.join(self.workdir, "moto.log")
+        self.log = os.path.join(self.workdir, f"{self.name}.log")
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "MotoS3":
+    def _launch(self, cmd: list[str]) -> None:
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait_port(self.port, self.proc, "moto server", self.log)
-        return self
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        _wait_port(self.port, self.proc, self.name, self.log)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -79,6 +79,18 @@ class MotoS3:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.proc = None
+
+
+class MotoS3(_LocalServer):
+    """moto's standalone S3 server on a free local port."""
+
+    name = "moto"
+
+    def start(self) -> "MotoS3":
+        self._launch([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                      "-p", str(self.port)])
+        return self
+
 
     @property
     def endpoint(self) -> str:
@@ -144,37 +156,21 @@ def azurite_command() -> list[str] | None:
     return None
 
 
-class Azurite:
+class Azurite(_LocalServer):
     """Azurite's blob service on a free local port (in-memory, no disk persistence)."""
 
-    def __init__(self, workdir: str | None = None):
-        self.workdir = workdir or tempfile.mkdtemp(prefix="hms-azurite-")
-        self.port = free_port()
-        self.log = os.path.join(self.workdir, "azurite.log")
-        self.proc: subprocess.Popen | None = None
+    name = "azurite"
 
     def start(self) -> "Azurite":
         cmd = azurite_command()
         if cmd is None:
             raise RuntimeError("azurite not found: npm install azurite (in "
                                "~/.cache/hms-txn-azurite or $AZURITE_HOME)")
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                cmd + ["--blobHost", "127.0.0.1", "--blobPort", str(self.port),
-                       "--inMemoryPersistence", "--skipApiVersionCheck",
-                       "--loose", "--silent"],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait_port(self.port, self.proc, "azurite", self.log)
+        self._launch(cmd + ["--blobHost", "127.0.0.1", "--blobPort", str(self.port),
+                            "--inMemoryPersistence", "--skipApiVersionCheck",
+                            "--loose", "--silent"])
         return self
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc = None
 
     def options(self) -> dict[str, str]:
         host = f"{AZURITE_ACCOUNT}.dfs.core.windows.net"

@@ -31,20 +31,11 @@ import orc_acid
 from orc_acid import compaction
 from orc_acid.fs import filesystem_for
 from hms_bench.object_store import MotoS3
+from hms_bench.orc_acid_io import make_rows
 from hms_bench.results import emit_json
 
 MAX = "9223372036854775807"
 BUCKETS = 4
-
-
-def make_rows(n: int, start: int, rng) -> pa.Table:
-    ids = np.arange(start, start + n, dtype=np.int64)
-    return pa.table({
-        "id": ids,
-        "qty": rng.integers(0, 1000, n, dtype=np.int32),
-        "price": rng.random(n),
-        "name": pa.array(np.char.add("item-", (ids % 10007).astype(str))),
-    })
 
 
 def _append(loc: str, fs, n_rows: int) -> float:

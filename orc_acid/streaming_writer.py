@@ -57,7 +57,6 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.orc as orc
 
 from ._orc_footer import ORC_HEADER, ColumnStats, EncodedPiece
 from ._orc_tail import (OrcTailError, StripeInfo, original_chunks, pb_bytes, pb_varint,
@@ -65,8 +64,8 @@ from ._orc_tail import (OrcTailError, StripeInfo, original_chunks, pb_bytes, pb_
 from .layout import (MAX_BUCKET_ID, ORC_ACID_VERSION, LayoutError, encode_bucket, format_bucket_file,
                      format_delta, location_path, require_local_path, side_file_for)
 from .table_files import flush_lengths
-from .writer import DEFAULT_OPTIONS, WriterOptions, as_row_schema, as_table, ensure_acid_dir, \
-    insert_events
+from .writer import (DEFAULT_OPTIONS, WriterOptions, as_row_schema, as_table, encode_orc,
+                     ensure_acid_dir, insert_events)
 
 __all__ = ["StreamingBucketWriter", "read_flush_lengths", "last_flush_length"]
 
@@ -274,14 +273,7 @@ class StreamingBucketWriter:
             os.fsync(fh.fileno())
 
     def _encode(self, events: pa.Table) -> EncodedPiece:
-        opts = self.options
-        sink = pa.BufferOutputStream()
-        orc.write_table(events, sink, compression=opts.compression,
-                        stripe_size=opts.stripe_size,
-                        compression_block_size=opts.compression_block_size,
-                        row_index_stride=opts.row_index_stride,
-                        batch_size=opts.batch_size, padding_tolerance=0.0)
-        return EncodedPiece.parse(sink.getvalue().to_pybytes())
+        return EncodedPiece.parse(encode_orc(events, self.options).to_pybytes())
 
     def _spill(self) -> None:
         """Encode the buffered events and append their stripes (no footer yet)."""

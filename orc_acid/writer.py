@@ -84,6 +84,18 @@ class WriterOptions:
 DEFAULT_OPTIONS = WriterOptions()
 
 
+def encode_orc(events: pa.Table, opts: WriterOptions) -> pa.Buffer:
+    """``events`` as one ORC file in memory, written with ``opts`` (no padding between
+    stripes, so the stripes' offsets are what the footer says)."""
+    sink = pa.BufferOutputStream()
+    orc.write_table(events, sink, compression=opts.compression,
+                    stripe_size=opts.stripe_size,
+                    compression_block_size=opts.compression_block_size,
+                    row_index_stride=opts.row_index_stride,
+                    batch_size=opts.batch_size, padding_tolerance=0.0)
+    return sink.getvalue()
+
+
 def as_row_schema(row_schema) -> pa.Schema:
     """The table columns given as a schema, a struct type or a list of fields."""
     if isinstance(row_schema, pa.Schema):
@@ -202,13 +214,7 @@ def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: i
     if names != ACID_FIELD_NAMES:
         raise ValueError(f"events must have the ACID columns {ACID_FIELD_NAMES}, got {names}")
     fs, path = afs.resolve(path, filesystem)
-    sink = pa.BufferOutputStream()
-    orc.write_table(events, sink, compression=opts.compression,
-                    stripe_size=opts.stripe_size,
-                    compression_block_size=opts.compression_block_size,
-                    row_index_stride=opts.row_index_stride,
-                    batch_size=opts.batch_size, padding_tolerance=0.0)
-    data = sink.getvalue()
+    data = encode_orc(events, opts)
     counts = _stripe_rows(data)
     if sum(counts) != events.num_rows:
         raise OrcTailError(f"stripe row counts {counts} do not add up to {events.num_rows}")

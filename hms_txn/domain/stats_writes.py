@@ -80,6 +80,29 @@ def _is_acid(table: Doc) -> bool:
     return is_transactional(table) and props != "insert_only"
 
 
+def _stored_stats_parameters(table: Doc, obj: Doc, stats: Doc, write_id: int,
+                             valid_write_ids: str | None) -> dict:
+    """``obj``'s (the table's or one of its partitions') parameters once ``stats`` are
+    stored, set on ``obj``: the columns marked in COLUMN_STATS_ACCURATE and, for a
+    transactional table, Hive's checks (``verifyStatsChangeCtx``; basic statistics marked
+    inaccurate when the current ones are not valid for the writer) and the writer's
+    ``writeId``."""
+    old = dict(obj.get("parameters") or {})
+    params = dict(old)
+    stats_state.set_columns(params, _columns(stats))
+    if is_transactional(table):
+        message = stats_state.verify_change(f"{table['dbName']}.{table['tableName']}", old,
+                                            params, write_id, valid_write_ids, True)
+        if message:
+            raise Internal(message)
+        if not stats_state.current_stats_valid(old, stats_state.write_id_of(obj),
+                                               valid_write_ids, True):
+            stats_state.set_basic(params, False)
+        obj["writeId"] = write_id
+    obj["parameters"] = params
+    return params
+
+
 class StatsWriter:
     """The statistics writes of one metastore (``ctx`` builds the event messages)."""
 
@@ -102,19 +125,7 @@ class StatsWriter:
                                f"in database {table['dbName']}")
         write_rows(conn, True, tbl_id, stats["engine"], stats["statsObj"],
                    desc["lastAnalyzed"], overlay=True)
-        old = dict(table.get("parameters") or {})
-        params = dict(old)
-        stats_state.set_columns(params, _columns(stats))
-        if is_transactional(table):
-            message = stats_state.verify_change(f"{table['dbName']}.{table['tableName']}", old,
-                                                params, write_id, valid_write_ids, True)
-            if message:
-                raise Internal(message)
-            if not stats_state.current_stats_valid(old, stats_state.write_id_of(table),
-                                                   valid_write_ids, True):
-                stats_state.set_basic(params, False)
-            table["writeId"] = write_id
-        table["parameters"] = params
+        params = _stored_stats_parameters(table, table, stats, write_id, valid_write_ids)
         save_table(conn, tbl_id, table)
         self._event(conn, update_table_column_stats(
             self.ctx, stats, stats_state.reader_view(table, valid_write_ids), params, write_id=write_id,
@@ -136,19 +147,7 @@ class StatsWriter:
         part_id, pdoc = part
         write_rows(conn, False, part_id, stats["engine"], stats["statsObj"],
                    desc["lastAnalyzed"], overlay=True)
-        old = dict(pdoc.get("parameters") or {})
-        params = dict(old)
-        stats_state.set_columns(params, _columns(stats))
-        if is_transactional(table):
-            message = stats_state.verify_change(f"{table['dbName']}.{table['tableName']}", old,
-                                                params, write_id, valid_write_ids, True)
-            if message:
-                raise Internal(message)
-            if not stats_state.current_stats_valid(old, stats_state.write_id_of(pdoc),
-                                                   valid_write_ids, True):
-                stats_state.set_basic(params, False)
-            pdoc["writeId"] = write_id
-        pdoc["parameters"] = params
+        params = _stored_stats_parameters(table, pdoc, stats, write_id, valid_write_ids)
         save_partition(conn, part_id, pdoc)
         self._event(conn, update_partition_column_stats(self.ctx, stats, values, table, params,
                                                         write_id=write_id))
