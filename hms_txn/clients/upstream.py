@@ -32,7 +32,7 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TTransport
 
 from hms_txn.common import errors
-from hms_txn.domain import names
+from hms_txn.domain import names, upstream_table_form
 from hms_txn.wire.client import ClientOptions, Endpoint, SaslPlain, describe, open_endpoint, parse_uris
 from hms_txn.wire.tls import TlsClient, TlsSetupError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -262,8 +262,9 @@ class UpstreamTables:
             raise errors.NoSuchObject(err.message or f"{method}: no such object") from None
 
     def get_table(self, db: str, name: str) -> dict:
+        """The table as its Hive 3/4 client created it (``upstream_table_form``)."""
         from hms_txn.wire.codec import to_doc
-        return to_doc(self._call("get_table", db, name))
+        return upstream_table_form.table_from_upstream(to_doc(self._call("get_table", db, name)))
 
     def get_database(self, name: str) -> dict:
         from hms_txn.wire.codec import to_doc

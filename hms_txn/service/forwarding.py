@@ -47,6 +47,8 @@ from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
+from hms_txn.service.forwarding_table_form import (altered_table, client_tables, upstream_table,
+                                                   without_stats_update)
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -90,6 +92,18 @@ def _without_write_state(request):
     if hasattr(request, "writeId"):
         request.writeId = -1
     return request
+
+
+def _alter_with_context(method: str, rest: tuple) -> tuple[str, tuple]:
+    """An alter call as ``alter_table_with_environment_context`` whose context keeps Hive
+    2.x from recomputing the table's statistics (``alter_table_with_cascade`` as Hive maps
+    it: CASCADE in the context)."""
+    if method == "alter_table_with_environment_context":
+        return method, (without_stats_update(rest[0]),)
+    env = without_stats_update(None)
+    if method == "alter_table_with_cascade" and rest[0]:
+        env.properties["CASCADE"] = "true"
+    return "alter_table_with_environment_context", (env,)
 
 
 def _partitions_of(rows):
@@ -279,8 +293,11 @@ class ForwardingService:
                                     require_write_ids=True)
         return t.GetTableResult(table=cached_table(read), isStatsCompliant=False)
 
+    def get_table_objects_by_name(self, dbname, tbl_names):
+        return client_tables(self.fwd.up("get_table_objects_by_name", dbname, tbl_names))
+
     def get_table_objects_by_name_req(self, req):
-        tables = self.fwd.up("get_table_objects_by_name", req.dbName, list(req.tblNames or []))
+        tables = self.get_table_objects_by_name(req.dbName, list(req.tblNames or []))
         if req.tablesPattern:
             tables = [x for x in tables if names.matches(req.tablesPattern, x.tableName)]
         return t.GetTablesResult(tables=tables)
@@ -357,21 +374,23 @@ class ForwardingService:
                 if names.matches(pattern, n, empty_matches_all=False)]
 
     def create_table(self, tbl):
-        self.fwd.up("create_table", tbl)
+        self.fwd.up("create_table", upstream_table(tbl))
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_environment_context(self, tbl, environment_context):
-        self.fwd.up("create_table_with_environment_context", tbl, environment_context)
+        self.fwd.up("create_table_with_environment_context", upstream_table(tbl),
+                    environment_context)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints,
                                       notNullConstraints, defaultConstraints, checkConstraints):
-        self.fwd.up("create_table_with_constraints", tbl, primaryKeys, foreignKeys, uniqueConstraints,
+        self.fwd.up("create_table_with_constraints", upstream_table(tbl), primaryKeys, foreignKeys,
+                 uniqueConstraints,
                  notNullConstraints, defaultConstraints, checkConstraints)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_req(self, request):
-        tbl = request.table
+        tbl = upstream_table(request.table)
         if (request.primaryKeys or request.foreignKeys or request.uniqueConstraints
                 or request.notNullConstraints or request.defaultConstraints
                 or request.checkConstraints):
@@ -389,6 +408,9 @@ class ForwardingService:
         if new_tbl is not None and new_tbl.writeId is not None:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
+        new_tbl, in_form = altered_table(before, new_tbl)
+        if in_form:     # Hive 2.x must not recompute the statistics of a Hive 3/4 ACID table
+            method, rest = _alter_with_context(method, rest)
         self.fwd.up(method, dbname, tbl_name, new_tbl, *rest)
         self.fwd.cache.databases.invalidate_tables(dbname)
         if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():

@@ -1,0 +1,261 @@
+"""Extension mode: Hive 3/4 ACID tables on a Hive 2.x upstream (docs/extension-mode.md,
+"Hive 3/4 ACID tables on a Hive 2.x upstream"; domain/upstream_table_form.py).
+
+Against the real Java metastore 2.3 (PySpark's jars). Its TransactionalValidationListener
+(apache/hive branch-2.3, metastore/.../TransactionalValidationListener.java,
+handleCreateTableTransactionalProp / conformToAcid / validateTransactionalProperties)
+refuses ``transactional=true`` tables that are not bucketed ORC ("The table must be
+bucketed and stored using an ACID compliant format (such as ORC)") and every
+``transactional_properties`` but ``default``/``legacy`` (so insert-only tables). Through us
+a Hive 4 client (pyiceberg's Hive 4 Thrift bindings, ``hive_metastore``) creates, alters,
+reads and drops such tables, and gets them exactly as our standalone server answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+from hms_txn.domain import upstream_table_form as form
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from tests.support.postgres import free_port
+from tests.support.servers import InProcessServer, connect
+
+hive4 = pytest.importorskip("hive_metastore.ThriftHiveMetastore")
+h4 = pytest.importorskip("hive_metastore.ttypes")
+
+pytestmark = pytest.mark.javahms
+
+ORC = ("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+       "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
+TEXT = ("org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe")
+PARQUET = ("org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+           "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+           "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe")
+FULL_ACID = {"transactional": "true"}
+FULL_ACID_DEFAULT = {"transactional": "true", "transactional_properties": "default"}
+INSERT_ONLY = {"transactional": "true", "transactional_properties": "insert_only"}
+SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
+SHARED_WRITE, SHARED_READ, TABLE_LEVEL, OP_INSERT = 2, 3, 2, 2
+
+# (name, parameters, formats, partition keys, bucket columns)
+KINDS = [
+    ("full_acid", FULL_ACID, ORC, (), ()),
+    ("full_acid_parted", FULL_ACID_DEFAULT, ORC, ("dt",), ()),
+    ("insert_only_text", INSERT_ONLY, TEXT, (), ()),
+    ("insert_only_parquet_parted", INSERT_ONLY, PARQUET, ("dt",), ()),
+    ("insert_only_orc_bucketed", INSERT_ONLY, ORC, (), ("id",)),
+]
+
+
+class Hive4Client:
+    """pyiceberg's Hive 4 bindings over a buffered binary socket (as Hive 4 clients talk)."""
+
+    def __init__(self, port: int):
+        self.transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", port))
+        self.transport.open()
+        self.c = hive4.Client(TBinaryProtocol.TBinaryProtocol(self.transport))
+
+    def __getattr__(self, name):
+        return getattr(self.c, name)
+
+    def close(self):
+        self.transport.close()
+
+
+def _h4_table(db, name, params, formats, keys, buckets, location=None):
+    inp, out, serde = formats
+    sd = h4.StorageDescriptor(
+        cols=[h4.FieldSchema("id", "int", None), h4.FieldSchema("name", "string", None)],
+        location=location, inputFormat=inp, outputFormat=out, compressed=False,
+        numBuckets=2 if buckets else -1, bucketCols=list(buckets), sortCols=[], parameters={},
+        serdeInfo=h4.SerDeInfo(name=None, serializationLib=serde,
+                               parameters={"serialization.format": "1"}))
+    return h4.Table(tableName=name, dbName=db, owner="hive4", sd=sd, tableType="MANAGED_TABLE",
+                    partitionKeys=[h4.FieldSchema(k, "string", None) for k in keys],
+                    parameters={**params, "created_by": "hive4"}, catName="hive")
+
+
+def _fields(obj, path=""):
+    """A Thrift struct as {path: leaf value}."""
+    if hasattr(obj, "thrift_spec"):
+        out = {}
+        for k, v in vars(obj).items():
+            out.update(_fields(v, f"{path}.{k}" if path else k))
+        return out
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            out.update(_fields(v, f"{path}[{k}]"))
+        return out or {path: {}}
+    if isinstance(obj, list):
+        out = {}
+        for i, v in enumerate(obj):
+            out.update(_fields(v, f"{path}[{i}]"))
+        return out or {path: []}
+    return {path: obj}
+
+
+# What differs between any two metastores holding the same table: when it was made and
+# where (each has its own warehouse), the id our database gives it. The Java 2.3 upstream
+# does not have Hive 4's fields (catName, ownerType, id, ...): a Hive 2.x answer lacks them.
+PER_SERVER = {"createTime", "sd.location", "parameters[transient_lastDdlTime]", "id",
+              "ownerType", "catName", "writeId", "isStatsCompliant", "accessType", "lastAccessTime"}
+
+
+# Fields the Java 2.3 metastore fills with Hive's defaults where our standalone server
+# leaves them unset (for every table, ACID or not: its ObjectStore builds them).
+UPSTREAM_DEFAULTS = {"sd.skewedInfo.skewedColNames": [], "sd.skewedInfo.skewedColValues": [],
+                     "sd.skewedInfo.skewedColValueLocationMaps": {},
+                     "sd.storedAsSubDirectories": False, "rewriteEnabled": False}
+
+
+def _differences(ours, standalone) -> dict[str, tuple]:
+    """The fields in which the table through us differs from the standalone server's, but
+    for PER_SERVER ones and the upstream's defaults (checked to be exactly those)."""
+    a, b = _fields(ours), _fields(standalone)
+    diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b)
+            if a.get(k) != b.get(k) and k not in PER_SERVER}
+    for key, value in UPSTREAM_DEFAULTS.items():
+        if key in diff and diff[key] == (value, None):
+            del diff[key]
+    return diff
+
+
+def _server(root, name: str, conf: dict) -> InProcessServer:
+    base = os.path.join(str(root), name)
+    return InProcessServer(os.path.join(base, "data"), {
+        "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{base}/metastore.sqlite",
+        "hive.metastore.warehouse.dir": os.path.join(base, "warehouse"), **conf})
+
+
+def _ext_conf(uri: str) -> dict:
+    return {"hms_txn.upstream.uris": uri, "hms_txn.upstream.retries": "1",
+            "hms_txn.upstream.retry.delay": "50ms", "hms_txn.upstream.socket.timeout": "30s",
+            "hms_txn.upstream.cache.ttl": "2s"}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """The Java metastore 2.3, one hms-txn in front of it (``env.ext``; ``env.restart``
+    starts a new one, optionally on a new, empty database) and a standalone hms-txn."""
+    from hms_bench.javahms import start_java_metastore
+    root = tmp_path_factory.mktemp("hive3-acid")
+    port = free_port()
+    java = start_java_metastore(port, str(root / "hms"))
+
+    class Env:
+        root_dir = str(root)
+        upstream = java
+        ext = _server(root, "ext", _ext_conf(java.uri))
+        standalone = _server(root, "standalone", {})
+
+        def restart(self, lose_database: bool) -> None:
+            self.ext.stop()
+            if lose_database:
+                shutil.rmtree(os.path.join(str(root), "ext"))
+            self.ext = _server(root, "ext", _ext_conf(java.uri))
+
+    e = Env()
+    yield e
+    e.ext.stop()
+    e.standalone.stop()
+    java.stop()
+
+
+def _db(client, name, root):
+    client.create_database(h4.Database(name=name, locationUri=f"file:{root}/{name}.db",
+                                       parameters={}))
+
+
+def _create_both(env, db, kind):
+    """The table of ``kind`` made by a Hive 4 client through us and on the standalone server;
+    (client through us, client of the standalone)."""
+    name, params, formats, keys, buckets = kind
+    ours, alone = Hive4Client(env.ext.port), Hive4Client(env.standalone.port)
+    for c in (ours, alone):
+        c.create_table_req(h4.CreateTableRequest(table=_h4_table(db, name, params, formats, keys,
+                                                                 buckets)))
+    return ours, alone
+
+
+def test_each_kind_is_created_altered_read_and_dropped_as_the_standalone_server_does(env):
+    db = "h3_ddl"
+    for server in (env.ext, env.standalone):
+        c = Hive4Client(server.port)
+        _db(c, db, os.path.join(env.root_dir, "ext" if server is env.ext else "standalone"))
+        c.close()
+    direct = connect(env.upstream.port)
+    for kind in KINDS:
+        name = kind[0]
+        ours, alone = _create_both(env, db, kind)
+        try:
+            for read in (lambda c: c.get_table(db, name),
+                         lambda c: c.get_table_req(h4.GetTableRequest(dbName=db, tblName=name)).table,
+                         lambda c: c.get_table_objects_by_name_req(h4.GetTablesRequest(
+                             dbName=db, tblNames=[name])).tables[0]):
+                got, want = read(ours), read(alone)
+                assert _differences(got, want) == {}, name
+                assert got.parameters["transactional"] == "true"
+            # what the upstream stores: a form it takes (its listener refuses these as sent)
+            there = direct.get_table(db, name)
+            assert "transactional" not in there.parameters
+            assert there.parameters["storage_handler"] == form.GUARD_HANDLER
+            moved = json.loads(there.parameters[form.FORM_KEY])
+            assert moved == {k: v for k, v in kind[1].items()}
+            assert there.sd.inputFormat == kind[2][0] and there.sd.bucketCols == list(kind[4])
+
+            # alter through each: new parameter and a new column, as a Hive 4 client does
+            for c in (ours, alone):
+                table = c.get_table(db, name)
+                table.parameters["comment"] = "altered"
+                table.sd.cols.append(h4.FieldSchema("extra", "string", None))
+                c.alter_table_req(h4.AlterTableRequest(dbName=db, tableName=name, table=table))
+            got, want = ours.get_table(db, name), alone.get_table(db, name)
+            assert _differences(got, want) == {}, name
+            assert got.parameters["comment"] == "altered" and got.sd.cols[-1].name == "extra"
+            assert form.FORM_KEY in direct.get_table(db, name).parameters   # still in form
+
+            # making it non-transactional is refused, as Hive refuses it
+            table = ours.get_table(db, name)
+            del table.parameters["transactional"]
+            with pytest.raises(h4.MetaException, match="'transactional'='true' cannot be unset"):
+                ours.alter_table_with_environment_context(db, name, table, None)
+            assert ours.get_table(db, name).parameters["transactional"] == "true"
+
+            for c in (ours, alone):
+                c.drop_table_with_environment_context(db, name, True, None)
+            with pytest.raises(t.NoSuchObjectException):
+                direct.get_table(db, name)
+            with pytest.raises(h4.NoSuchObjectException):
+                ours.get_table(db, name)
+        finally:
+            ours.close()
+            alone.close()
+    direct.close()
+
+
+def test_hive2_acid_tables_keep_their_hive2_form(env):
+    """A bucketed full-ACID ORC table, which Hive 2.x takes as it is, is stored unchanged
+    (Hive 2 clients keep using it as a Hive 2 ACID table, as before)."""
+    c = Hive4Client(env.ext.port)
+    c.create_table_req(h4.CreateTableRequest(table=_h4_table(
+        "default", "hive2_acid", FULL_ACID, ORC, (), ("id",))))
+    direct = connect(env.upstream.port)
+    try:
+        there = direct.get_table("default", "hive2_acid")
+        assert there.parameters["transactional"] == "true"
+        assert form.FORM_KEY not in there.parameters and "storage_handler" not in there.parameters
+        assert c.get_table("default", "hive2_acid").parameters["transactional"] == "true"
+    finally:
+        c.drop_table_with_environment_context("default", "hive2_acid", True, None)
+        c.close()
+        direct.close()
