@@ -208,7 +208,8 @@ class Metastore:
         # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
         if not any(getattr(t, "is_compactor", False) for t in self._threads):
             from hms_txn.service.compactor import start_compactor
-            self.compactor = start_compactor(self.config, self.units, self.txns)
+            tables = self.upstream.tables if self.upstream is not None else None  # extension mode
+            self.compactor = start_compactor(self.config, self.units, self.txns, tables)
             self._threads.append(self.compactor)
 
     def health(self) -> dict:

@@ -13,17 +13,21 @@ reads and drops such tables, and gets them exactly as our standalone server answ
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
 
 import pyarrow as pa
 import pytest
+
+import orc_acid
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from hms_txn.domain import upstream_table_form as form
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from tests.hms_txn.test_compactor import FAST, MAJOR, Engine, rows
 from tests.support.postgres import free_port
 from tests.support.servers import InProcessServer, connect
 
@@ -44,7 +48,6 @@ FULL_ACID = {"transactional": "true"}
 FULL_ACID_DEFAULT = {"transactional": "true", "transactional_properties": "default"}
 INSERT_ONLY = {"transactional": "true", "transactional_properties": "insert_only"}
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
-SHARED_WRITE, SHARED_READ, TABLE_LEVEL, OP_INSERT = 2, 3, 2, 2
 
 # (name, parameters, formats, partition keys, bucket columns)
 KINDS = [
@@ -138,9 +141,10 @@ def _server(root, name: str, conf: dict) -> InProcessServer:
 
 
 def _ext_conf(uri: str) -> dict:
+    # compaction requests (compact2) run by our worker and cleaner on the upstream's tables
     return {"hms_txn.upstream.uris": uri, "hms_txn.upstream.retries": "1",
             "hms_txn.upstream.retry.delay": "50ms", "hms_txn.upstream.socket.timeout": "30s",
-            "hms_txn.upstream.cache.ttl": "2s"}
+            "hms_txn.upstream.cache.ttl": "2s", **FAST, "hive.compactor.initiator.on": "false"}
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +263,106 @@ def test_hive2_acid_tables_keep_their_hive2_form(env):
         c.drop_table_with_environment_context("default", "hive2_acid", True, None)
         c.close()
         direct.close()
+
+
+def _ids(engine, table, part=None):
+    return sorted(i for _, i, _ in engine.read(table, part))
+
+
+def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env):
+    """Rows written and read with orc_acid under our write ids and locks in a Hive 3 full-ACID
+    table (unbucketed; partitioned and not) and an insert-only one that live upstream in
+    their upstream form; a major compaction by our worker; then our server restarted, and
+    again on a new, empty database: the tables are served from the upstream form alone."""
+    db = "h3_data"
+    h4c = Hive4Client(env.ext.port)
+    _db(h4c, db, os.path.join(env.root_dir, "data"))
+    for name, params, formats, keys in (("events", FULL_ACID, ORC, ()),
+                                        ("parted", FULL_ACID, ORC, ("dt",)),
+                                        ("io", INSERT_ONLY, ORC, ())):
+        h4c.create_table_req(h4.CreateTableRequest(table=_h4_table(db, name, params, formats,
+                                                                   keys, ())))
+    created = {n: h4c.get_table(db, n) for n in ("events", "parted", "io")}
+    h4c.close()
+    c = connect(env.ext.port)
+    e = Engine(c, db)
+    # full ACID, unpartitioned: two writes, each under a write id and a SHARED_WRITE lock
+    # (Engine.begin_write checks the lock is acquired)
+    assert e.insert("events", rows([1, 2, 3])) == 1
+    txn, wid = e.begin_write("events")
+    assert wid == 2
+    shown = c.show_locks(t.ShowLocksRequest(dbname=db, tablename="events")).locks
+    assert [x.txnid for x in shown] == [txn]
+    orc_acid.write_delta(e.location("events"), wid, 0, 0, rows([4, 5]))
+    assert _ids(e, "events") == [1, 2, 3]           # not committed: not in the snapshot
+    e.commit(txn, "events", wid)
+    assert _ids(e, "events") == [1, 2, 3, 4, 5]
+    assert c.show_locks(t.ShowLocksRequest(dbname=db, tablename="events")).locks == []
+    # partitioned: a partition added through us, written and read
+    table = c.get_table(db, "parted")
+    sd = copy.deepcopy(table.sd)
+    sd.location = None
+    c.add_partition(t.Partition(values=["a"], dbName=db, tableName="parted", sd=sd))
+    e.insert("parted", rows([7, 8]), part="dt=a")
+    assert _ids(e, "parted", "dt=a") == [7, 8]
+    # insert-only: plain ORC files in delta directories, read under the write ids
+    txn, wid = e.begin_write("io")
+    orc_acid.write_insert_only(e.location("io"), wid, rows([10, 11]))
+    e.commit(txn, "io", wid)
+    vt, wl = e.snapshot("io")
+    assert sorted(orc_acid.read_table(e.location("io"), wl, valid_txns=vt, insert_only=True)
+                  .column("id").to_pylist()) == [10, 11]
+    # get_table_req with the reader's ValidWriteIdList: our cache, the Hive 3 form
+    got = c.get_table_req(t.GetTableRequest(dbName=db, tblName="events",
+                                            validWriteIdList=str(e.snapshot("events")[1])))
+    assert got.table.parameters["transactional"] == "true"
+    # a major compaction, run by our worker on the upstream's table, cleaned by our cleaner
+    cid = e.compact("events", MAJOR)
+    done = e.wait_state(cid, {"succeeded"}, timeout=60)
+    assert done.dbname == db and done.tablename == "events"
+    left = os.listdir(e.location("events"))        # the deltas are gone, one base left
+    assert len(left) == 1 and left[0].startswith("base_0000002"), left
+    assert _ids(e, "events") == [1, 2, 3, 4, 5]
+    c.close()
+
+    def served_as_created(client):
+        for n, before in created.items():
+            assert _differences(client.get_table(db, n), before) == {}, n
+        client.close()
+
+    env.restart(lose_database=False)
+    c = connect(env.ext.port)
+    served_as_created(Hive4Client(env.ext.port))
+    assert _ids(Engine(c, db), "events") == [1, 2, 3, 4, 5]
+    assert _ids(Engine(c, db), "parted", "dt=a") == [7, 8]
+    assert Engine(c, db).insert("events", rows([6])) == 3    # our database kept the write ids
+    c.close()
+
+    env.restart(lose_database=True)
+    served_as_created(Hive4Client(env.ext.port))
+    c = connect(env.ext.port)
+    assert c.get_table(db, "io").parameters["transactional_properties"] == "insert_only"
+    assert c.get_all_tables(db) == ["events", "io", "parted"]
+    c.close()
+
+
+def test_what_a_hive2_client_sees_on_the_upstream(env):
+    """hmsclient (Hive 2.3's IDL) straight on the upstream: the table is there, with no
+    ``transactional`` and a storage handler Hive 2.x clients cannot load, which makes Hive
+    2.x's Table.getStorageHandler (ql/metadata/Table.java) fail for any client that loads
+    the table through Hive's ql layer (Spark's Hive 2.3 client, Hive 2's CLI)."""
+    from hmsclient import hmsclient as hmsclient_mod
+    h4c = Hive4Client(env.ext.port)
+    h4c.create_table_req(h4.CreateTableRequest(table=_h4_table(
+        "default", "seen_by_hive2", INSERT_ONLY, PARQUET, ("dt",), ())))
+    h4c.close()
+    with hmsclient_mod.HMSClient(host="127.0.0.1", port=env.upstream.port) as hc:
+        table = hc.get_table("default", "seen_by_hive2")
+        assert table.parameters["storage_handler"] == form.GUARD_HANDLER
+        assert "transactional" not in table.parameters
+        assert json.loads(table.parameters[form.FORM_KEY]) == INSERT_ONLY
+        assert table.sd.inputFormat == PARQUET[0]
+        assert "seen_by_hive2" in hc.get_all_tables("default")
+    c = Hive4Client(env.ext.port)
+    c.drop_table_with_environment_context("default", "seen_by_hive2", True, None)
+    c.close()

@@ -34,10 +34,11 @@ log = logging.getLogger(__name__)
 
 
 class Cleaner:
-    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, tables=None):
         self.config = config
         self.units = units
         self.txns = txns
+        self.tables = tables        # extension mode: the upstream's (``object_location``)
         self.removed: list[str] = []        # absolute paths removed (tests, logs)
         self.loop = Loop("hms-compactor-cleaner", self.run_once,
                          lambda: self.config["hive.compactor.cleaner.run.interval"])
@@ -66,7 +67,7 @@ class Cleaner:
         units.write(lambda conn: bk.mark_cleaner_start(conn, e.id))
         removed: list[str] = []
         try:
-            _, location = object_location(units, e.db, e.table, e.partition)
+            _, location = object_location(units, e.db, e.table, e.partition, self.tables)
         except NoSuchObject:
             location = None     # dropped meanwhile: nothing left to delete
         if location is not None and os.path.isdir(location):

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from orc_acid.layout import location_path
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
+from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain import catalog, writeids
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain.catalog import is_external, is_transactional
@@ -66,9 +67,19 @@ def threshold(table: dict, config, key: str, cast: Callable = float):
     return config[key]
 
 
-def object_location(units: UnitOfWork, db: str, tbl: str,
-                    part: str | None) -> tuple[dict, str | None]:
-    """(table doc, local directory of the table or partition); raises NoSuchObject."""
+def object_location(units: UnitOfWork, db: str, tbl: str, part: str | None,
+                    tables=None) -> tuple[dict, str | None]:
+    """(table doc, local directory of the table or partition); raises NoSuchObject. In
+    extension mode ``tables`` (``clients.upstream.UpstreamTables``) holds the catalog."""
+    if tables is not None:
+        table = tables.get_table(db, tbl)
+        if part is None:
+            return table, location_path((table.get("sd") or {}).get("location"))
+        found = tables.get_partitions_by_names(db, tbl, [part])
+        if not found:
+            raise NoSuchObject(f"partition {part} of {db}.{tbl} does not exist")
+        return table, location_path((found[0].get("sd") or {}).get("location"))
+
     def read(conn: Connection) -> tuple[dict, str | None]:
         table = catalog.get_table(conn, db, tbl)
         if part is None:
