@@ -366,3 +366,39 @@ def test_what_a_hive2_client_sees_on_the_upstream(env):
     c = Hive4Client(env.ext.port)
     c.drop_table_with_environment_context("default", "seen_by_hive2", True, None)
     c.close()
+
+
+@pytest.mark.spark
+def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, monkeypatch):
+    """One Spark session: ``spark.hive_acid`` writes and reads a Hive 3 full-ACID table
+    (unbucketed ORC) through us; Spark's own Hive 2.3 client, straight on the upstream,
+    lists the table but refuses to describe, read, write or drop it: its
+    HiveClientImpl.convertHiveTableToCatalogTable (sql/hive/.../client/HiveClientImpl.scala)
+    calls Hive's Table.getStorageHandler, which loads the guard class and fails."""
+    pytest.importorskip("pyspark.sql.datasource")
+    from tests.support.spark import run_scenario
+    h4c = Hive4Client(env.ext.port)
+    h4c.create_table_req(h4.CreateTableRequest(table=_h4_table(
+        "default", "sparked", FULL_ACID, ORC, (), ())))
+    h4c.close()
+    monkeypatch.setenv("HIVE3_ACID_UPSTREAM", env.upstream.uri)
+    monkeypatch.setenv("HIVE3_ACID_TABLE", "default.sparked")
+    workdir = os.path.join(env.root_dir, "spark")
+    got = {r["what"]: r for r in run_scenario(
+        env.ext.uri, workdir, script=os.path.join(os.path.dirname(__file__), "..", "spark",
+                                                  "ext_hive3_acid_job.py"), timeout=600)}
+    assert got["hive_acid append"]["ok"] and got["hive_acid append 2"]["ok"], got
+    assert got["hive_acid read"]["result"] == [[1, "a"], [2, "b"], [3, "c"]]
+    assert got["show tables"]["result"] == sorted(
+        connect(env.upstream.port).get_all_tables("default"))
+    assert "sparked" in got["show tables"]["result"]
+    for refused in ("describe", "select", "insert", "drop"):
+        assert not got[refused]["ok"], got[refused]
+        assert form.GUARD_HANDLER in got[refused]["error"], got[refused]
+    assert got["hive_acid read after"]["result"] == [[1, "a"], [2, "b"], [3, "c"]]
+    c = connect(env.ext.port)
+    e = Engine(c, "default")
+    assert _ids(e, "sparked") == [1, 2, 3]     # orc_acid reads what hive_acid wrote
+    assert c.get_table("default", "sparked").parameters["transactional"] == "true"
+    c.drop_table("default", "sparked", True)
+    c.close()
