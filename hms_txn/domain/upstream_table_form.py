@@ -27,7 +27,10 @@ as they are (bucketed full-ACID ORC, non-transactional tables) are stored unchan
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
+
+from orc_acid.layout import location_path, parse_base, parse_delta
 
 TRANSACTIONAL = "transactional"
 TRANSACTIONAL_PROPERTIES = "transactional_properties"
@@ -128,3 +131,24 @@ def unsets_transactional(old_params: Params | None, new_params: Params | None) -
     new = new_params or {}
     return (FORM_KEY not in new and
             str(_get(new, TRANSACTIONAL) or "").strip().lower() != "true")
+
+
+def acid_write_state(locations) -> tuple[int, int]:
+    """(highest write id, highest visibility transaction id) named by the ACID directories
+    (``base_N[_vT]``, ``[delete_]delta_M_N[_S][_vT]``) directly under these local
+    directories (None and missing ones skipped): what the write-id state of a table must at
+    least be for its files to be valid and visible."""
+    write_id = txn_id = 0
+    for location in locations:
+        path = location_path(location) if location else None
+        if not path or not os.path.isdir(path):
+            continue
+        for name in os.listdir(path):
+            base, delta = parse_base(name), parse_delta(name)
+            if base is not None:
+                write_id = max(write_id, base.write_id)
+                txn_id = max(txn_id, base.visibility_txn_id)
+            elif delta is not None:
+                write_id = max(write_id, delta.max_write_id)
+                txn_id = max(txn_id, delta.visibility_txn_id)
+    return write_id, txn_id

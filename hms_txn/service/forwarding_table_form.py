@@ -4,14 +4,21 @@
 table it would refuse as sent); here it is applied to the ``Table`` structs the forwarding
 services send (creates, alters) and receive (table lists the upstream answers). Single
 table reads go through ``UpstreamTables.get_table``, which restores the documents itself.
+``WriteIdRecovery`` rebuilds such a table's write-id state after our database was lost.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 
+from hms_txn.common.errors import NoSuchObject
+from hms_txn.domain import names
 from hms_txn.domain import upstream_table_form as form
+from hms_txn.domain import upstream_write_ids as write_ids
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+
+log = logging.getLogger(__name__)
 
 UNSET_MESSAGE = "TBLPROPERTIES with 'transactional'='true' cannot be unset"
 
@@ -75,3 +82,67 @@ def client_tables(tables):
     for tbl in tables or []:
         client_table(tbl)
     return tables
+
+
+class WriteIdRecovery:
+    """Extension mode: before a write-id call on a table our database has no write-id state
+    for, a table in the upstream form gets the state its directories name
+    (``domain.upstream_write_ids``): after our database was lost, its files stay valid and
+    new writes never reuse their write ids. Checked once per table and process when the
+    state is there or needs none; an upstream that cannot be asked is asked again on the
+    next call (the call itself goes on: write ids never wait for the upstream)."""
+
+    def __init__(self, units, tables):
+        self.units = units
+        self.tables = tables        # clients.upstream.UpstreamTables
+        self._checked: set[tuple[str, str]] = set()
+
+    def on_start(self) -> None:
+        """On a database that never handed out a transaction (new, or replacing one that
+        was lost): every upstream table is checked before clients take snapshots, so the
+        transaction counter is past every ``_vT`` on disk before any reader's ValidTxnList
+        is made."""
+        if self.units.read(write_ids.handed_out_transactions):
+            return
+        try:
+            for db in self.tables.list_databases():
+                self.ensure((db, name) for name in self.tables.list_tables(db))
+        except Exception:  # noqa: BLE001 - upstream down: tables are checked as they are used
+            log.warning("extension mode: could not check the upstream's tables for write-id "
+                        "state at start-up", exc_info=True)
+
+    def ensure(self, tables) -> None:
+        for db, name in tables:
+            key = (names.lower(db or ""), names.lower(name or ""))
+            if key in self._checked or not all(key):
+                continue
+            try:
+                if self._settled(*key):
+                    self._checked.add(key)
+            except Exception:  # noqa: BLE001 - the upstream or our database: next call
+                log.warning("extension mode: could not check the write-id state of %s.%s",
+                            *key, exc_info=True)
+
+    def _settled(self, db: str, name: str) -> bool:
+        if self.units.read(lambda conn: write_ids.has_write_id_state(conn, db, name)):
+            return True
+        try:
+            table = self.tables.get_table(db, name)
+        except NoSuchObject:
+            return False
+        if not form.needs_upstream_form(table.get("parameters"), table.get("sd"),
+                                        table.get("tableType")):
+            return True
+        locations = [(table.get("sd") or {}).get("location")]
+        if table.get("partitionKeys"):
+            locations += [(p.get("sd") or {}).get("location")
+                          for p in self.tables.get_partitions(db, name, -1)]
+        write_id, txn_id = form.acid_write_state(locations)
+        if write_id == 0:
+            return True
+        log.warning("extension mode: %s.%s has no write-id state here; seeded from its "
+                    "directories: write ids up to %d, transactions up to %d", db, name,
+                    write_id, txn_id)
+        self.units.write(lambda conn: write_ids.seed_write_id_state(conn, db, name, write_id,
+                                                                    txn_id))
+        return False        # settled once a later call reads the state back

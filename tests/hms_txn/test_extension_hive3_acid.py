@@ -343,6 +343,19 @@ def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env
     c = connect(env.ext.port)
     assert c.get_table(db, "io").parameters["transactional_properties"] == "insert_only"
     assert c.get_all_tables(db) == ["events", "io", "parted"]
+    # the write-id state, lost with the database, is rebuilt from the directories: every
+    # file reads as committed (the compacted base's _v transaction too), and new writes
+    # get write ids above those on disk
+    e = Engine(c, db)
+    assert _ids(e, "events") == [1, 2, 3, 4, 5, 6]
+    assert _ids(e, "parted", "dt=a") == [7, 8]
+    assert e.insert("events", rows([12])) == 4
+    assert e.insert("parted", rows([9]), part="dt=a") == 2
+    assert _ids(e, "events") == [1, 2, 3, 4, 5, 6, 12]
+    assert _ids(e, "parted", "dt=a") == [7, 8, 9]
+    vt, wl = e.snapshot("io")
+    assert sorted(orc_acid.read_table(e.location("io"), wl, valid_txns=vt, insert_only=True)
+                  .column("id").to_pylist()) == [10, 11]
     c.close()
 
 
