@@ -385,8 +385,7 @@ class ForwardingService:
     def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints,
                                       notNullConstraints, defaultConstraints, checkConstraints):
         self.fwd.up("create_table_with_constraints", upstream_table(tbl), primaryKeys, foreignKeys,
-                 uniqueConstraints,
-                 notNullConstraints, defaultConstraints, checkConstraints)
+                 uniqueConstraints, notNullConstraints, defaultConstraints, checkConstraints)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_req(self, request):

@@ -89,8 +89,9 @@ class WriteIdRecovery:
     for, a table in the upstream form gets the state its directories name
     (``domain.upstream_write_ids``): after our database was lost, its files stay valid and
     new writes never reuse their write ids. Checked once per table and process when the
-    state is there or needs none; an upstream that cannot be asked is asked again on the
-    next call (the call itself goes on: write ids never wait for the upstream)."""
+    state is there or needs none. Only a table with no state here is asked about upstream
+    (once it has state, never again); an upstream that cannot be asked is asked again at
+    the table's next write-id call, and the call goes on meanwhile."""
 
     def __init__(self, units, tables):
         self.units = units
