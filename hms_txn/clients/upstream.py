@@ -261,10 +261,12 @@ class UpstreamTables:
         except (t.NoSuchObjectException, t.UnknownTableException, t.UnknownDBException) as err:
             raise errors.NoSuchObject(err.message or f"{method}: no such object") from None
 
-    def get_table(self, db: str, name: str) -> dict:
-        """The table as its Hive 3/4 client created it (``upstream_table_form``)."""
+    def get_table(self, db: str, name: str, *, stored: bool = False) -> dict:
+        """The table as its Hive 3/4 client created it (``upstream_table_form``), or with
+        ``stored`` as the upstream stores it."""
         from hms_txn.wire.codec import to_doc
-        return upstream_table_form.table_from_upstream(to_doc(self._call("get_table", db, name)))
+        doc = to_doc(self._call("get_table", db, name))
+        return doc if stored else upstream_table_form.table_from_upstream(doc)
 
     def get_database(self, name: str) -> dict:
         from hms_txn.wire.codec import to_doc

@@ -67,7 +67,7 @@ def needs_upstream_form(params: Params | None, sd: dict[str, Any] | None,
     params = params or {}
     if FORM_KEY in params:
         return True
-    if str(_get(params, TRANSACTIONAL) or "").strip().lower() != "true":
+    if not declares_transactional(params):
         return False
     if table_type == "EXTERNAL_TABLE" or str(_get(params, "EXTERNAL") or "").upper() == "TRUE":
         return False
@@ -123,14 +123,10 @@ def table_from_upstream(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "parameters": restored}
 
 
-def unsets_transactional(old_params: Params | None, new_params: Params | None) -> bool:
-    """Whether an alter of a table in upstream form would make it non-transactional, which
-    Hive refuses ("TBLPROPERTIES with 'transactional'='true' cannot be unset")."""
-    if not is_upstream_form(old_params):
-        return False
-    new = new_params or {}
-    return (FORM_KEY not in new and
-            str(_get(new, TRANSACTIONAL) or "").strip().lower() != "true")
+def declares_transactional(params: Params | None) -> bool:
+    """``transactional=true`` (any case), as sent or in the upstream form."""
+    params = params or {}
+    return FORM_KEY in params or str(_get(params, TRANSACTIONAL) or "").strip().lower() == "true"
 
 
 def acid_write_state(locations) -> tuple[int, int]:

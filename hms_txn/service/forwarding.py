@@ -124,6 +124,15 @@ class Forwarder:
         self.upstream = upstream          # clients.upstream.UpstreamPool
         self.cache = cache
         self.events = events
+        self._hive3 = None
+
+    def takes_hive3_acid(self) -> bool:
+        """Whether the upstream takes Hive 3/4 ACID tables as they are: Hive 3 and later
+        (they have catalogs; ``get_catalogs`` is an unknown method to Hive 2.x). A Hive 2.x
+        upstream gets them in their upstream form (``forwarding_table_form``)."""
+        if self._hive3 is None:
+            self._hive3 = self.up_or("get_catalogs", (), lambda: None) is not None
+        return self._hive3
 
     def up(self, method: str, *args):
         return self.upstream.call(method, *args)
@@ -373,23 +382,27 @@ class ForwardingService:
         return [n for n in self.fwd.cache.databases.table_names(db_name)
                 if names.matches(pattern, n, empty_matches_all=False)]
 
+    def _stored(self, tbl):
+        """``tbl`` as the upstream must store it (its upstream form on a Hive 2.x one)."""
+        return tbl if self.fwd.takes_hive3_acid() else upstream_table(tbl)
+
     def create_table(self, tbl):
-        self.fwd.up("create_table", upstream_table(tbl))
+        self.fwd.up("create_table", self._stored(tbl))
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_environment_context(self, tbl, environment_context):
-        self.fwd.up("create_table_with_environment_context", upstream_table(tbl),
+        self.fwd.up("create_table_with_environment_context", self._stored(tbl),
                     environment_context)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints,
                                       notNullConstraints, defaultConstraints, checkConstraints):
-        self.fwd.up("create_table_with_constraints", upstream_table(tbl), primaryKeys, foreignKeys,
+        self.fwd.up("create_table_with_constraints", self._stored(tbl), primaryKeys, foreignKeys,
                  uniqueConstraints, notNullConstraints, defaultConstraints, checkConstraints)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_req(self, request):
-        tbl = upstream_table(request.table)
+        tbl = self._stored(request.table)
         if (request.primaryKeys or request.foreignKeys or request.uniqueConstraints
                 or request.notNullConstraints or request.defaultConstraints
                 or request.checkConstraints):
@@ -407,7 +420,9 @@ class ForwardingService:
         if new_tbl is not None and new_tbl.writeId is not None:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
-        new_tbl, in_form = altered_table(before, new_tbl)
+        in_form = False
+        if not self.fwd.takes_hive3_acid():
+            new_tbl, in_form = altered_table(before, new_tbl)
         if in_form:     # Hive 2.x must not recompute the statistics of a Hive 3/4 ACID table
             method, rest = _alter_with_context(method, rest)
         self.fwd.up(method, dbname, tbl_name, new_tbl, *rest)

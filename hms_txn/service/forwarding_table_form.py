@@ -53,8 +53,7 @@ def altered_table(before: dict | None, new_tbl):
     old_in_form = before is not None and form.needs_upstream_form(
         before.get("parameters"), before.get("sd"), before.get("tableType"))
     if old_in_form:
-        if form.unsets_transactional(form.to_upstream(before.get("parameters")),
-                                     new_tbl.parameters):
+        if not form.declares_transactional(new_tbl.parameters):
             raise t.MetaException(message=UNSET_MESSAGE)
         tbl = copy.copy(new_tbl)
         tbl.parameters = form.to_upstream(new_tbl.parameters)
@@ -128,11 +127,10 @@ class WriteIdRecovery:
         if self.units.read(lambda conn: write_ids.has_write_id_state(conn, db, name)):
             return True
         try:
-            table = self.tables.get_table(db, name)
+            table = self.tables.get_table(db, name, stored=True)
         except NoSuchObject:
             return False
-        if not form.needs_upstream_form(table.get("parameters"), table.get("sd"),
-                                        table.get("tableType")):
+        if not form.is_upstream_form(table.get("parameters")):
             return True
         locations = [(table.get("sd") or {}).get("location")]
         if table.get("partitionKeys"):

@@ -34,8 +34,6 @@ from tests.support.servers import InProcessServer, connect
 hive4 = pytest.importorskip("hive_metastore.ThriftHiveMetastore")
 h4 = pytest.importorskip("hive_metastore.ttypes")
 
-pytestmark = pytest.mark.javahms
-
 ORC = ("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
 TEXT = ("org.apache.hadoop.mapred.TextInputFormat",
@@ -191,6 +189,7 @@ def _create_both(env, db, kind):
     return ours, alone
 
 
+@pytest.mark.javahms
 def test_each_kind_is_created_altered_read_and_dropped_as_the_standalone_server_does(env):
     db = "h3_ddl"
     for server in (env.ext, env.standalone):
@@ -247,6 +246,7 @@ def test_each_kind_is_created_altered_read_and_dropped_as_the_standalone_server_
     direct.close()
 
 
+@pytest.mark.javahms
 def test_hive2_acid_tables_keep_their_hive2_form(env):
     """A bucketed full-ACID ORC table, which Hive 2.x takes as it is, is stored unchanged
     (Hive 2 clients keep using it as a Hive 2 ACID table, as before)."""
@@ -269,6 +269,7 @@ def _ids(engine, table, part=None):
     return sorted(i for _, i, _ in engine.read(table, part))
 
 
+@pytest.mark.javahms
 def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env):
     """Rows written and read with orc_acid under our write ids and locks in a Hive 3 full-ACID
     table (unbucketed; partitioned and not) and an insert-only one that live upstream in
@@ -359,6 +360,7 @@ def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env
     c.close()
 
 
+@pytest.mark.javahms
 def test_what_a_hive2_client_sees_on_the_upstream(env):
     """hmsclient (Hive 2.3's IDL) straight on the upstream: the table is there, with no
     ``transactional`` and a storage handler Hive 2.x clients cannot load, which makes Hive
@@ -381,6 +383,7 @@ def test_what_a_hive2_client_sees_on_the_upstream(env):
     c.close()
 
 
+@pytest.mark.javahms
 @pytest.mark.spark
 def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, monkeypatch):
     """One Spark session: ``spark.hive_acid`` writes and reads a Hive 3 full-ACID table
@@ -415,3 +418,21 @@ def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, 
     assert c.get_table("default", "sparked").parameters["transactional"] == "true"
     c.drop_table("default", "sparked", True)
     c.close()
+
+
+def test_a_hive3_upstream_gets_the_tables_as_sent(tmp_path):
+    """An upstream that has catalogs (Hive 3 and later; here another hms-txn) takes Hive 3/4
+    ACID tables as they are: no upstream form."""
+    upstream = _server(tmp_path, "upstream", {})
+    ext = _server(tmp_path, "ext", _ext_conf(upstream.uri))
+    try:
+        c = Hive4Client(ext.port)
+        c.create_table_req(h4.CreateTableRequest(table=_h4_table(
+            "default", "as_sent", INSERT_ONLY, TEXT, (), ())))
+        c.close()
+        there = upstream.client().get_table("default", "as_sent")
+        assert there.parameters["transactional_properties"] == "insert_only"
+        assert form.FORM_KEY not in there.parameters and "storage_handler" not in there.parameters
+    finally:
+        ext.stop()
+        upstream.stop()
