@@ -30,7 +30,7 @@ def _sd_facts(sd) -> dict:
             "outputFormat": sd.outputFormat}
 
 
-def needs_form(tbl) -> bool:
+def _needs_form(tbl) -> bool:
     return tbl is not None and form.needs_upstream_form(tbl.parameters, _sd_facts(tbl.sd),
                                                         tbl.tableType)
 
@@ -38,7 +38,7 @@ def needs_form(tbl) -> bool:
 def upstream_table(tbl):
     """``tbl`` as the upstream stores it: a copy in the upstream form when a Hive 2.x
     upstream would refuse it as sent, otherwise ``tbl`` itself."""
-    if not needs_form(tbl):
+    if not _needs_form(tbl):
         return tbl
     tbl = copy.copy(tbl)
     tbl.parameters = form.to_upstream(tbl.parameters)

@@ -17,6 +17,7 @@ import copy
 import json
 import os
 import shutil
+import time
 
 import pyarrow as pa
 import pytest
@@ -27,6 +28,7 @@ from thrift.transport import TSocket, TTransport
 
 from hms_txn.domain import upstream_table_form as form
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
+from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_compactor import FAST, MAJOR, Engine, rows
 from tests.support.postgres import free_port
 from tests.support.servers import InProcessServer, connect
@@ -265,6 +267,32 @@ def test_hive2_acid_tables_keep_their_hive2_form(env):
         direct.close()
 
 
+def _wait_for(read, done, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
+@pytest.mark.javahms
+def test_the_upstream_refuses_them_as_sent(env):
+    """Why the form exists: the Java 2.3 metastore's TransactionalValidationListener
+    (conformToAcid, validateTransactionalProperties) refuses both kinds as sent."""
+    direct = connect(env.upstream.port)
+    try:
+        unbucketed = make_table("default", "refused", params=FULL_ACID)
+        with pytest.raises(t.MetaException, match="must be bucketed and stored using an ACID"):
+            direct.create_table(unbucketed)
+        insert_only = make_table("default", "refused", params=INSERT_ONLY)
+        insert_only.sd.bucketCols, insert_only.sd.numBuckets = ["id"], 2
+        with pytest.raises(t.MetaException, match="unknown value insert_only for transactional_pr"):
+            direct.create_table(insert_only)
+    finally:
+        direct.close()
+
+
 def _ids(engine, table, part=None):
     return sorted(i for _, i, _ in engine.read(table, part))
 
@@ -378,7 +406,13 @@ def test_what_a_hive2_client_sees_on_the_upstream(env):
         assert json.loads(table.parameters[form.FORM_KEY]) == INSERT_ONLY
         assert table.sd.inputFormat == PARQUET[0]
         assert "seen_by_hive2" in hc.get_all_tables("default")
+        # a raw Thrift client can still edit the metadata; the table stays a Hive 3 table
+        table.parameters["edited_by"] = "hive2"
+        hc.alter_table("default", "seen_by_hive2", table)
     c = Hive4Client(env.ext.port)
+    seen = _wait_for(lambda: c.get_table("default", "seen_by_hive2").parameters,
+                     lambda p: p.get("edited_by") == "hive2")      # our cache's TTL
+    assert {k: seen[k] for k in INSERT_ONLY} == INSERT_ONLY and "storage_handler" not in seen
     c.drop_table_with_environment_context("default", "seen_by_hive2", True, None)
     c.close()
 
