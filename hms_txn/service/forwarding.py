@@ -47,8 +47,8 @@ from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
-from hms_txn.service.forwarding_table_form import (altered_table, client_tables, upstream_table,
-                                                   without_stats_update)
+from hms_txn.service.forwarding_table_form import (alter_without_stats, altered_table,
+                                                   client_tables, upstream_table)
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -92,18 +92,6 @@ def _without_write_state(request):
     if hasattr(request, "writeId"):
         request.writeId = -1
     return request
-
-
-def _alter_with_context(method: str, rest: tuple) -> tuple[str, tuple]:
-    """An alter call as ``alter_table_with_environment_context`` whose context keeps Hive
-    2.x from recomputing the table's statistics (``alter_table_with_cascade`` as Hive maps
-    it: CASCADE in the context)."""
-    if method == "alter_table_with_environment_context":
-        return method, (without_stats_update(rest[0]),)
-    env = without_stats_update(None)
-    if method == "alter_table_with_cascade" and rest[0]:
-        env.properties["CASCADE"] = "true"
-    return "alter_table_with_environment_context", (env,)
 
 
 def _partitions_of(rows):
@@ -424,7 +412,7 @@ class ForwardingService:
         if not self.fwd.takes_hive3_acid():
             new_tbl, in_form = altered_table(before, new_tbl)
         if in_form:     # Hive 2.x must not recompute the statistics of a Hive 3/4 ACID table
-            method, rest = _alter_with_context(method, rest)
+            method, rest = alter_without_stats(method, rest)
         self.fwd.up(method, dbname, tbl_name, new_tbl, *rest)
         self.fwd.cache.databases.invalidate_tables(dbname)
         if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():

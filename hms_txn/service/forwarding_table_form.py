@@ -62,12 +62,18 @@ def altered_table(before: dict | None, new_tbl):
     return tbl, tbl is not new_tbl
 
 
-def without_stats_update(env):
-    """An environment context asking Hive 2.x not to recompute the table's fast
-    statistics on this alter (Hive 3/4 keep ACID tables' statistics themselves)."""
+def alter_without_stats(method: str, rest: tuple) -> tuple[str, tuple]:
+    """An ``alter_table*`` call (method, arguments after the new table) as
+    ``alter_table_with_environment_context`` with a context asking Hive 2.x not to
+    recompute the table's fast statistics (Hive 3/4 keep ACID tables' statistics
+    themselves); ``alter_table_with_cascade`` becomes CASCADE in the context, as Hive maps
+    it."""
+    env = rest[0] if method == "alter_table_with_environment_context" else None
     props = dict((env.properties or {}) if env is not None else {})
     props.setdefault(form.DO_NOT_UPDATE_STATS, "true")
-    return t.EnvironmentContext(properties=props)
+    if method == "alter_table_with_cascade" and rest[0]:
+        props["CASCADE"] = "true"
+    return "alter_table_with_environment_context", (t.EnvironmentContext(properties=props),)
 
 
 def client_table(tbl):
