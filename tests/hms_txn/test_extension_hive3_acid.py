@@ -236,8 +236,11 @@ def test_each_kind_is_created_altered_read_and_dropped_as_the_standalone_server_
                 ours.alter_table_with_environment_context(db, name, table, None)
             assert ours.get_table(db, name).parameters["transactional"] == "true"
 
+            dirs = [c.get_table(db, name).sd.location[len("file:"):] for c in (ours, alone)]
+            assert all(os.path.isdir(d) for d in dirs), dirs
             for c in (ours, alone):
                 c.drop_table_with_environment_context(db, name, True, None)
+            assert not any(os.path.exists(d) for d in dirs), dirs     # data dropped by both
             with pytest.raises(t.NoSuchObjectException):
                 direct.get_table(db, name)
             with pytest.raises(h4.NoSuchObjectException):
