@@ -280,6 +280,31 @@ def _wait_for(read, done, timeout=30.0):
 
 
 @pytest.mark.javahms
+def test_a_plain_table_converted_to_insert_only_takes_the_form(env):
+    """Hive 3's ALTER TABLE ... SET TBLPROPERTIES ('transactional'='true',
+    'transactional_properties'='insert_only') on a plain upstream table, through us."""
+    c = Hive4Client(env.ext.port)
+    direct = connect(env.upstream.port)
+    try:
+        c.create_table_req(h4.CreateTableRequest(table=_h4_table(
+            "default", "converted", {}, TEXT, (), ())))
+        assert form.FORM_KEY not in direct.get_table("default", "converted").parameters
+        table = c.get_table("default", "converted")
+        table.parameters.update(INSERT_ONLY)
+        c.alter_table_req(h4.AlterTableRequest(dbName="default", tableName="converted",
+                                               table=table))
+        there = direct.get_table("default", "converted").parameters
+        assert json.loads(there[form.FORM_KEY]) == INSERT_ONLY
+        assert there["storage_handler"] == form.GUARD_HANDLER
+        got = c.get_table("default", "converted").parameters
+        assert {k: got[k] for k in INSERT_ONLY} == INSERT_ONLY and "storage_handler" not in got
+    finally:
+        c.drop_table_with_environment_context("default", "converted", True, None)
+        c.close()
+        direct.close()
+
+
+@pytest.mark.javahms
 def test_the_upstream_refuses_them_as_sent(env):
     """Why the form exists: the Java 2.3 metastore's TransactionalValidationListener
     (conformToAcid, validateTransactionalProperties) refuses both kinds as sent."""
