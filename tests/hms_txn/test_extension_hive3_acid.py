@@ -474,11 +474,25 @@ def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, 
         assert not got[refused]["ok"], got[refused]
         assert form.GUARD_HANDLER in got[refused]["error"], got[refused]
     assert got["hive_acid read after"]["result"] == [[1, "a"], [2, "b"], [3, "c"]]
+    # tables hive_acid created through us: partitioned full ACID (with a DELETE) and
+    # insert-only Parquet; both in the upstream form, both refused by Spark's own client
+    for step in ("create parted", "append parted", "delete parted", "create io", "append io"):
+        assert got[step]["ok"], got[step]
+    assert got["read parted"]["result"] == [[1, "a", "x"], [2, "b", "y"]]
+    assert got["read io"]["result"] == [[1, "a"], [2, "b"]]
+    for refused in ("select parted", "select io"):
+        assert not got[refused]["ok"] and form.GUARD_HANDLER in got[refused]["error"], got[refused]
+    direct = connect(env.upstream.port)
+    for name, kind in (("sparked_parted", {"transactional": "true"}), ("sparked_io", INSERT_ONLY)):
+        stored = json.loads(direct.get_table("default", name).parameters[form.FORM_KEY])
+        assert {k: stored[k] for k in kind} == kind, stored
+    direct.close()
     c = connect(env.ext.port)
     e = Engine(c, "default")
     assert _ids(e, "sparked") == [1, 2, 3]     # orc_acid reads what hive_acid wrote
     assert c.get_table("default", "sparked").parameters["transactional"] == "true"
-    c.drop_table("default", "sparked", True)
+    for name in ("sparked", "sparked_parted", "sparked_io"):
+        c.drop_table("default", name, True)
     c.close()
 
 

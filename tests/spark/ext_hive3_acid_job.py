@@ -53,6 +53,24 @@ def main() -> None:
     attempt("hive_acid append 2", lambda: spark.createDataFrame(
         [(3, "c")], schema).write.format("hive_acid").mode("append").save(table))
     attempt("hive_acid read", acid_rows)
+    # tables hive_acid creates itself (through us): full ACID partitioned, insert-only Parquet
+    parted, io = f"{db}.sparked_parted", f"{db}.sparked_io"
+    attempt("create parted", lambda: hive_acid.create_table(
+        spark, parted, "id INT, name STRING, p STRING", partition_by=["p"]))
+    attempt("append parted", lambda: spark.createDataFrame(
+        [(1, "a", "x"), (2, "b", "y"), (3, "c", "x")], "id INT, name STRING, p STRING")
+        .write.format("hive_acid").mode("append").save(parted))
+    attempt("delete parted", lambda: hive_acid.delete(spark, parted, "id = 3"))
+    attempt("read parted", lambda: sorted(list(r) for r in spark.read.format("hive_acid")
+                                          .load(parted).collect()))
+    attempt("create io", lambda: hive_acid.create_table(
+        spark, io, "id INT, v STRING", insert_only=True, file_format="parquet"))
+    attempt("append io", lambda: spark.createDataFrame([(1, "a"), (2, "b")], "id INT, v STRING")
+            .write.format("hive_acid").mode("append").save(io))
+    attempt("read io", lambda: sorted(list(r) for r in spark.read.format("hive_acid")
+                                      .load(io).collect()))
+    attempt("select parted", lambda: spark.sql(f"SELECT * FROM {parted}").collect() and None)
+    attempt("select io", lambda: spark.sql(f"SELECT * FROM {io}").collect() and None)
     # Spark's own Hive 2.3 client, straight on the upstream
     attempt("show tables", lambda: sorted(r[1] for r in spark.sql(f"SHOW TABLES IN {db}").collect()))
     attempt("describe", lambda: [list(r) for r in spark.sql(f"DESCRIBE TABLE {table}").collect()])
