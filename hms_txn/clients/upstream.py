@@ -32,7 +32,7 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TTransport
 
 from hms_txn.common import errors
-from hms_txn.domain import names
+from hms_txn.domain import names, upstream_table_form
 from hms_txn.wire.client import (ClientOptions, Endpoint, SaslPlain, describe, open_endpoint,
                                  parse_uris, table_request)
 from hms_txn.wire.tls import TlsClient, TlsSetupError
@@ -262,19 +262,23 @@ class UpstreamTables:
         except (t.NoSuchObjectException, t.UnknownTableException, t.UnknownDBException) as err:
             raise errors.NoSuchObject(err.message or f"{method}: no such object") from None
 
-    def get_table(self, db: str, name: str) -> dict:
-        """The table, asked for as a client that understands ACID tables (an upstream with
-        Hive's client capability check refuses insert-only tables to a plain get_table);
-        an upstream before Hive 2.3 gets the plain call."""
+    def get_table(self, db: str, name: str, *, stored: bool = False) -> dict:
+        """The table as its Hive 3/4 client created it (``upstream_table_form``), or with
+        ``stored`` as the upstream stores it. Asked for as a client that understands ACID
+        tables (an upstream with Hive's client capability check refuses insert-only tables
+        to a plain get_table); an upstream before Hive 2.3 gets the plain call."""
         from hms_txn.wire.codec import to_doc
+        doc = None
         if "get_table_req" not in self.pool.missing_methods:
             try:
-                return to_doc(self._call("get_table_req", table_request(db, name)).table)
+                doc = to_doc(self._call("get_table_req", table_request(db, name)).table)
             except TApplicationException as err:
                 if err.type != TApplicationException.UNKNOWN_METHOD:
                     raise
                 self.pool.missing_methods.add("get_table_req")
-        return to_doc(self._call("get_table", db, name))
+        if doc is None:
+            doc = to_doc(self._call("get_table", db, name))
+        return doc if stored else upstream_table_form.table_from_upstream(doc)
 
     def get_database(self, name: str) -> dict:
         from hms_txn.wire.codec import to_doc

@@ -44,6 +44,7 @@ from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsSer
                                           TypeService)
 from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
 from hms_txn.service.forwarding_partitions import PartitionForwarding
+from hms_txn.service.forwarding_table_form import WriteIdRecovery
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
 from hms_txn.service.statistics import StatisticsService
@@ -121,6 +122,8 @@ class Metastore:
                                else UpstreamObjects(upstream.tables), self.messages,
                                record_commit_writes=config["hive.metastore.dml.events"])
         self.txn_service = TxnService(self.units, self.txns, dml_events)
+        if upstream is not None:    # Hive 3/4 ACID tables whose write ids our database lost
+            self.txn_service.write_id_recovery = WriteIdRecovery(self.units, upstream.tables)
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
@@ -207,6 +210,8 @@ class Metastore:
             # Only a serving process hands out ids, so only it settles the reservation of
             # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.
             self.txn_service.recover_reserved_ids()
+            if self.txn_service.write_id_recovery is not None:
+                self.txn_service.write_id_recovery.on_start()
             self._serving = True
         if not any(isinstance(t, Housekeeper) for t in self._threads):
             self._threads.append(Housekeeper(self.config, self.units, self.txn_service,
@@ -216,7 +221,8 @@ class Metastore:
         # Initiator / workers / cleaner per hive.compactor.* (hms_txn.compactor).
         if not any(getattr(t, "is_compactor", False) for t in self._threads):
             from hms_txn.service.compactor import start_compactor
-            self.compactor = start_compactor(self.config, self.units, self.txns)
+            tables = self.upstream.tables if self.upstream is not None else None  # extension mode
+            self.compactor = start_compactor(self.config, self.units, self.txns, tables)
             self._threads.append(self.compactor)
 
     def health(self) -> dict:

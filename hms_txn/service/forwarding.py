@@ -50,6 +50,8 @@ from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
 from hms_txn.wire.client import tables_request
+from hms_txn.service.forwarding_table_form import (alter_without_stats, altered_table,
+                                                   client_tables, upstream_table)
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -114,6 +116,15 @@ class Forwarder:
         self.cache = cache
         self.events = events
         self.access = access     # the same rules as for our own tables
+        self._hive3 = None
+
+    def takes_hive3_acid(self) -> bool:
+        """Whether the upstream takes Hive 3/4 ACID tables as they are: Hive 3 and later
+        (they have catalogs; ``get_catalogs`` is an unknown method to Hive 2.x). A Hive 2.x
+        upstream gets them in their upstream form (``forwarding_table_form``)."""
+        if self._hive3 is None:
+            self._hive3 = self.up_or("get_catalogs", (), lambda: None) is not None
+        return self._hive3
 
     def up(self, method: str, *args):
         return self.upstream.call(method, *args)
@@ -291,8 +302,8 @@ class ForwardingService:
         request = tables_request(db, list(table_names or []))
         result = self.fwd.up_or("get_table_objects_by_name_req", (request,), lambda: None)
         if result is None:
-            return self.fwd.up("get_table_objects_by_name", db, request.tblNames)
-        return result.tables
+            return client_tables(self.fwd.up("get_table_objects_by_name", db, request.tblNames))
+        return client_tables(result.tables)
 
     def get_table_objects_by_name(self, dbname, tbl_names):
         tables = self._upstream_tables(dbname, tbl_names)
@@ -393,22 +404,27 @@ class ForwardingService:
         return [n for n in self.fwd.cache.databases.table_names(db_name)
                 if names.matches(pattern, n, empty_matches_all=False)]
 
+    def _stored(self, tbl):
+        """``tbl`` as the upstream must store it (its upstream form on a Hive 2.x one)."""
+        return tbl if self.fwd.takes_hive3_acid() else upstream_table(tbl)
+
     def create_table(self, tbl):
-        self.fwd.up("create_table", tbl)
+        self.fwd.up("create_table", self._stored(tbl))
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_environment_context(self, tbl, environment_context):
-        self.fwd.up("create_table_with_environment_context", tbl, environment_context)
+        self.fwd.up("create_table_with_environment_context", self._stored(tbl),
+                    environment_context)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints,
                                       notNullConstraints, defaultConstraints, checkConstraints):
-        self.fwd.up("create_table_with_constraints", tbl, primaryKeys, foreignKeys, uniqueConstraints,
-                 notNullConstraints, defaultConstraints, checkConstraints)
+        self.fwd.up("create_table_with_constraints", self._stored(tbl), primaryKeys, foreignKeys,
+                 uniqueConstraints, notNullConstraints, defaultConstraints, checkConstraints)
         self._created(tbl.dbName, tbl.tableName)
 
     def create_table_req(self, request):
-        tbl = request.table
+        tbl = self._stored(request.table)
         if (request.primaryKeys or request.foreignKeys or request.uniqueConstraints
                 or request.notNullConstraints or request.defaultConstraints
                 or request.checkConstraints):
@@ -426,6 +442,11 @@ class ForwardingService:
         if new_tbl is not None and new_tbl.writeId is not None:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream
             new_tbl.writeId = None
+        in_form = False
+        if not self.fwd.takes_hive3_acid():
+            new_tbl, in_form = altered_table(before, new_tbl)
+        if in_form:     # Hive 2.x must not recompute the statistics of a Hive 3/4 ACID table
+            method, rest = alter_without_stats(method, rest)
         self.fwd.up(method, dbname, tbl_name, new_tbl, *rest)
         self.fwd.cache.databases.invalidate_tables(dbname)
         if new_tbl.dbName and new_tbl.dbName.lower() != dbname.lower():

@@ -74,6 +74,8 @@ class TxnService:
         self.units = units
         self.txns = txns
         self.dml_events = dml_events
+        # extension mode: forwarding_table_form.WriteIdRecovery (set by the server)
+        self.write_id_recovery = None
 
     # -- transactions ------------------------------------------------------------------------
 
@@ -182,6 +184,8 @@ class TxnService:
             src = [(x.txnId, x.writeId) for x in rqst.srcTxnToWriteIdList]
         if not rqst.txnIds and (rqst.replPolicy or src):
             raise InvalidInput("replication write id allocation is not supported by hms-txn")
+        if self.write_id_recovery is not None:
+            self.write_id_recovery.ensure([(rqst.dbName, rqst.tableName)])
         pairs = self.units.write(lambda conn: writeids.allocate_table_write_ids(
             conn, rqst.dbName, rqst.tableName, rqst.txnIds or [], messages=self.txns.messages,
             repl_policy=rqst.replPolicy, src_txn_to_write_ids=src,
@@ -191,6 +195,9 @@ class TxnService:
 
     @policy(route=Route.BATCH)
     def get_valid_write_ids(self, rqst):
+        if self.write_id_recovery is not None:
+            self.write_id_recovery.ensure(writeids.split_table_name(n)
+                                          for n in rqst.fullTableNames or [] if "." in n)
         tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
             conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId))
         return ttypes.GetValidWriteIdsResponse(tblValidWriteIds=[

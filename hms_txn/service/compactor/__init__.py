@@ -32,12 +32,13 @@ class Compactor:
 
     is_compactor = True
 
-    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
-        self.initiator = (Initiator(config, units, txns) if config["hive.compactor.initiator.on"]
-                          else None)
-        self.workers = [Worker(config, units, txns, i)
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, tables=None):
+        # tables: in extension mode the upstream's (clients.upstream.UpstreamTables)
+        self.initiator = (Initiator(config, units, txns, tables)
+                          if config["hive.compactor.initiator.on"] else None)
+        self.workers = [Worker(config, units, txns, i, tables)
                         for i in range(config["hive.compactor.worker.threads"])]
-        self.cleaner = (Cleaner(config, units, txns) if config["hive.compactor.cleaner.on"]
+        self.cleaner = (Cleaner(config, units, txns, tables) if config["hive.compactor.cleaner.on"]
                         else None)
 
     @property
@@ -66,6 +67,7 @@ class Compactor:
             loop.stop()
 
 
-def start_compactor(config: Config, units: UnitOfWork, txns: TxnManager) -> Compactor:
-    """The compactor roles ``config`` turns on, started."""
-    return Compactor(config, units, txns).start()
+def start_compactor(config: Config, units: UnitOfWork, txns: TxnManager,
+                    tables=None) -> Compactor:
+    """The compactor roles ``config`` turns on, started (``tables``: see ``Compactor``)."""
+    return Compactor(config, units, txns, tables).start()

@@ -33,10 +33,11 @@ log = logging.getLogger(__name__)
 
 
 class Cleaner:
-    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, tables=None):
         self.config = config
         self.units = units
         self.txns = txns
+        self.tables = tables        # extension mode: the upstream's (``object_location``)
         self.removed: list[str] = []        # absolute paths removed (tests, logs)
         self.loop = Loop("hms-compactor-cleaner", self.run_once,
                          lambda: self.config["hive.compactor.cleaner.run.interval"])
@@ -65,7 +66,8 @@ class Cleaner:
         units.write(lambda conn: bk.mark_cleaner_start(conn, e.id))
         removed: list[str] = []
         try:
-            _, found = object_location(units, self.config, e.db, e.table, e.partition)
+            _, found = object_location(units, self.config, e.db, e.table, e.partition,
+                                       self.tables)
         except NoSuchObject:
             found = None        # dropped meanwhile: nothing left to delete
         if found is not None and afs.is_dir(*found):

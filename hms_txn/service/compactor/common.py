@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from orc_acid import fs as afs
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
+from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain import catalog, writeids
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain.catalog import is_external, is_transactional
@@ -66,11 +67,12 @@ def threshold(table: dict, config, key: str, cast: Callable = float):
     return config[key]
 
 
-def object_location(units: UnitOfWork, config, db: str, tbl: str,
-                    part: str | None) -> tuple[dict, tuple | None]:
+def object_location(units: UnitOfWork, config, db: str, tbl: str, part: str | None,
+                    tables=None) -> tuple[dict, tuple | None]:
     """(table doc, (file system, path) of the table or partition directory -- through
     ``orc_acid.fs`` with the ``fs.*`` keys of the configuration -- or None when no file
-    system serves its location); raises NoSuchObject."""
+    system serves its location); raises NoSuchObject. In extension mode ``tables``
+    (``clients.upstream.UpstreamTables``) holds the catalog."""
     def read(conn: Connection) -> tuple[dict, str | None]:
         table = catalog.get_table(conn, db, tbl)
         if part is None:
@@ -80,7 +82,16 @@ def object_location(units: UnitOfWork, config, db: str, tbl: str,
             loc = (p.get("sd") or {}).get("location")
         return table, loc
 
-    table, loc = units.read(read)
+    if tables is None:
+        table, loc = units.read(read)
+    else:
+        table = tables.get_table(db, tbl)
+        loc = (table.get("sd") or {}).get("location")
+        if part is not None:
+            found = tables.get_partitions_by_names(db, tbl, [part])
+            if not found:
+                raise NoSuchObject(f"partition {part} of {db}.{tbl} does not exist")
+            loc = (found[0].get("sd") or {}).get("location")
     if not loc:
         return table, None
     try:

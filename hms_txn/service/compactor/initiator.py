@@ -55,10 +55,11 @@ _SLACK_MS = 60_000      # re-scan writes this far before the previous check (clo
 
 
 class Initiator:
-    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager):
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, tables=None):
         self.config = config
         self.units = units
         self.txns = txns
+        self.tables = tables        # extension mode: the upstream's (``object_location``)
         self.initiator_id = f"{HOSTNAME}-{os.getpid()}-initiator"
         self._prev_start_ms: int | None = None
         self._recheck: set = set()
@@ -110,7 +111,7 @@ class Initiator:
         db, tbl, part = obj
         cfg = self.config
         try:
-            table, location = object_location(self.units, cfg, db, tbl, part)
+            table, location = object_location(self.units, cfg, db, tbl, part, self.tables)
         except NoSuchObject:
             return "dropped"
         if not is_acid_table(table):

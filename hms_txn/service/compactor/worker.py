@@ -82,10 +82,12 @@ class _Heartbeater:
 
 
 class Worker:
-    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, n: int = 0):
+    def __init__(self, config: Config, units: UnitOfWork, txns: TxnManager, n: int = 0,
+                 tables=None):
         self.config = config
         self.units = units
         self.txns = txns
+        self.tables = tables        # extension mode: the upstream's (``object_location``)
         self.worker_id = worker_id(n)
         self.jobs = 0
         self.loop = Loop(f"hms-compactor-worker-{n}", self.run_once,
@@ -118,7 +120,7 @@ class Worker:
         try:
             try:
                 table, found = object_location(units, self.config, e.db, e.table,
-                                               e.partition)
+                                               e.partition, self.tables)
             except NoSuchObject as err:
                 raise _Refused(f"{err}") from None
             if not is_acid_table(table):
