@@ -9,6 +9,7 @@ objects a statement starts from, made with calls that exist today (``given_*``).
 
 from __future__ import annotations
 
+import json
 import time
 from types import ModuleType
 
@@ -16,6 +17,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from hms_txn.clients.snapshots import valid_txn_list, valid_write_id_list
+from hms_txn.wire.client import table_request
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 ORC_IN = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
@@ -87,6 +89,17 @@ def column_stats(tt: ModuleType, db: str, name: str, *, part_name: str | None = 
         **fields)
 
 
+# COLUMN_STATS_ACCURATE of a table or partition whose statistics are all accurate: what
+# HiveServer2 sends for a new managed table (CreateTableDesc.toTable →
+# StatsSetupConst.setStatsStateForCreateTable) or a new partition (Hive.loadPartitionInternal),
+# and keeps through BasicStatsTask's update (setBasicStatsState; Trino and Impala leave it
+# alone). The metastore merges column
+# statistics only of the columns it lists (MetaStoreServerUtils.getMergableCols).
+ALL_STATS_ACCURATE = {"COLUMN_STATS_ACCURATE": json.dumps(
+    {"BASIC_STATS": "true", "COLUMN_STATS": {"id": "true", "name": "true"}},
+    separators=(",", ":"))}
+
+
 def basic_stats(rows: int = 3, files: int = 1, size: int = 600) -> dict[str, str]:
     """The table/partition parameters of Hive's basic statistics (StatsSetupConst)."""
     return {"numRows": str(rows), "numFiles": str(files), "totalSize": str(size),
@@ -152,7 +165,7 @@ def given_table(client, db: str, name: str, *, partitioned: bool = False, acid: 
     tbl = table(t, db, name, partitioned=partitioned, acid=acid, owner="setup")
     tbl.parameters.update(params or {})
     client.create_table(tbl)
-    tbl = client.get_table(db, name)
+    tbl = client.get_table_req(table_request(db, name)).table   # as an ACID-aware client
     if partitioned and days:
         client.add_partitions([partition(t, tbl, [d]) for d in days])
     return tbl

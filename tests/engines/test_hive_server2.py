@@ -38,11 +38,17 @@ from tests.engines.replay import (
     AnyAnswer, Raises, Returns, Step, UnknownMethod, equals, fields_set,
     satisfies)
 from tests.engines.structs import (
-    DAYS, UPPER_UDF, basic_stats, column_stats, given_committed_write, given_database,
+    ALL_STATS_ACCURATE, DAYS, UPPER_UDF, basic_stats, column_stats, given_committed_write, given_database,
     given_table, min_history_write_ids, partition, table, txn_list, with_params,
     write_id_list)
 
 CAT = "hive"
+
+
+def hive_basic_stats() -> dict[str, str]:
+    """BasicStatsTask's parameters: the basic statistics, and COLUMN_STATS_ACCURATE with
+    BASIC_STATS true (StatsSetupConst.setBasicStatsState) keeping the accurate columns."""
+    return {**basic_stats(), **ALL_STATS_ACCURATE}
 DB = "hs2db"
 PDB = f"@{CAT}#{DB}"          # MetaStoreUtils.prependCatalogToDbName(cat, db, conf)
 USER = "hive"
@@ -303,7 +309,7 @@ def test_drop_table(hs2, client):
 # --------------------------------------------------------------------------- INSERT
 
 def test_insert_into_plain_table_with_statistics(hs2, client):
-    given_table(client, DB, "plain")
+    given_table(client, DB, "plain", params=ALL_STATS_ACCURATE)     # as CREATE TABLE made it
     hs2.replay(
         begin(),
         get_table_req("plain"),
@@ -312,7 +318,7 @@ def test_insert_into_plain_table_with_statistics(hs2, client):
              (t.GetTableRequest(dbName=DB, tblName="plain", catName=CAT, capabilities=CAPS),),
              Returns(fields_set("table.sd.location"))),
         alter_table_req("plain", {}),
-        alter_table_req("plain", basic_stats()),
+        alter_table_req("plain", hive_basic_stats()),
         set_aggr_stats("plain"),
         commit(),
         table_stats_read("plain"),
@@ -321,10 +327,10 @@ def test_insert_into_plain_table_with_statistics(hs2, client):
 
 def test_insert_into_new_static_partition_with_statistics(hs2, client):
     tbl = given_table(client, DB, "events", partitioned=True)
-    new_part = partition(t, tbl, ["2024-01-03"], catName=CAT)
+    new_part = with_params(partition(t, tbl, ["2024-01-03"], catName=CAT), ALL_STATS_ACCURATE)
 
     def stats_alter(s):
-        part = with_params(s["part"], basic_stats())
+        part = with_params(s["part"], hive_basic_stats())
         return (t.AlterPartitionsRequest(catName=CAT, dbName=DB, tableName="events",
                                          partitions=[part],
                                          environmentContext=t.EnvironmentContext(
@@ -357,7 +363,7 @@ def test_insert_into_new_static_partition_with_statistics(hs2, client):
 
 
 def test_insert_into_acid_table_with_statistics(hs2, client):
-    given_table(client, DB, "acid", acid=True)
+    given_table(client, DB, "acid", acid=True, params=ALL_STATS_ACCURATE)
     hs2.replay(
         begin(),
         get_table_req("acid"),
@@ -369,7 +375,7 @@ def test_insert_into_acid_table_with_statistics(hs2, client):
              (t.GetTableRequest(dbName=DB, tblName="acid", catName=CAT, capabilities=CAPS),),
              Returns(fields_set("table.sd.location"))),
         alter_table_req("acid", {}, acid=True),
-        alter_table_req("acid", basic_stats(), acid=True),
+        alter_table_req("acid", hive_basic_stats(), acid=True),
         set_aggr_stats("acid", acid=True),
         Step("BasicStatsTask.TransactionalStatsProcessor.process → "
              "Hive.updateTransactionalStatistics", "update_transaction_statistics",
@@ -551,7 +557,7 @@ def test_analyze_table_compute_statistics_for_columns(hs2, client):
         get_table_req("plain"),
         lock(lock_component(t.LockType.SHARED_READ, t.DataOperationType.SELECT, "plain"),
              lock_component(t.LockType.SHARED_READ, t.DataOperationType.NO_TXN, "plain")),
-        alter_table_req("plain", basic_stats()),
+        alter_table_req("plain", hive_basic_stats()),
         set_aggr_stats("plain", need_merge=False),
         commit(),
         table_stats_read("plain"),
@@ -570,7 +576,7 @@ def test_analyze_acid_table(hs2, client):
                             acid=True)),
         valid_write_ids("acid"),
         min_history(),
-        alter_table_req("acid", basic_stats(), acid=True),
+        alter_table_req("acid", hive_basic_stats(), acid=True),
         set_aggr_stats("acid", acid=True, need_merge=False),
         commit(),
         # a later query reads them in its own snapshot
@@ -603,7 +609,7 @@ def dml_on_acid(target: str, op: int, counts: dict[str, int], *components,
              (t.GetTableRequest(dbName=DB, tblName=target, catName=CAT, capabilities=CAPS),),
              Returns(fields_set("table.sd.location"))),
         alter_table_req(target, {}, acid=True),
-        alter_table_req(target, basic_stats(), acid=True),
+        alter_table_req(target, hive_basic_stats(), acid=True),
         Step("BasicStatsTask.TransactionalStatsProcessor.process → "
              "Hive.updateTransactionalStatistics", "update_transaction_statistics",
              lambda s: (t.UpdateTransactionalStatsRequest(
