@@ -123,9 +123,9 @@ IMPLEMENTED.update({
         "the table as sent: hms-txn has no metadata transformer (as Hive with "
         "`metastore.metadata.transformer.class` empty)"),
     "get_tables_ext": (
-        "empty without processor capabilities or with MANAGERAWMETADATA, as Hive; the "
-        "access type and required capabilities are those stored with the table (no "
-        "metadata transformer derives them)"),
+        "empty without processor capabilities or with MANAGERAWMETADATA, as Hive; the access "
+        "type and required capabilities are Hive 4's default translation's "
+        "(service/table_access.py)"),
     "truncate_table": (
         "on a transactional table refused with MetaException: it needs the write id of "
         "truncate_table_req (Hive would write a base_-000001)"),

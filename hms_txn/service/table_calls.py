@@ -6,7 +6,7 @@ view bookkeeping."""
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidOperation, Refused
-from hms_txn.domain import catalog, event_messages, materialized_views, table_filter
+from hms_txn.domain import event_messages, materialized_views, table_filter
 from hms_txn.domain.truncate import truncate
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.units import UnitOfWork
@@ -100,29 +100,6 @@ class TableCalls:
             raise InvalidOperation(f"{dbname} cannot apply null filter")
         return self.units.read(lambda c: table_filter.table_names(c, dbname, filter,
                                                                   max_tables))
-
-    def get_tables_ext(self, req):
-        """Hive answers entries only for a client that states processor capabilities
-        without MANAGERAWMETADATA (otherwise an empty list); the access type and required
-        capabilities are those stored with the table (hms-txn has no metadata transformer
-        to derive them)."""
-        capabilities = req.processorCapabilities or []
-        if not capabilities or MANAGERAWMETADATA in capabilities:
-            return []
-        names = self.catalog.get_tables(req.database, req.tableNamePattern or "*")
-        if req.limit is not None and req.limit >= 0:
-            names = names[:req.limit]
-        docs = self.units.read(lambda c: catalog.get_tables(c, req.database, names))
-        out = []
-        for doc in docs:
-            info = t.ExtendedTableInfo(tblName=doc["tableName"])
-            if (req.requestedFields or 0) & ACCESS_TYPE:
-                info.accessType = doc.get("accessType") or 0
-            if (req.requestedFields or 0) & PROCESSOR_CAPABILITIES:
-                info.requiredReadCapabilities = doc.get("requiredReadCapabilities") or []
-                info.requiredWriteCapabilities = doc.get("requiredWriteCapabilities") or []
-            out.append(info)
-        return out
 
     # ---------------------------------------------------------------- materialized views
 

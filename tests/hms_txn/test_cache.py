@@ -505,7 +505,7 @@ def test_changes_named_only_in_messages_reach_b_in_either_format(postgres, tmp_p
             s0 = snapshot(cb, "default", "acid")
             for _ in range(2):
                 cb.get_table("default", "old")
-                cb.get_table("default", "sink")
+                cb.get_table_acid_aware("default", "sink")
                 get_req(cb, "default", "acid", s0)
             wait_caught_up(cb)
 
@@ -514,7 +514,7 @@ def test_changes_named_only_in_messages_reach_b_in_either_format(postgres, tmp_p
             ca.alter_table("default", "old", tbl)
             txn = ca.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
             ca.commit_txn(t.CommitTxnRequest(txnid=txn, keyValue=t.CommitTxnKeyValue(
-                tableId=ca.get_table("default", "sink").id, key="_meta.batch", value="7")))
+                tableId=ca.get_table_acid_aware("default", "sink").id, key="_meta.batch", value="7")))
             txn = ca.open_txns(t.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
             ca.allocate_table_write_ids(t.AllocateTableWriteIdsRequest(
                 dbName="default", tableName="acid", txnIds=[txn]))
@@ -524,7 +524,7 @@ def test_changes_named_only_in_messages_reach_b_in_either_format(postgres, tmp_p
             with pytest.raises(t.NoSuchObjectException):
                 cb.get_table("default", "old")
             assert cb.get_table("default", "new").tableName == "new"
-            assert cb.get_table("default", "sink").parameters["_meta.batch"] == "7"
+            assert cb.get_table_acid_aware("default", "sink").parameters["_meta.batch"] == "7"
             s1 = snapshot(cb, "default", "acid")
             assert s1 != s0
             base = counters(cb)

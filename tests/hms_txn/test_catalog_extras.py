@@ -151,22 +151,3 @@ def test_features_off_answer_as_hive(client):
         client.get_serde(t.GetSerdeRequest("sd"))
     with pytest.raises(t.MetaException, match="no property store"):
         client.get_properties(t.PropertyGetRequest(nameSpace="hms"))
-
-
-def test_runtime_stats(client):
-    """ObjectStore.getRuntimeStats: newest first, created before maxCreateTime, until the
-    weights reach maxWeight."""
-    for created, weight, payload in ((100, 2, b"a"), (200, 3, b"b"), (300, 1, b"c")):
-        client.add_runtime_stats(t.RuntimeStat(createTime=created, weight=weight,
-                                               payload=payload))
-
-    def get(max_weight, max_create_time):
-        return [s.payload for s in client.get_runtime_stats(
-            t.GetRuntimeStatsRequest(maxWeight=max_weight, maxCreateTime=max_create_time))]
-
-    assert get(10, -1) == [b"c", b"b", b"a"]
-    assert get(4, -1) == [b"c", b"b"]
-    assert get(10, 300) == [b"b", b"a"]
-    assert get(0, -1) == []
-    client.add_runtime_stats(t.RuntimeStat(weight=1, payload=b"now"))
-    assert client.get_runtime_stats(t.GetRuntimeStatsRequest(1, -1))[0].createTime > 300

@@ -18,6 +18,7 @@ import pytest
 
 from hms_txn.cli import main
 from hms_txn.cli.errors import explain
+from hms_txn.wire.client import table_request
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.support.certs import make_certs
@@ -63,7 +64,8 @@ def env(tmp_path_factory):
 def server_state(c) -> dict:
     state = {"event": c.get_current_notificationEventId().eventId, "dbs": {}}
     for db in c.get_all_databases():
-        state["dbs"][db] = {name: repr(c.get_table(db, name)) for name in c.get_all_tables(db)}
+        state["dbs"][db] = {name: repr(c.get_table_req(table_request(db, name)).table)
+                            for name in c.get_all_tables(db)}
     state["txns"] = [(i.id, i.state) for i in c.get_open_txns_info().open_txns]
     state["locks"] = [(e.lockid, e.state) for e in c.show_locks(t.ShowLocksRequest()).locks]
     state["compactions"] = [(e.id, e.state) for e in c.show_compact(t.ShowCompactRequest()).compacts
