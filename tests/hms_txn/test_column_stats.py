@@ -26,6 +26,10 @@ from tests.hms_txn.stats_support import (
     refused, snapshot, strings)
 from tests.hms_txn.test_catalog import make_table
 
+# the capability every ACID-aware client declares (Hive 3/4's HiveMetaStoreClient, Trino,
+# Impala): the metastore hands it transactional tables
+ACID_AWARE = T.ClientCapabilities([T.ClientCapability.INSERT_ONLY_TABLES])
+
 ACID = {"transactional": "true"}
 REFUSED = ("Cannot change stats state for a transactional table {t} without providing the "
            "transactional write state for verification (new write ID {w}, valid write IDs "
@@ -146,7 +150,7 @@ def test_table_statistics_roundtrip(client):
         lowValue=1, highValue=100, numNulls=2, numDVs=50)
     assert set(by_name(table_req(client, ["NAME", "id", "flag"]))) == {"id", "name"}
     assert table_req(client, []) == [] and table_req(client, ["id"], engine="impala") == []
-    assert accurate(client.get_table("s", "t").parameters) == \
+    assert accurate(client.get_table_acid_aware("s", "t").parameters) == \
         {"COLUMN_STATS": {"id": "true", "name": "true"}}
     # overwriting a column keeps the stored fields the new statistics leave unset
     # (StatObjectConverter.setFieldsIntoOldStats)
@@ -197,7 +201,7 @@ def test_delete_table_statistics(client):
     assert client.delete_table_column_statistics("s", "t", "ID", "hive") is True
     assert by_name(table_req(client, ["id"], engine="impala"))      # another engine's: kept
     # Hive 4 takes the column out of COLUMN_STATS_ACCURATE (Hive 2.3 left it there)
-    assert accurate(client.get_table("s", "t").parameters) == \
+    assert accurate(client.get_table_acid_aware("s", "t").parameters) == \
         {"COLUMN_STATS": {"flag": "true", "x": "true"}}
     with refused(T.NoSuchObjectException,
                  "Column stats doesn't exist for table=hive.s.t col=id"):
@@ -208,7 +212,7 @@ def test_delete_table_statistics(client):
     assert client.delete_table_column_statistics("@hive#s", "t", None, None) is True  # all
     assert table_req(client, ["id", "flag", "x"]) == []
     assert table_req(client, ["id"], engine="impala") == []
-    assert client.get_table("s", "t").parameters["COLUMN_STATS_ACCURATE"] == "{}"
+    assert client.get_table_acid_aware("s", "t").parameters["COLUMN_STATS_ACCURATE"] == "{}"
     deletes = events_since(client, first, {"DELETE_TBL_COL_STAT_EVENT"})
     assert [(e.dbName, e.tableName, json.loads(e.message)["colName"]) for e in deletes] == \
         [("s", "t", "id"), ("s", "t", None)]
@@ -345,13 +349,13 @@ def test_alter_drops_statistics_of_changed_columns(client):
     client.update_table_column_statistics(col_stats("s", "t", [
         ("id", "int", longs(1, 2, 0, 1)), ("name", "string", strings(1, 1.0, 0, 1)),
         ("x", "double", doubles(0.0, 1.0, 0, 1))]))
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     tbl.sd.cols = [T.FieldSchema("id", "bigint", None), T.FieldSchema("name", "string", None),
                    T.FieldSchema("flag", "boolean", None)]
     client.alter_table("s", "t", tbl)           # id retyped, x dropped
     assert set(by_name(table_req(client, ["id", "name", "x"]))) == {"name"}
-    assert accurate(client.get_table("s", "t").parameters) == {"COLUMN_STATS": {"name": "true"}}
-    tbl = client.get_table("s", "t")
+    assert accurate(client.get_table_acid_aware("s", "t").parameters) == {"COLUMN_STATS": {"name": "true"}}
+    tbl = client.get_table_acid_aware("s", "t")
     tbl.tableName = "t2"
     client.alter_table("s", "t", tbl)           # a rename keeps them
     assert set(by_name(table_req(client, ["name"], table="t2"))) == {"name"}
@@ -365,7 +369,7 @@ def test_alter_drops_statistics_of_changed_columns(client):
                                                         part="ds=1"))
     client.update_partition_column_statistics(col_stats("s", "p", [("id", "int", longs(0, 1, 0, 1))],
                                                         part="ds=2"))
-    ptbl = client.get_table("s", "p")
+    ptbl = client.get_table_acid_aware("s", "p")
     ptbl.sd.cols = [T.FieldSchema("id", "int", None)]
     client.alter_table_with_cascade("s", "p", ptbl, True)
     assert {k: set(by_name(v)) for k, v in parts_req(client, ["ds=1", "ds=2"], ["id", "name"]).items()} == \
@@ -383,7 +387,7 @@ def test_deprecated_calls_on_a_transactional_table(client):
     # Trino writes with update_table_column_statistics, no write state (trino.md, INSERT 4):
     # allowed while the basic stats are not marked accurate (verifyStatsChangeCtx)
     assert client.update_table_column_statistics(col_stats("s", "t", [("id", "int", longs(1, 2, 0, 1))]))
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     assert tbl.writeId == -1 and accurate(tbl.parameters) == {"COLUMN_STATS": {"id": "true"}}
     # ... and refused once they are: a writer without write state cannot change them
     w = Writer(client, "s", "t")
@@ -392,7 +396,7 @@ def test_deprecated_calls_on_a_transactional_table(client):
     client.alter_table_req(T.AlterTableRequest(dbName="s", tableName="t", table=tbl,
                                                validWriteIdList=w.valid_write_ids))
     w.commit()
-    old = client.get_table("s", "t").parameters["COLUMN_STATS_ACCURATE"]
+    old = client.get_table_acid_aware("s", "t").parameters["COLUMN_STATS_ACCURATE"]
     with pytest.raises(T.MetaException) as err:
         client.update_table_column_statistics(col_stats("s", "t", [("name", "string", strings(1, 1.0, 0, 1))]))
     assert err.value.message == REFUSED.format(
@@ -403,7 +407,7 @@ def test_deprecated_calls_on_a_transactional_table(client):
     with refused(T.MetaException, "Cannot delete stats via this API..."):
         client.delete_partition_column_statistics("s", "p", "ds=1", "id", None)
     # an alter without write state that changes the stats state is refused the same way
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     tbl.parameters["COLUMN_STATS_ACCURATE"] = '{"BASIC_STATS":"true"}'
     with refused(T.MetaException,
                  "Cannot change stats state for a transactional table s.t without providing..."):
@@ -415,7 +419,7 @@ def test_statistics_are_valid_for_the_writer_s_snapshot_only(client):
     # an ACID INSERT as HS2 runs it (hs2.md "INSERT into an ACID table", 1 and 4)
     w = Writer(client, "s", "t")
     before = snapshot(client, "s", "t")             # a reader that started before the commit
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     tbl.writeId = w.write_id
     tbl.parameters.update({"numRows": "3", "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'})
     client.alter_table_req(T.AlterTableRequest(
@@ -434,22 +438,22 @@ def test_statistics_are_valid_for_the_writer_s_snapshot_only(client):
     assert by_name(table_req(client, ["id"], valid=after))["id"].highValue == 3
     assert table_req(client, ["id"], valid=before) == []       # not for an older snapshot
     assert by_name(table_req(client, ["id"]))                   # no snapshot: served as is
-    req = client.get_table_req(T.GetTableRequest(dbName="s", tblName="t", validWriteIdList=before))
+    req = client.get_table_req(T.GetTableRequest(capabilities=ACID_AWARE, dbName="s", tblName="t", validWriteIdList=before))
     assert req.isStatsCompliant is None and req.table.isStatsCompliant is False
     assert "COLUMN_STATS_ACCURATE" not in req.table.parameters
-    req = client.get_table_req(T.GetTableRequest(dbName="s", tblName="t", validWriteIdList=after,
+    req = client.get_table_req(T.GetTableRequest(capabilities=ACID_AWARE, dbName="s", tblName="t", validWriteIdList=after,
                                                  getColumnStats=True, engine="hive"))
     assert req.table.isStatsCompliant is True and accurate(req.table.parameters) == \
         {"BASIC_STATS": "true", "COLUMN_STATS": {"id": "true"}}
     assert set(by_name(req.table.colStats.statsObj)) == {"id"}
-    assert client.get_table_req(T.GetTableRequest(dbName="s", tblName="t")).table.isStatsCompliant is None
+    assert client.get_table_req(T.GetTableRequest(capabilities=ACID_AWARE, dbName="s", tblName="t")).table.isStatsCompliant is None
 
 
 def test_a_concurrent_writer_invalidates_the_statistics(client):
     tables(client, acid=True)
     a, b = Writer(client, "s", "t"), Writer(client, "s", "t")    # B cannot see A's write
     for w in (a, b):
-        tbl = client.get_table("s", "t")
+        tbl = client.get_table_acid_aware("s", "t")
         tbl.writeId = w.write_id
         tbl.parameters["COLUMN_STATS_ACCURATE"] = '{"BASIC_STATS":"true"}'
         client.alter_table_req(T.AlterTableRequest(dbName="s", tableName="t", table=tbl,
@@ -459,7 +463,7 @@ def test_a_concurrent_writer_invalidates_the_statistics(client):
             writeId=w.write_id, validWriteIdList=w.valid_write_ids, engine="hive"))
     # B's alter replaced statistics of a write it cannot see: the basic stats are no longer
     # accurate (ObjectStore.alterTable), so no reader gets B's column stats either
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     assert tbl.writeId == b.write_id
     assert accurate(tbl.parameters) == {"COLUMN_STATS": {"id": "true"}}
     a.commit()
@@ -472,7 +476,7 @@ def test_a_concurrent_writer_invalidates_the_statistics(client):
         writeId=c.write_id, validWriteIdList=c.valid_write_ids, engine="hive"))
     c.abort()
     d = Writer(client, "s", "t")
-    tbl = client.get_table("s", "t")
+    tbl = client.get_table_acid_aware("s", "t")
     tbl.writeId = d.write_id
     tbl.parameters["COLUMN_STATS_ACCURATE"] = '{"BASIC_STATS":"true"}'
     client.alter_table_req(T.AlterTableRequest(dbName="s", tableName="t", table=tbl,
@@ -545,4 +549,4 @@ def test_malformed_statistics_are_refused_and_change_nothing(client):
             client.set_aggr_stats_for(T.SetPartitionsStatsRequest(colStats=[stats], engine="hive"))
     assert last_event_id(client) == before
     assert table_req(client, ["id"]) == []
-    assert "COLUMN_STATS_ACCURATE" not in client.get_table("s", "t").parameters
+    assert "COLUMN_STATS_ACCURATE" not in client.get_table_acid_aware("s", "t").parameters

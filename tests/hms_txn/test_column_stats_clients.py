@@ -195,7 +195,7 @@ def test_trino_insert_analyze_and_show_stats(client):
     # partitions (THM.updatePartitionStatistics)
     client.create_table(make_table("default", "tp", cols=COLS, keys=(("ds", "string"),)))
     client.add_partitions([T.Partition(values=["a"], dbName="default", tableName="tp",
-                                       sd=client.get_table("default", "tp").sd, parameters={})])
+                                       sd=client.get_table_acid_aware("default", "tp").sd, parameters={})])
     part = client.get_partitions_by_names("default", "tp", ["ds=a"])[0]
     client.get_partitions_statistics_req(T.PartitionsStatsRequest(
         dbName="default", tblName="tp", colNames=["id", "name"], partNames=["ds=a"]))
@@ -217,7 +217,7 @@ def test_trino_insert_into_a_transactional_table(client):
     # deprecated calls through (ObjectStore.verifyStatsChangeCtx).
     client.create_table(make_table("default", "ta", cols=COLS, params={"transactional": "true"}))
     w = Writer(client, "default", "ta")
-    tbl = client.get_table("default", "ta")
+    tbl = client.get_table_acid_aware("default", "ta")
     tbl.writeId = w.write_id
     client.alter_table_req(T.AlterTableRequest(dbName="default", tableName="ta", table=tbl,
                                                validWriteIdList=w.valid_write_ids,
@@ -248,7 +248,7 @@ def test_impala_compute_stats(client, acid):
     else:
         assert client.update_table_column_statistics_req(T.SetPartitionsStatsRequest(
             colStats=[stats], engine="impala")).result
-    tbl = client.get_table("default", "imp")
+    tbl = client.get_table_acid_aware("default", "imp")
     tbl.parameters.pop("COLUMN_STATS_ACCURATE", None)
     tbl.parameters.update({"numRows": "4", "STATS_GENERATED": "TASK"})
     if acid:

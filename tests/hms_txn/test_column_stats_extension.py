@@ -38,15 +38,15 @@ def test_statistics_are_forwarded_without_our_write_state(pair):
     upstream, ext = pair
     c, u = ext.client(), upstream.client()
     c.create_table(make_table("default", "acid", params={"transactional": "true"}))
-    assert "COLUMN_STATS_ACCURATE" not in c.get_table("default", "acid").parameters   # cached
+    assert "COLUMN_STATS_ACCURATE" not in c.get_table_acid_aware("default", "acid").parameters   # cached
     w = Writer(c, "default", "acid")          # our transaction, our write id
     assert c.update_table_column_statistics_req(T.SetPartitionsStatsRequest(
         colStats=[col_stats("default", "acid", [("id", "int", longs(1, 9, 0, 9))])],
         writeId=w.write_id, validWriteIdList=w.valid_write_ids, engine="hive")).result
     # the upstream got no write state: its table keeps no write id of ours
-    assert u.get_table("default", "acid").writeId == -1
+    assert u.get_table_acid_aware("default", "acid").writeId == -1
     # our cache dropped the table: the new COLUMN_STATS_ACCURATE is read through us
-    assert accurate(c.get_table("default", "acid").parameters) == {"COLUMN_STATS": {"id": "true"}}
+    assert accurate(c.get_table_acid_aware("default", "acid").parameters) == {"COLUMN_STATS": {"id": "true"}}
     got = c.get_table_statistics_req(T.TableStatsRequest(
         dbName="default", tblName="acid", colNames=["id"], engine="hive",
         validWriteIdList=w.valid_write_ids)).tableStats
@@ -62,6 +62,6 @@ def test_statistics_are_forwarded_without_our_write_state(pair):
         c.delete_table_column_statistics("default", "acid", "id", None)
     c.create_table(make_table("default", "plain"))
     c.update_table_column_statistics(col_stats("default", "plain", [("id", "int", longs(1, 2, 0, 2))]))
-    assert accurate(c.get_table("default", "plain").parameters) == {"COLUMN_STATS": {"id": "true"}}
+    assert accurate(c.get_table_acid_aware("default", "plain").parameters) == {"COLUMN_STATS": {"id": "true"}}
     assert c.delete_table_column_statistics("default", "plain", "id", None)
-    assert accurate(c.get_table("default", "plain").parameters) == {}
+    assert accurate(c.get_table_acid_aware("default", "plain").parameters) == {}

@@ -59,6 +59,10 @@ KINDS = [
 ]
 
 
+# what Hive 3/4's HiveMetaStoreClient declares in its table requests
+H4_CAPS = h4.ClientCapabilities([h4.ClientCapability.INSERT_ONLY_TABLES])
+
+
 class Hive4Client:
     """pyiceberg's Hive 4 bindings over a buffered binary socket (as Hive 4 clients talk)."""
 
@@ -69,6 +73,12 @@ class Hive4Client:
 
     def __getattr__(self, name):
         return getattr(self.c, name)
+
+    def get_table(self, db, name):
+        """As Hive 3/4's HiveMetaStoreClient.getTable asks: get_table_req with the client's
+        capabilities (INSERT_ONLY_TABLES)."""
+        return self.c.get_table_req(h4.GetTableRequest(
+            dbName=db, tblName=name, catName="hive", capabilities=H4_CAPS)).table
 
     def close(self):
         self.transport.close()
@@ -204,9 +214,10 @@ def test_each_kind_is_created_altered_read_and_dropped_as_the_standalone_server_
         ours, alone = _create_both(env, db, kind)
         try:
             for read in (lambda c: c.get_table(db, name),
-                         lambda c: c.get_table_req(h4.GetTableRequest(dbName=db, tblName=name)).table,
+                         lambda c: c.get_table_req(h4.GetTableRequest(
+                             dbName=db, tblName=name, capabilities=H4_CAPS)).table,
                          lambda c: c.get_table_objects_by_name_req(h4.GetTablesRequest(
-                             dbName=db, tblNames=[name])).tables[0]):
+                             dbName=db, tblNames=[name], capabilities=H4_CAPS)).tables[0]):
                 got, want = read(ours), read(alone)
                 assert _differences(got, want) == {}, name
                 assert got.parameters["transactional"] == "true"
@@ -356,7 +367,7 @@ def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env
     assert _ids(e, "events") == [1, 2, 3, 4, 5]
     assert c.show_locks(t.ShowLocksRequest(dbname=db, tablename="events")).locks == []
     # partitioned: a partition added through us, written and read
-    table = c.get_table(db, "parted")
+    table = c.get_table_acid_aware(db, "parted")
     sd = copy.deepcopy(table.sd)
     sd.location = None
     c.add_partition(t.Partition(values=["a"], dbName=db, tableName="parted", sd=sd))
@@ -370,8 +381,9 @@ def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env
     assert sorted(orc_acid.read_table(e.location("io"), wl, valid_txns=vt, insert_only=True)
                   .column("id").to_pylist()) == [10, 11]
     # get_table_req with the reader's ValidWriteIdList: our cache, the Hive 3 form
-    got = c.get_table_req(t.GetTableRequest(dbName=db, tblName="events",
-                                            validWriteIdList=str(e.snapshot("events")[1])))
+    got = c.get_table_req(t.GetTableRequest(
+        dbName=db, tblName="events", validWriteIdList=str(e.snapshot("events")[1]),
+        capabilities=t.ClientCapabilities([t.ClientCapability.INSERT_ONLY_TABLES])))
     assert got.table.parameters["transactional"] == "true"
     # a major compaction, run by our worker on the upstream's table, cleaned by our cleaner
     cid = e.compact("events", MAJOR)
@@ -398,7 +410,7 @@ def test_write_ids_locks_rows_compaction_and_recovery_from_the_upstream_form(env
     env.restart(lose_database=True)
     served_as_created(Hive4Client(env.ext.port))
     c = connect(env.ext.port)
-    assert c.get_table(db, "io").parameters["transactional_properties"] == "insert_only"
+    assert c.get_table_acid_aware(db, "io").parameters["transactional_properties"] == "insert_only"
     assert c.get_all_tables(db) == ["events", "io", "parted"]
     # the write-id state, lost with the database, is rebuilt from the directories: every
     # file reads as committed (the compacted base's _v transaction too), and new writes
@@ -506,7 +518,7 @@ def test_a_hive3_upstream_gets_the_tables_as_sent(tmp_path):
         c.create_table_req(h4.CreateTableRequest(table=_h4_table(
             "default", "as_sent", INSERT_ONLY, TEXT, (), ())))
         c.close()
-        there = upstream.client().get_table("default", "as_sent")
+        there = upstream.client().get_table_acid_aware("default", "as_sent")
         assert there.parameters["transactional_properties"] == "insert_only"
         assert form.FORM_KEY not in there.parameters and "storage_handler" not in there.parameters
     finally:
