@@ -72,8 +72,7 @@ _PARSED_FIRST = (
     "get_partitions_by_filter", "get_part_specs_by_filter", "get_num_partitions_by_filter",
     "get_partitions_by_names", "alter_partition", "alter_partition_with_environment_context",
     "alter_partitions", "alter_partitions_with_environment_context", "rename_partition",
-    "markPartitionForEvent", "isPartitionMarkedForEvent", "get_functions", "get_function",
-    "drop_function", "alter_function", "get_table_column_statistics",
+    "markPartitionForEvent", "isPartitionMarkedForEvent", "get_table_column_statistics",
     "get_partition_column_statistics", "delete_table_column_statistics",
     "delete_partition_column_statistics",
 )
@@ -98,7 +97,7 @@ ARGUMENTS: dict[str, tuple[DbArg, ...]] = {
         "rename_partition_req", "get_table_statistics_req", "get_partitions_statistics_req",
         "get_aggr_stats_for", "get_all_table_constraints", "create_table",
         "create_table_with_environment_context", "create_table_with_constraints",
-        "add_partition", "add_partition_with_environment_context", "create_function")},
+        "add_partition", "add_partition_with_environment_context")},
     # CreateTableRequest: the names are those of its table (_struct_of).
     "create_table_req": _req("dbName", "catName"),
     "translate_table_dryrun": _req("dbName", "catName"),
@@ -125,7 +124,7 @@ _EMPTY: dict[str, Callable[[], Any]] = {
     **{name: list for name in (
         "get_databases", "get_tables", "get_tables_by_type", "get_all_tables", "get_table_meta",
         "get_table_objects_by_name", "get_materialized_views_for_rewriting",
-        "get_table_names_by_filter", "get_functions", "get_tables_ext")},
+        "get_table_names_by_filter", "get_tables_ext")},
     "get_table_objects_by_name_req": lambda: t.GetTablesResult(tables=[]),
     "get_all_stored_procedures": list, "get_all_packages": list,
     # Hive's store deletes nothing and answers nothing.
