@@ -22,6 +22,7 @@ import orc_acid
 from hms_txn.wire.codec import to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import local, make_table
+from hms_txn.wire.client import table_request   # read as an ACID-aware engine does
 
 DB = "ev_db"
 KEYS = [("ds", "string"), ("region", "string")]
@@ -74,7 +75,7 @@ def run(c, root: str, *, extension: bool,
         return to_doc(c.get_database(DB))
 
     def table(name):
-        return to_doc(c.get_table(DB, name))
+        return to_doc(c.get_table_req(table_request(DB, name)).table)
 
     def part(name, values):
         return to_doc(c.get_partition(DB, name, values))
@@ -106,14 +107,14 @@ def run(c, root: str, *, extension: bool,
                 checks={"files": [existing + "###"], "tableType": "MANAGED_TABLE"})
 
     before = table("sales")
-    tbl = c.get_table(DB, "sales")
+    tbl = c.get_table_req(table_request(DB, "sales")).table
     tbl.parameters["comment"] = "daily sales"
     c.alter_table(DB, "sales", tbl)
     table_event("ALTER_TABLE", "sales", inputs={"before": before, "after": table("sales")},
                 objects={"tableObjBeforeJson": "Table", "tableObjAfterJson": "Table"},
                 checks={"db": DB, "table": "sales", "isTruncateOp": "false", "writeId": -1})
 
-    sd = c.get_table(DB, "sales").sd
+    sd = c.get_table_req(table_request(DB, "sales")).table.sd
     c.add_partitions([t.Partition(dbName=DB, tableName="sales", values=v,
                                   sd=t.StorageDescriptor(**{**vars(sd), "location": p}))
                       for v, p in ((P1, p1_loc), (P2, p2_loc))])
@@ -152,7 +153,7 @@ def run(c, root: str, *, extension: bool,
                 checks={"partitions": [dict(zip(["ds", "region"], P2))]})
 
     before = table("sales")
-    tbl = c.get_table(DB, "sales")
+    tbl = c.get_table_req(table_request(DB, "sales")).table
     tbl.tableName = "sales_2024"
     c.alter_table(DB, "sales", tbl)
     # one event: the row names the new table, the message the old one
@@ -225,7 +226,7 @@ def run(c, root: str, *, extension: bool,
                             checks={"functionName": "to_eur"}))
     else:
         before = table("orders")
-        tbl = c.get_table(DB, "orders")
+        tbl = c.get_table_req(table_request(DB, "orders")).table
         tbl.parameters["_meta.progress"] = "0"
         c.alter_table(DB, "orders", tbl)
         table_event("ALTER_TABLE", "orders", inputs={"before": before, "after": table("orders")},
