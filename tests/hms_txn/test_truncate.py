@@ -93,7 +93,7 @@ def test_partitions_named_or_all(client):
 def test_acid_table_gets_an_empty_base_at_the_write_id(client):
     params = {"transactional": "true", **STATS}
     client.create_table(make_table("default", "acid", params=params))
-    location = client.get_table("default", "acid").sd.location
+    location = client.get_table_acid_aware("default", "acid").sd.location
     _write(location, "delta_0000001_0000001_0000/bucket_00000")
     [first] = open_txns(client)
     alloc(client, "acid", [first])
@@ -110,7 +110,7 @@ def test_acid_table_gets_an_empty_base_at_the_write_id(client):
     with open(os.path.join(base, "_metadata_acid")) as fh:
         assert json.load(fh) == {"thisFileVersion": "0", "dataFormat": "truncated"}
     assert os.path.exists(os.path.join(local(location), "delta_0000001_0000001_0000"))
-    table = client.get_table("default", "acid")
+    table = client.get_table_acid_aware("default", "acid")
     assert table.writeId == write_id and _stats_of(table.parameters) == TRUNCATED
     [event] = _events(client, last)
     message = json.loads(event.message)
@@ -125,7 +125,7 @@ def test_acid_table_gets_an_empty_base_at_the_write_id(client):
 
 def test_acid_table_without_a_write_id_is_refused(client):
     client.create_table(make_table("default", "acid2", params={"transactional": "true"}))
-    location = client.get_table("default", "acid2").sd.location
+    location = client.get_table_acid_aware("default", "acid2").sd.location
     _write(location, "delta_0000001_0000001_0000/bucket_00000")
     with pytest.raises(t.MetaException, match="without a write id"):
         client.truncate_table("default", "acid2", None)
