@@ -141,7 +141,7 @@ def test_add_write_notification_log_in_batch(client):
     requests for partitions that do not exist are dropped; an empty batch writes nothing."""
     client.create_table(make_table("default", "pt", keys=[("k", "string")],
                                    params={"transactional": "true"}))
-    sd = client.get_table("default", "pt").sd
+    sd = client.get_table_acid_aware("default", "pt").sd
     sd.location += "/k=1"
     client.add_partition(T.Partition(values=["1"], dbName="default", tableName="pt", sd=sd,
                                      parameters={}))

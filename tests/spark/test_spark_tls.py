@@ -72,5 +72,5 @@ def test_spark_hive_client_and_hive_acid_over_tls(tls_server, tmp_path):
     # What the run made is in our metastore (asked over TLS, trusting the PEM CA).
     with connect(tls_server.uri, tls=TlsClient(tls_server.certs.ca)) as client:
         assert sorted(client.get_all_tables("tls_db")) == ["acid_orders", "people"]
-        acid = client.get_table("tls_db", "acid_orders")
+        acid = client.get_table_acid_aware("tls_db", "acid_orders")
         assert acid.parameters["transactional"] == "true"
