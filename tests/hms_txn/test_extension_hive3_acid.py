@@ -31,10 +31,11 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_compactor import FAST, MAJOR, Engine, rows
 from tests.support.postgres import free_port
+from tests.support.requirements import require_module
 from tests.support.servers import InProcessServer, connect
+from hive_metastore import ThriftHiveMetastore as hive4   # pyiceberg's Hive 4 bindings (test extra)
+from hive_metastore import ttypes as h4
 
-hive4 = pytest.importorskip("hive_metastore.ThriftHiveMetastore")
-h4 = pytest.importorskip("hive_metastore.ttypes")
 
 ORC = ("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
@@ -465,7 +466,7 @@ def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, 
     lists the table but refuses to describe, read, write or drop it: its
     HiveClientImpl.convertHiveTableToCatalogTable (sql/hive/.../client/HiveClientImpl.scala)
     calls Hive's Table.getStorageHandler, which loads the guard class and fails."""
-    pytest.importorskip("pyspark.sql.datasource")
+    require_module("pyspark.sql.datasource")
     from tests.support.spark import run_scenario
     h4c = Hive4Client(env.ext.port)
     h4c.create_table_req(h4.CreateTableRequest(table=_h4_table(
