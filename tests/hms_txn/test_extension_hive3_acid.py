@@ -503,7 +503,7 @@ def test_spark_hive_acid_through_us_and_spark_hive2_client_on_the_upstream(env, 
     c = connect(env.ext.port)
     e = Engine(c, "default")
     assert _ids(e, "sparked") == [1, 2, 3]     # orc_acid reads what hive_acid wrote
-    assert c.get_table("default", "sparked").parameters["transactional"] == "true"
+    assert c.get_table_acid_aware("default", "sparked").parameters["transactional"] == "true"
     for name in ("sparked", "sparked_parted", "sparked_io"):
         c.drop_table("default", name, True)
     c.close()
