@@ -37,7 +37,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
 from tests.support.requirements import require, require_module
-from tests.support.servers import connect
+from tests.support.differential import paired_outcomes
 
 pytestmark = pytest.mark.javahms
 
@@ -400,15 +400,8 @@ def run_sequence(c) -> list[tuple[str, object]]:
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_same_outcomes_as_java_metastore(java_hms, hms):
-    ours, theirs = connect(hms.port), connect(java_hms.port)
-    try:
-        got, want = run_sequence(ours), run_sequence(theirs)
-    finally:
-        ours.close()
-        theirs.close()
-    assert [n for n, _ in got] == [n for n, _ in want]
     mismatches = []
-    for (name, mine), (_, java) in zip(got, want):
+    for name, mine, java in paired_outcomes(run_sequence, hms.port, java_hms.port):
         if name in HIVE4:
             hive4, hive23 = HIVE4[name]
             if (mine, java) != (hive4, hive23):

@@ -20,7 +20,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_sd, make_table
 from tests.support.postgres import free_port
 from tests.support.requirements import require, require_module
-from tests.support.servers import connect
+from tests.support.differential import paired_outcomes
 
 pytestmark = pytest.mark.javahms
 
@@ -219,15 +219,8 @@ HIVE4_DIFFERS: dict[str, tuple[str, object, object]] = {
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_same_answers_as_java_metastore(java_hms, hms):
-    ours, theirs = connect(hms.port), connect(java_hms.port)
-    try:
-        got, want = run_sequence(ours), run_sequence(theirs)
-    finally:
-        ours.close()
-        theirs.close()
-    assert [n for n, _ in got] == [n for n, _ in want]
     mismatches = []
-    for (name, mine), (_, java) in zip(got, want):
+    for name, mine, java in paired_outcomes(run_sequence, hms.port, java_hms.port):
         if name in HIVE4_DIFFERS:
             _, java_answer, hive4_answer = HIVE4_DIFFERS[name]
             if (java, mine) != (java_answer, hive4_answer):

@@ -24,6 +24,7 @@ from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
 from tests.support.requirements import require, require_module
 from tests.support.servers import InProcessServer, connect
+from tests.support.differential import paired_outcomes
 
 pytestmark = pytest.mark.javahms
 
@@ -315,20 +316,14 @@ def java_hms(tmp_path_factory):
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_same_answers_as_java_metastore(java_hms, hms):
-    ours, theirs = connect(hms.port), connect(java_hms.port)
-    try:
-        got, want = run_sequence(ours), run_sequence(theirs)
-    finally:
-        ours.close()
-        theirs.close()
-    assert [n for n, _ in got] == [n for n, _ in want]
+    pairs = paired_outcomes(run_sequence, hms.port, java_hms.port)
     mismatches = []
-    for (name, mine), (_, java) in zip(got, want):
+    for name, mine, java in pairs:
         expected = HIVE4_DIFFERS.get(name, (java, java))
         if (mine, java) != expected:
             mismatches.append(f"{name}: ours={mine!r} java={java!r} expected={expected!r}")
     assert not mismatches, "\n".join(mismatches)
-    assert set(HIVE4_DIFFERS) <= {n for n, _ in got}
+    assert set(HIVE4_DIFFERS) <= {n for n, _, _ in pairs}
 
 
 def test_extension_mode_writes_an_older_upstream_s_way(java_hms, tmp_path):
