@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import notifications
-from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID, OPEN, TxnState,
+from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, OPEN, TxnState,
                                         TxnType, abort_in, current_hwm, now_ms, raise_not_open,
                                         txn_id_str, txn_row)
 from hms_txn.store.prepared import Prepared
@@ -170,11 +170,14 @@ class TxnManager:
     @staticmethod
     def recover_reserved_ids(conn: Connection) -> None:
         """At start-up: move the id counter past every id a lazily committed open_txns may
-        have handed out before a power cut, and release the reservation."""
+        have handed out before a power cut, and release the reservation. (On PostgreSQL
+        also after the database server restarted under running servers: ``Store``'s
+        ``on_database_restart``.) The counter row is locked first: an open_txns of another
+        process in flight compares its ids with the reservation under that lock."""
+        nxt = NEXT_TXN_ID_LOCKED.execute(conn).scalar() or 1
         reserved = _RESERVED.execute(conn).scalar()
         if reserved is None:
             return
-        nxt = NEXT_TXN_ID.execute(conn).scalar() or 1
         if reserved >= nxt:
             log.info("transaction ids %d..%d may have been handed out before an unclean "
                      "stop; they are skipped", nxt, reserved)
@@ -186,10 +189,11 @@ class TxnManager:
     def release_reserved_ids(conn: Connection) -> None:
         """At a clean stop: nothing beyond the ids handed out stays reserved, so the next
         start continues without a gap. Every id handed out is below the counter, so this
-        never uncovers one (also with other processes on the same database)."""
+        never uncovers one (also with other processes on the same database: the counter
+        row is locked first, so an open_txns in flight has committed its ids)."""
+        nxt = NEXT_TXN_ID_LOCKED.execute(conn).scalar() or 1
         if _RESERVED.execute(conn).scalar() is not None:
-            _SET_RESERVED.execute(conn, {"p_reserved": (NEXT_TXN_ID.execute(conn).scalar()
-                                                        or 1) - 1})
+            _SET_RESERVED.execute(conn, {"p_reserved": nxt - 1})
 
     def _check_open_limit(self, conn: Connection, opening: int) -> None:
         limit = self.config["hive.max.open.txns"]

@@ -129,6 +129,8 @@ class Metastore:
             # Only a serving process hands out ids, so only it settles the reservation of
             # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.
             self.txn_service.recover_reserved_ids()
+            # PostgreSQL: again whenever the database server restarts under this process.
+            self.store.on_database_restart = self.txns.recover_reserved_ids
             self._serving = True
         if not any(isinstance(t, Housekeeper) for t in self._threads):
             self._threads.append(Housekeeper(self.config, self.units, self.txn_service,

@@ -40,7 +40,22 @@ live here:
   write (tests/hms_txn/test_fsync_syscalls.py watches the fdatasync calls).
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
-  deadlocks are retried by ``Store.transaction``.
+  deadlocks are retried by ``Store.transaction``, and so is a call whose connection turned
+  out to be dead before it committed anything (the database server restarted): the pool
+  then drops every connection it had, so the retry runs on a new one. There is no
+  checkout ping (it cost a round trip per call). No process-wide lock is held across a
+  commit: concurrent commits overlap and PostgreSQL flushes them with shared WAL writes.
+* Lazy commits (PostgreSQL): the transaction starts with ``SET LOCAL synchronous_commit
+  = off``: its commit returns before its WAL is flushed (the WAL writer flushes it within
+  ``wal_writer_delay``, and any later synchronous commit flushes it along, since WAL is
+  one sequence). ``insist_durable(conn)`` sets it back to ``on`` inside the transaction,
+  which is what the COMMIT then obeys: no second commit is needed. ``make_durable()``
+  compares the WAL's insert and flush positions and, if anything may be unflushed (from
+  any server process on the database), makes one synchronous commit. A database server
+  that restarts after a crash may have lost lazy commits, which the server processes
+  outlived: the first new connection after a restart (``pg_postmaster_start_time`` moved)
+  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn) before
+  any transaction on a new connection proceeds.
 """
 
 from __future__ import annotations
@@ -83,12 +98,22 @@ class Store:
         self._pending: list[_PendingCall] = []
         self._pending_lock = threading.Lock()
         self._writer: Connection | None = None   # SQLite: used only under _write_mutex
-        # Lazy commits only make sense when commits are otherwise fsynced.
-        self.lazy_commits = self.is_sqlite and sqlite_synchronous.upper() == "FULL"
+        # Lazy commits only make sense when commits are otherwise fsynced (PostgreSQL:
+        # whatever the server's synchronous_commit, a lazy commit is never less durable).
+        self.lazy_commits = ((self.is_sqlite and sqlite_synchronous.upper() == "FULL")
+                             or self.dialect == "postgresql")
         self._unsynced = False     # a lazy commit happened since the last durable one
         # Whether the writer connection is at synchronous=NORMAL (see _commit_mode).
         self._writer_lazy = False
         self._batch: _Batch | None = None   # the open batch (under _write_mutex)
+        # PostgreSQL: what runs after the database server restarted, before any transaction
+        # on a new connection (see the module docstring); set by the serving process.
+        self.on_database_restart: Callable[[Connection], None] | None = None
+        self._db_started: object = None      # pg_postmaster_start_time() last seen
+        self._restarted = False
+        self._restart_lock = threading.Lock()
+        if self.dialect == "postgresql":
+            event.listen(self.engine, "connect", self._on_pg_connect)
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -102,14 +127,56 @@ class Store:
                     yield conn
                 return
             with self.engine.connect() as conn:
+                if self._restarted:
+                    self._recover_after_restart(conn)
                 with conn.begin():
-                    yield conn
+                    if lazy:
+                        conn.exec_driver_sql(_PG_LAZY)
+                        conn.info[_PG_IS_LAZY] = True
+                    try:
+                        yield conn
+                    finally:
+                        conn.info.pop(_PG_IS_LAZY, None)
 
     @staticmethod
     def insist_durable(conn: Connection) -> None:
         """Inside ``transaction(fn, durable=False)``: this call must be durable after all
         (a no-op where every commit is)."""
+        if conn.dialect.name == "postgresql":
+            # The setting at COMMIT is what counts: the same commit becomes synchronous.
+            if conn.info.pop(_PG_IS_LAZY, False):
+                conn.exec_driver_sql(_PG_DURABLE)
+            return
         conn.info[_INSIST_DURABLE] = True
+
+    def _on_pg_connect(self, dbapi_conn, _record) -> None:  # pragma: no cover - driver callback
+        """A new PostgreSQL connection: note whether the database server restarted since
+        the last one (then lazy commits may have been lost: ``on_database_restart``)."""
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute("SELECT pg_postmaster_start_time()")
+            started = cur.fetchone()[0]
+        finally:
+            cur.close()
+            dbapi_conn.rollback()
+        with self._restart_lock:
+            if self._db_started is not None and started != self._db_started:
+                log.warning("the database server restarted (at %s): recovering what lazy "
+                            "commits may have lost", started)
+                self._restarted = True
+            self._db_started = started
+
+    def _recover_after_restart(self, conn: Connection) -> None:
+        """Run ``on_database_restart`` once after a restart, in a durable transaction of
+        its own on ``conn``; every other caller waits for it (the lock), so nothing runs
+        on a new connection before it is done."""
+        with self._restart_lock:
+            if not self._restarted:
+                return
+            if self.on_database_restart is not None:
+                with conn.begin():
+                    self.on_database_restart(conn)
+            self._restarted = False
 
     @staticmethod
     def _insisted(conn: Connection) -> bool:
@@ -144,6 +211,18 @@ class Store:
             with conn.begin():
                 yield conn
 
+    def read_call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(conn)`` in ``read()``, run again once if the connection was dead (the
+        database server restarted; the pool has then dropped every old connection)."""
+        try:
+            with self.read() as conn:
+                return fn(conn)
+        except DBAPIError as err:
+            if self.is_sqlite or not err.connection_invalidated:
+                raise
+        with self.read() as conn:
+            return fn(conn)
+
     def transaction(self, fn: Callable[[Connection], T], *, attempts: int = 8,
                     durable: bool = True) -> T:
         """Run ``fn(conn)`` in a write transaction, retrying on deadlock/serialization errors.
@@ -159,16 +238,19 @@ class Store:
             try:
                 if self.group_commit:
                     return self._grouped(fn, lazy)
-                insisted = False
+                insisted = ran = False
                 with self.write(lazy) as conn:
                     self._insisted(conn)
                     result = fn(conn)
+                    ran = True
                     insisted = lazy and self._insisted(conn)
                 if insisted:
                     self.transaction(_touch)
                 return result
             except DBAPIError as err:
-                if attempt == attempts or not self._retryable(err):
+                # A dead connection is retried only if it died before the COMMIT was sent.
+                dead = err.connection_invalidated and not ran and not self.is_sqlite
+                if attempt == attempts or not (dead or self._retryable(err)):
                     raise
                 log.debug("retrying transaction after %s (attempt %d)", err.orig, attempt)
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
@@ -222,7 +304,14 @@ class Store:
 
     def make_durable(self) -> None:
         """Return once every commit so far is fsynced (after lazy commits: one durable
-        commit, which fsyncs the WAL up to its end)."""
+        commit, which fsyncs the WAL up to its end). PostgreSQL: whichever server process
+        made them, once the WAL is flushed as far as it was written when this was called."""
+        if self.dialect == "postgresql":
+            with self.read() as conn:
+                behind = conn.exec_driver_sql(_PG_WAL_BEHIND).scalar()
+            if behind:
+                self.transaction(_touch)
+            return
         if not self._unsynced:
             return
         # Cleared first: a lazy commit racing with ours sets it again (at worst one
@@ -338,6 +427,12 @@ def _signal(wake: threading.Lock) -> None:
 
 # Connection.info key: the call running on this connection must commit durably.
 _INSIST_DURABLE = "hms_txn.insist_durable"
+# PostgreSQL's lazy commit: set at the start of the transaction, undone by insist_durable.
+_PG_LAZY = "SET LOCAL synchronous_commit TO off"
+_PG_DURABLE = "SET LOCAL synchronous_commit TO on"
+_PG_IS_LAZY = "hms_txn.pg_lazy"        # Connection.info: this transaction is at _PG_LAZY
+# Whether WAL written so far may not be flushed yet (by a lazy commit of any process).
+_PG_WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
 
 
 def _touch(conn: Connection) -> None:
@@ -345,12 +440,15 @@ def _touch(conn: Connection) -> None:
     durability marker's counter. It must change a value: SQLite writes no page for an
     UPDATE that leaves its row as it was, and a COMMIT with no page to write fsyncs
     nothing, which would leave the lazy commits before it unsynced."""
-    conn.connection.driver_connection.execute(_BUMP_MARKER)
+    if conn.dialect.name == "sqlite":
+        conn.connection.driver_connection.execute(_BUMP_MARKER)
+    else:
+        conn.exec_driver_sql(_BUMP_MARKER)
 
 
 # An upsert: the first touch a database ever has makes the row.
 _BUMP_MARKER = ("INSERT INTO hms_durability_marker (id, n) VALUES (1, 1) "
-                "ON CONFLICT (id) DO UPDATE SET n = n + 1")
+                "ON CONFLICT (id) DO UPDATE SET n = hms_durability_marker.n + 1")
 
 
 class _Batch:
@@ -481,5 +579,5 @@ def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FU
                 conn.get_execution_options().get("hms_begin", "BEGIN"))
 
         return engine
-    return create_engine(url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 4,
-                         pool_pre_ping=True)
+    # No pool_pre_ping: Store.transaction retries a call whose connection was dead.
+    return create_engine(url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 4)
