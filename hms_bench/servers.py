@@ -120,13 +120,51 @@ class OurServer:
         self._log.close()
 
 
+class ServerGroup:
+    """Several ``hms-txn serve`` processes on one database (PostgreSQL), sharing one
+    warehouse directory; a cell's clients are spread over them (``ports``)."""
+
+    kind = "hms-txn"
+
+    def __init__(self, name: str, data_dir: str, conf: dict[str, str], count: int):
+        conf = dict(conf)
+        conf.setdefault("hive.metastore.warehouse.dir", os.path.join(data_dir, "warehouse"))
+        self.name = name
+        # One after the other: the first creates the schema before the next starts.
+        self.members = [OurServer(f"{name}-{i}", os.path.join(data_dir, str(i)), conf)
+                        for i in range(count)]
+
+    @property
+    def port(self) -> int:
+        return self.members[0].port
+
+    @property
+    def ports(self) -> list[int]:
+        return [m.port for m in self.members]
+
+    @property
+    def pid(self) -> int:
+        return self.members[0].pid
+
+    @property
+    def pids(self) -> list[int]:
+        return [m.pid for m in self.members]
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+
 class JavaServer:
-    """The reference Hive Metastore 2.3 (embedded Derby), wrapped like OurServer."""
+    """The reference Hive Metastore 2.3 (embedded Derby, or a database of ``postgres``),
+    wrapped like OurServer."""
 
     kind = "java"
 
-    def __init__(self, name: str, workdir: str, *, heap: str = "1g"):
-        from hms_bench.javahms import start_java_metastore
+    def __init__(self, name: str, workdir: str, *, heap: str = "1g",
+                 postgres: "BenchPostgres | None" = None):
+        from hms_bench.javahms import (POSTGRES_JDBC_JAR, create_postgres_txn_tables,
+                                       postgres_conf, start_java_metastore)
         self.name = name
         self.workdir = workdir
         self.port = free_port()
@@ -134,8 +172,15 @@ class JavaServer:
         # takes a pooled connection; with the default pool of 10 connections, 16 concurrent
         # lockers deadlock the server (every pooled connection is held by a thread waiting
         # for the JVM lock). A bigger pool avoids that and is the fair setting.
-        self._ms = start_java_metastore(self.port, workdir, heap=heap, extra_conf={
-            "datanucleus.connectionPool.maxPoolSize": "64"})
+        conf = {"datanucleus.connectionPool.maxPoolSize": "64"}
+        classpath: tuple[str, ...] = ()
+        if postgres is not None:
+            url = postgres.create_database("java")
+            create_postgres_txn_tables(postgres.port, postgres.user, url.rsplit("/", 1)[1])
+            conf.update(postgres_conf(url, postgres.user))
+            classpath = (POSTGRES_JDBC_JAR,)
+        self._ms = start_java_metastore(self.port, workdir, heap=heap, extra_conf=conf,
+                                        extra_classpath=classpath)
 
     @property
     def pid(self) -> int:
