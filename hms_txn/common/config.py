@@ -129,7 +129,9 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
         if not path:
             raise ValueError("jdbc:sqlite: needs a file path")
         return f"sqlite:///{os.path.abspath(path)}"
-    for jdbc_scheme, sa_scheme in (("postgresql:", "postgresql+psycopg2"), ("mysql:", "mysql+pymysql"),
+    # PostgreSQL through psycopg 3: it prepares a statement on the server once a connection
+    # has run it a few times (hms_txn.store.engine, "Why psycopg 3").
+    for jdbc_scheme, sa_scheme in (("postgresql:", "postgresql+psycopg"), ("mysql:", "mysql+pymysql"),
                                    ("mariadb:", "mysql+pymysql")):
         if rest.startswith(jdbc_scheme):
             parts = urlsplit(rest)

@@ -56,6 +56,18 @@ live here:
   outlived: the first new connection after a restart (``pg_postmaster_start_time`` moved)
   runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn) before
   any transaction on a new connection proceeds.
+* Why psycopg 3 (``postgresql+psycopg``, what a ``jdbc:postgresql:`` URL maps to): it
+  prepares a statement on the server once a connection has run it five times, so the
+  transaction calls' fixed statements are parsed and planned once per connection instead
+  of on every call. Measured 2026-11-25 in-process on a PostgreSQL with fsync and
+  synchronous_commit on (lazy commits in effect), 300 calls each, 2 shared cores at load
+  average 6: open_txns 2.3 ms wall / 1.65 ms CPU per call with psycopg 3 against 4.6 ms /
+  1.53 ms with psycopg2; commit_txn 2.8 / 1.96 ms against 4.6 / 1.63 ms (psycopg 3 costs
+  ~10% more client CPU and halves the time spent waiting for the server). Its pipeline
+  mode (a call's statements sent without waiting for each answer) is not used: SQLAlchemy
+  does not drive it, and most of a call's statements use the answer of the one before
+  (ids from ``UPDATE ... RETURNING``), so a pipeline would batch little beyond BEGIN and
+  ``SET LOCAL``.
 """
 
 from __future__ import annotations

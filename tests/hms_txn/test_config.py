@@ -55,7 +55,7 @@ def test_invalid_values_name_the_key(key, value):
 
 
 @pytest.mark.parametrize("jdbc, url", [
-    ("jdbc:postgresql://db:5432/hms", "postgresql+psycopg2://hive:p%40ss@db:5432/hms"),
+    ("jdbc:postgresql://db:5432/hms", "postgresql+psycopg://hive:p%40ss@db:5432/hms"),
     ("jdbc:mysql://db:3306/hms?useSSL=false", "mysql+pymysql://hive:p%40ss@db:3306/hms?useSSL=false"),
     ("postgresql://u@h/db", "postgresql://u@h/db"),
 ])

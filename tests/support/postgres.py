@@ -92,7 +92,7 @@ class PostgresServer:
         return self.url(name)
 
     def url(self, dbname: str) -> str:
-        return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{dbname}"
+        return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{dbname}"
 
     def jdbc_url(self, dbname: str) -> str:
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{dbname}"
