@@ -66,6 +66,19 @@ def write_site_xml(path: str, values: dict[str, str]) -> str:
     return path
 
 
+# The checkout this module belongs to: a server started from another directory must still
+# run its code (not whatever copy of hms_txn is installed).
+CHECKOUT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def checkout_env() -> dict[str, str]:
+    """Environment for a child process that must run this checkout's code."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (CHECKOUT_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def start_serve_process(site: str, data_dir: str, log, log_path: str, *, port: int = 0,
                         log_level: str | None = None, env: dict | None = None
                         ) -> tuple[subprocess.Popen, int]:
@@ -103,7 +116,7 @@ class OurServer:
         self.log_path = os.path.join(data_dir, "serve.log")
         self._log = open(self.log_path, "ab")
         self.proc, self.port = start_serve_process(site, data_dir, self._log, self.log_path,
-                                                   log_level="WARNING")
+                                                   log_level="WARNING", env=checkout_env())
 
     @property
     def pid(self) -> int:

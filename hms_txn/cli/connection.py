@@ -9,7 +9,7 @@ import datetime as _dt
 import sys
 from typing import Any, Sequence
 
-from hms_txn.wire.client import ClientOptions, MetastoreClient, Sasl, connect
+from hms_txn.wire.client import ClientOptions, FailoverClient, Sasl, connect_failover
 
 EPILOG = """\
 Connection: --uri thrift://HOST:PORT, or thrift://127.0.0.1:PORT with PORT from --conf's
@@ -30,9 +30,10 @@ def add_connection_args(p: argparse.ArgumentParser, *, json_help: str) -> None:
                    help="socket timeout (default 60)")
 
 
-def client_for(args: argparse.Namespace, *, sasl: Sasl | None = None) -> MetastoreClient:
+def client_for(args: argparse.Namespace, *, sasl: Sasl | None = None) -> FailoverClient:
     """A client of ``args``' metastore (exits with a one-line message when it cannot
-    connect); with ``sasl`` the connection authenticates (framed, as SASL implies)."""
+    connect); with ``sasl`` the connection authenticates (framed, as SASL implies). It
+    fails over among the URIs of ``--uri`` as Hive's client does (``connect_failover``)."""
     from hms_txn.common.config import ConfigError, load, parse_overrides
 
     try:
@@ -45,7 +46,7 @@ def client_for(args: argparse.Namespace, *, sasl: Sasl | None = None) -> Metasto
         framed=config["hive.metastore.thrift.framed.transport.enabled"],
         compact=config["hive.metastore.thrift.compact.protocol.enabled"])
     try:
-        return connect(uri, options=options)
+        return connect_failover(uri, options=options)
     except ValueError as err:
         sys.exit(f"hms-txn: --uri: {err}")
     except ConnectionError as err:

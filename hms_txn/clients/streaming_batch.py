@@ -10,7 +10,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hms_txn.wire import client as wire_client
-from hms_txn.wire.client import MetastoreClient
+from hms_txn.wire.client import FailoverClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 log = logging.getLogger("hms_txn.clients.streaming_ingest")
@@ -31,9 +31,12 @@ class TxnAbortedError(StreamingError):
 
 # -- Thrift connection -----------------------------------------------------------------------
 
-def open_client(uri: str, timeout_s: float) -> MetastoreClient:
+def open_client(uri: str, timeout_s: float) -> FailoverClient:
+    """A client of ``uri`` (one URI or a comma-separated list) that fails over among them
+    as Hive's client does (hms_txn.wire.client.connect_failover)."""
     try:
-        return wire_client.connect(uri, timeout=timeout_s)
+        return wire_client.connect_failover(
+            uri, options=wire_client.ClientOptions(timeout=timeout_s))
     except (ValueError, ConnectionError) as err:
         raise StreamingError(str(err)) from None
 

@@ -13,6 +13,18 @@ transports, SASL and failover behave the same everywhere:
   a length-prefixed SASL frame after the handshake); binary protocol (the accelerated C
   codec) or compact (``compact=True``).
 * ``timeout`` bounds every socket operation, the connect included.
+* ``connect_failover`` (the CLI and the streaming client use it) returns a client that
+  also fails over during its life, the way Hive's ``RetryingMetaStoreClient`` over
+  ``HiveMetaStoreClient`` does (2.3: RetryingMetaStoreClient.invoke,
+  HiveMetaStoreClient.open and reconnect): a call that fails on the connection is retried
+  ``failure_retries`` times (``hive.metastore.failure.retries``, 1), each after
+  ``retry_delay`` seconds (``hive.metastore.client.connect.retry.delay``, 1 s) and a
+  reconnect that first swaps the first URI with a random other one (the first is likely
+  the one that died) and then tries them in order, ``connect_retries`` rounds
+  (``hive.metastore.connect.retries``, 3). Retried: transport and protocol errors, a
+  ``TApplicationException`` other than types 1, 3, 9 and 10, and a ``MetaException``
+  naming a JDO, TProtocol or TTransport exception; never ``lock`` (``IMetaStoreClient.lock``
+  is ``@RetrySemantics.CannotRetry``: a retried lock would enqueue a second one).
 
 A ``MetastoreClient`` is the generated ``ThriftHiveMetastore.Client`` plus the transport
 it owns: ``close()`` (or a ``with`` block) closes the socket. It is not thread-safe, like
@@ -22,18 +34,25 @@ the generated client.
 from __future__ import annotations
 
 import logging
+import random
+import re
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from thrift.Thrift import TApplicationException
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.protocol.TProtocol import TProtocolException
 from thrift.protocol.TCompactProtocol import TCompactProtocolAccelerated
 from thrift.transport import TSocket, TTransport
 
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
+from hms_txn.wire.thrift_gen.hive_metastore.ttypes import MetaException
 
 DEFAULT_PORT = 9083
+log = logging.getLogger(__name__)
 
 # thrift's TSocket logs every refused connect with a traceback, before raising the error
 # that ``connect`` reports itself (with the URI): its records would only repeat it.
@@ -174,6 +193,103 @@ def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
         except Exception as err:     # refused, timed out, SASL refused: try the next one
             failures.append(f"{endpoint.uri}: {describe(err)}")
     raise MetastoreUnreachable("cannot connect to " + "; ".join(failures))
+
+
+def connect_failover(uri: str | list[Endpoint], *, options: ClientOptions = ClientOptions(),
+                     failure_retries: int = 1, retry_delay: float = 1.0,
+                     connect_retries: int = 3) -> "FailoverClient":
+    """A client connected like ``connect`` that keeps failing over to the other URIs while
+    it is used (see the module docstring). Raises ``MetastoreUnreachable`` when no URI
+    accepts in ``connect_retries`` rounds, ``ValueError`` for a malformed URI."""
+    endpoints = list(uri) if isinstance(uri, list) else parse_uris(uri)
+    return FailoverClient(endpoints, options, failure_retries=failure_retries,
+                          retry_delay=retry_delay, connect_retries=connect_retries)
+
+
+# TApplicationException types RetryingMetaStoreClient rethrows at once: UNKNOWN_METHOD,
+# WRONG_METHOD_NAME, and 9 and 10 (unsupported client type, loadshedding).
+_FINAL_APPLICATION_ERRORS = frozenset({1, 3, 9, 10})
+_RETRIED_META_ERROR = re.compile(r"(JDO[a-zA-Z]*|TProtocol|TTransport)Exception")
+_CANNOT_RETRY = frozenset({"lock"})
+_METHODS = frozenset(name for name in dir(ThriftHiveMetastore.Iface) if not name.startswith("_"))
+
+
+def retryable(err: BaseException) -> bool:
+    """Whether Hive's RetryingMetaStoreClient reconnects and retries after ``err``."""
+    if isinstance(err, TApplicationException):
+        return err.type not in _FINAL_APPLICATION_ERRORS
+    if isinstance(err, MetaException):
+        return bool(_RETRIED_META_ERROR.search(err.message or ""))
+    return isinstance(err, (TTransport.TTransportException, TProtocolException, OSError,
+                            EOFError))
+
+
+class FailoverClient:
+    """The metastore's Thrift methods over a connection that is replaced, and the call
+    retried, when the server behind it goes away (``connect_failover``). Not thread-safe,
+    like the generated client."""
+
+    def __init__(self, endpoints: list[Endpoint], options: ClientOptions, *,
+                 failure_retries: int = 1, retry_delay: float = 1.0, connect_retries: int = 3):
+        self.endpoints = list(endpoints)
+        self.options = options
+        self.failure_retries = failure_retries
+        self.retry_delay = retry_delay
+        self.connect_retries = max(1, connect_retries)
+        self.reconnects = 0
+        self.client: MetastoreClient = self._open()
+
+    def _open(self) -> MetastoreClient:
+        for round_ in range(self.connect_retries):
+            try:
+                return connect(self.endpoints, options=self.options)
+            except MetastoreUnreachable:
+                if round_ == self.connect_retries - 1:
+                    raise
+                time.sleep(self.retry_delay)
+        raise AssertionError("unreachable")
+
+    def reconnect(self) -> None:
+        """Close, put a random other URI first, connect again (HiveMetaStoreClient.reconnect)."""
+        self.client.close()
+        if len(self.endpoints) > 1:
+            other = random.randrange(1, len(self.endpoints))
+            self.endpoints[0], self.endpoints[other] = self.endpoints[other], self.endpoints[0]
+        self.client = self._open()
+        self.reconnects += 1
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.client.endpoint
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "FailoverClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _METHODS:
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        retries = 0
+        while True:
+            try:
+                return getattr(self.client, name)(*args, **kwargs)
+            except Exception as err:
+                if (name in _CANNOT_RETRY or retries >= self.failure_retries
+                        or not retryable(err)):
+                    raise
+                retries += 1
+                log.warning("metastore call %s failed (%s); reconnecting and retrying",
+                            name, describe(err))
+                time.sleep(self.retry_delay)
+                self.reconnect()
 
 
 def describe(err: BaseException) -> str:
