@@ -24,7 +24,10 @@ transports, SASL and failover behave the same everywhere:
   (``hive.metastore.connect.retries``, 3). Retried: transport and protocol errors, a
   ``TApplicationException`` other than types 1, 3, 9 and 10, and a ``MetaException``
   naming a JDO, TProtocol or TTransport exception; never ``lock`` (``IMetaStoreClient.lock``
-  is ``@RetrySemantics.CannotRetry``: a retried lock would enqueue a second one).
+  is ``@RetrySemantics.CannotRetry``: a retried lock would enqueue a second one). With
+  ``lifetime`` (``hive.metastore.client.socket.lifetime``, off by default) a call first
+  reconnects, the same way, once the connection is that old: clients spread over the
+  servers again after a failover moved them all to one.
 
 A ``MetastoreClient`` is the generated ``ThriftHiveMetastore.Client`` plus the transport
 it owns: ``close()`` (or a ``with`` block) closes the socket. It is not thread-safe, like
@@ -197,13 +200,14 @@ def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
 
 def connect_failover(uri: str | list[Endpoint], *, options: ClientOptions = ClientOptions(),
                      failure_retries: int = 1, retry_delay: float = 1.0,
-                     connect_retries: int = 3) -> "FailoverClient":
+                     connect_retries: int = 3, lifetime: float = 0.0) -> "FailoverClient":
     """A client connected like ``connect`` that keeps failing over to the other URIs while
     it is used (see the module docstring). Raises ``MetastoreUnreachable`` when no URI
     accepts in ``connect_retries`` rounds, ``ValueError`` for a malformed URI."""
     endpoints = list(uri) if isinstance(uri, list) else parse_uris(uri)
     return FailoverClient(endpoints, options, failure_retries=failure_retries,
-                          retry_delay=retry_delay, connect_retries=connect_retries)
+                          retry_delay=retry_delay, connect_retries=connect_retries,
+                          lifetime=lifetime)
 
 
 # TApplicationException types RetryingMetaStoreClient rethrows at once: UNKNOWN_METHOD,
@@ -230,14 +234,17 @@ class FailoverClient:
     like the generated client."""
 
     def __init__(self, endpoints: list[Endpoint], options: ClientOptions, *,
-                 failure_retries: int = 1, retry_delay: float = 1.0, connect_retries: int = 3):
+                 failure_retries: int = 1, retry_delay: float = 1.0, connect_retries: int = 3,
+                 lifetime: float = 0.0):
         self.endpoints = list(endpoints)
         self.options = options
         self.failure_retries = failure_retries
         self.retry_delay = retry_delay
         self.connect_retries = max(1, connect_retries)
-        self.reconnects = 0
+        self.lifetime = lifetime
+        self.failovers = 0          # reconnects after a failed call
         self.client: MetastoreClient = self._open()
+        self._connected_at = time.monotonic()
 
     def _open(self) -> MetastoreClient:
         for round_ in range(self.connect_retries):
@@ -256,7 +263,7 @@ class FailoverClient:
             other = random.randrange(1, len(self.endpoints))
             self.endpoints[0], self.endpoints[other] = self.endpoints[other], self.endpoints[0]
         self.client = self._open()
-        self.reconnects += 1
+        self._connected_at = time.monotonic()
 
     @property
     def endpoint(self) -> Endpoint:
@@ -277,6 +284,8 @@ class FailoverClient:
         return lambda *args, **kwargs: self.call(name, *args, **kwargs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self.lifetime and time.monotonic() - self._connected_at > self.lifetime:
+            self.reconnect()
         retries = 0
         while True:
             try:
@@ -290,6 +299,7 @@ class FailoverClient:
                             name, describe(err))
                 time.sleep(self.retry_delay)
                 self.reconnect()
+                self.failovers += 1
 
 
 def describe(err: BaseException) -> str:
