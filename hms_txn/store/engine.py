@@ -45,29 +45,8 @@ live here:
   then drops every connection it had, so the retry runs on a new one. There is no
   checkout ping (it cost a round trip per call). No process-wide lock is held across a
   commit: concurrent commits overlap and PostgreSQL flushes them with shared WAL writes.
-* Lazy commits (PostgreSQL): the transaction starts with ``SET LOCAL synchronous_commit
-  = off``: its commit returns before its WAL is flushed (the WAL writer flushes it within
-  ``wal_writer_delay``, and any later synchronous commit flushes it along, since WAL is
-  one sequence). ``insist_durable(conn)`` sets it back to ``on`` inside the transaction,
-  which is what the COMMIT then obeys: no second commit is needed. ``make_durable()``
-  compares the WAL's insert and flush positions and, if anything may be unflushed (from
-  any server process on the database), makes one synchronous commit. A database server
-  that restarts after a crash may have lost lazy commits, which the server processes
-  outlived: the first new connection after a restart (``pg_postmaster_start_time`` moved)
-  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn) before
-  any transaction on a new connection proceeds.
-* Why psycopg 3 (``postgresql+psycopg``, what a ``jdbc:postgresql:`` URL maps to): it
-  prepares a statement on the server once a connection has run it five times, so the
-  transaction calls' fixed statements are parsed and planned once per connection instead
-  of on every call. Measured 2026-11-25 in-process on a PostgreSQL with fsync and
-  synchronous_commit on (lazy commits in effect), 300 calls each, 2 shared cores at load
-  average 6: open_txns 2.3 ms wall / 1.65 ms CPU per call with psycopg 3 against 4.6 ms /
-  1.53 ms with psycopg2; commit_txn 2.8 / 1.96 ms against 4.6 / 1.63 ms (psycopg 3 costs
-  ~10% more client CPU and halves the time spent waiting for the server). Its pipeline
-  mode (a call's statements sent without waiting for each answer) is not used: SQLAlchemy
-  does not drive it, and most of a call's statements use the answer of the one before
-  (ids from ``UPDATE ... RETURNING``), so a pipeline would batch little beyond BEGIN and
-  ``SET LOCAL``.
+* Lazy commits on PostgreSQL, what a server process does when the database server
+  restarts under it, and why psycopg 3: hms_txn.store.postgres.
 """
 
 from __future__ import annotations
@@ -82,6 +61,8 @@ from typing import Callable, Iterator, TypeVar
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
+
+from hms_txn.store import postgres
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +102,7 @@ class Store:
         # PostgreSQL: what runs after the database server restarted, before any transaction
         # on a new connection (see the module docstring); set by the serving process.
         self.on_database_restart: Callable[[Connection], None] | None = None
-        self._db_started: object = None      # pg_postmaster_start_time() last seen
-        self._restarted = False
-        self._restart_lock = threading.Lock()
-        if self.dialect == "postgresql":
-            event.listen(self.engine, "connect", self._on_pg_connect)
+        self._restarts = postgres.RestartWatch(self.engine) if self.dialect == "postgresql" else None
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -139,56 +116,24 @@ class Store:
                     yield conn
                 return
             with self.engine.connect() as conn:
-                if self._restarted:
-                    self._recover_after_restart(conn)
+                if self._restarts is not None:
+                    self._restarts.recover_if_restarted(conn, self.on_database_restart)
                 with conn.begin():
                     if lazy:
-                        conn.exec_driver_sql(_PG_LAZY)
-                        conn.info[_PG_IS_LAZY] = True
+                        postgres.begin_lazy(conn)
                     try:
                         yield conn
                     finally:
-                        conn.info.pop(_PG_IS_LAZY, None)
+                        postgres.end_transaction(conn)
 
     @staticmethod
     def insist_durable(conn: Connection) -> None:
         """Inside ``transaction(fn, durable=False)``: this call must be durable after all
         (a no-op where every commit is)."""
         if conn.dialect.name == "postgresql":
-            # The setting at COMMIT is what counts: the same commit becomes synchronous.
-            if conn.info.pop(_PG_IS_LAZY, False):
-                conn.exec_driver_sql(_PG_DURABLE)
+            postgres.insist_durable(conn)
             return
         conn.info[_INSIST_DURABLE] = True
-
-    def _on_pg_connect(self, dbapi_conn, _record) -> None:  # pragma: no cover - driver callback
-        """A new PostgreSQL connection: note whether the database server restarted since
-        the last one (then lazy commits may have been lost: ``on_database_restart``)."""
-        cur = dbapi_conn.cursor()
-        try:
-            cur.execute("SELECT pg_postmaster_start_time()")
-            started = cur.fetchone()[0]
-        finally:
-            cur.close()
-            dbapi_conn.rollback()
-        with self._restart_lock:
-            if self._db_started is not None and started != self._db_started:
-                log.warning("the database server restarted (at %s): recovering what lazy "
-                            "commits may have lost", started)
-                self._restarted = True
-            self._db_started = started
-
-    def _recover_after_restart(self, conn: Connection) -> None:
-        """Run ``on_database_restart`` once after a restart, in a durable transaction of
-        its own on ``conn``; every other caller waits for it (the lock), so nothing runs
-        on a new connection before it is done."""
-        with self._restart_lock:
-            if not self._restarted:
-                return
-            if self.on_database_restart is not None:
-                with conn.begin():
-                    self.on_database_restart(conn)
-            self._restarted = False
 
     @staticmethod
     def _insisted(conn: Connection) -> bool:
@@ -319,9 +264,7 @@ class Store:
         commit, which fsyncs the WAL up to its end). PostgreSQL: whichever server process
         made them, once the WAL is flushed as far as it was written when this was called."""
         if self.dialect == "postgresql":
-            with self.read() as conn:
-                behind = conn.exec_driver_sql(_PG_WAL_BEHIND).scalar()
-            if behind:
+            if self.read_call(postgres.wal_behind):
                 self.transaction(_touch)
             return
         if not self._unsynced:
@@ -439,12 +382,6 @@ def _signal(wake: threading.Lock) -> None:
 
 # Connection.info key: the call running on this connection must commit durably.
 _INSIST_DURABLE = "hms_txn.insist_durable"
-# PostgreSQL's lazy commit: set at the start of the transaction, undone by insist_durable.
-_PG_LAZY = "SET LOCAL synchronous_commit TO off"
-_PG_DURABLE = "SET LOCAL synchronous_commit TO on"
-_PG_IS_LAZY = "hms_txn.pg_lazy"        # Connection.info: this transaction is at _PG_LAZY
-# Whether WAL written so far may not be flushed yet (by a lazy commit of any process).
-_PG_WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
 
 
 def _touch(conn: Connection) -> None:
