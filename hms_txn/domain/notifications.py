@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from hms_txn.store.prepared import Prepared
-from hms_txn.store.sql import reserve_ids
+from hms_txn.store.sql import insert_numbered, reserve_ids
 from hms_txn.store.schema import notification_log, notification_sequence
 
 MESSAGE_FORMAT = "json-0.2"
@@ -65,8 +65,21 @@ def append_many(conn: Connection,
     events = list(events)
     if not events:
         return []
-    first = _next_ids(conn, len(events))
     now = int(time.time())
+    if len(events) == 1:
+        # One statement for the id and the row where the store can (PostgreSQL): the
+        # sequence's row lock is then held from this statement to the COMMIT only.
+        event_type, message, db_name, tbl_name = events[0]
+        row = {"event_time": now, "event_type": event_type, "cat_name": cat_name,
+               "db_name": db_name, "tbl_name": tbl_name, "message": _dumps(message),
+               "message_format": MESSAGE_FORMAT}
+        event_id = insert_numbered(conn, notification_log, "event_id", row,
+                                   notification_sequence, "next_event_id")
+        if event_id is not None:
+            conn.info.setdefault(_WRITTEN_KEY, []).append(
+                Written(event_type, db_name, tbl_name, event_id))
+            return [event_id]
+    first = _next_ids(conn, len(events))
     rows = []
     for offset, (event_type, message, db_name, tbl_name) in enumerate(events):
         rows.append({
