@@ -257,8 +257,11 @@ class BenchPostgres:
     def start(self) -> "BenchPostgres":
         self._run(os.path.join(self.bindir, "initdb"), "-D", self.datadir, "-A", "trust",
                   "-U", self.user, "-E", "UTF8")
+        # Connections: up to 12 of our server processes (--pg-servers 1,2,4, with and
+        # without cache), each a pool of 10 plus overflow under 16 clients, and Java's 64:
+        # 300 ran out (FATAL: sorry, too many clients already) in the 4-process cells.
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   f"-c max_connections=300 -c shared_buffers=256MB")
+                   f"-c max_connections=1000 -c shared_buffers=256MB")
         self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-o", options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "-t", "60", "start")
         return self
