@@ -193,3 +193,23 @@ def test_database_crash_loses_no_acknowledged_durable_call_and_reuses_no_id(
         assert calls(ms).txn_state(after[0]) == TxnState.COMMITTED
     finally:
         ms.close()
+
+
+def test_round_trips_of_open_and_commit(pg_ms):
+    """The statements open_txns and a read-only commit_txn send (each one round trip, plus
+    the driver's BEGIN and the COMMIT): the notification event's id and row are one
+    statement (hms_txn.store.sql.insert_numbered), and no checkout ping precedes them."""
+    ms = pg_ms
+    calls(ms).abort_txn(calls(ms).open_txns(1, "u", "h")[0])   # the reservation, raised
+    sent: list[str] = []
+    event.listen(ms.store.engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *_: sent.append(statement.split()[0]))
+    txn = calls(ms).open_txns(1, "u", "h")[0]
+    # SET LOCAL; the id counter's UPDATE ... RETURNING; the reservation; the txns row;
+    # the OPEN_TXN event.
+    assert sent == ["SET", "UPDATE", "SELECT", "INSERT", "WITH"]
+    sent.clear()
+    calls(ms).commit_txn(txn)
+    # SET LOCAL; the row locked; its components; its write ids (PostgreSQL reads them
+    # after the lock: hms_txn.domain.txn_commit); the state; the COMMIT_TXN event.
+    assert sent == ["SET", "SELECT", "SELECT", "SELECT", "UPDATE", "WITH"]
