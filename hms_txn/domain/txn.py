@@ -44,7 +44,7 @@ from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, 
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (next_txn_id,
                                   txns)
-from hms_txn.store.sql import insert_ignore, reserve_ids
+from hms_txn.store.sql import insert_ignore, reserve_ids, writer_is_exclusive
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,11 @@ STATE_CODE_TO_ENUM = {OPEN: TxnState.OPEN, ABORTED: TxnState.ABORTED,
 _RESERVED_ROW = 2
 _next_id = next_txn_id.c.next_id     # the counter column of both rows
 _RESERVED = Prepared(select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW))
-# A lazy open's id bump, which also reads the reservation: one statement (one round trip
-# fewer while the counter's row lock is held). On PostgreSQL the reservation it reads may
-# be older than the row it locked (a READ COMMITTED statement's snapshot predates its wait
-# for the lock), never newer: at worst a durable raise that was not needed.
+# A lazy open's id bump, which also reads the reservation: one statement instead of two.
+# Only where the writer is exclusive (SQLite): on PostgreSQL a READ COMMITTED statement's
+# snapshot predates its wait for the counter's row lock, so the reservation it read could
+# be one that another process's release_reserved_ids lowered meanwhile; there the
+# reservation is read by a statement of its own, after the lock.
 _BUMP_READING_RESERVED = Prepared(
     update(next_txn_id).where(next_txn_id.c.id == 1)
     .values(next_id=_next_id + bindparam("p_count", type_=_next_id.type))
@@ -154,10 +155,10 @@ class TxnManager:
 
         self._check_open_limit(conn, num_txns)
         bumped = (_BUMP_READING_RESERVED.execute(conn, {"p_count": num_txns}).first()
-                   if lazy_commit else None)
+                   if lazy_commit and writer_is_exclusive(conn) else None)
         if bumped is not None:
             first, reserved = int(bumped[0]) - num_txns, bumped[1]
-        else:   # durable, or a fresh database without the counter row
+        else:   # durable, PostgreSQL, or a fresh database without the counter row
             first = reserve_ids(conn, next_txn_id, num_txns)
             reserved = _RESERVED.execute(conn).scalar() if lazy_commit else None
         last = first + num_txns - 1

@@ -210,9 +210,9 @@ def test_round_trips_of_open_and_commit(pg_ms):
 
     event.listen(ms.store.engine, "before_cursor_execute", watch)
     txn = calls(ms).open_txns(1, "u", "h")[0]
-    # SET LOCAL; the id counter's UPDATE ... RETURNING, which also reads the id
-    # reservation (hms_txn.domain.txn); the txns row; the OPEN_TXN event.
-    assert sent == ["SET", "UPDATE", "INSERT", "WITH"]
+    # SET LOCAL; the id counter's UPDATE ... RETURNING; the id reservation, read after
+    # the counter's lock (hms_txn.domain.txn); the txns row; the OPEN_TXN event.
+    assert sent == ["SET", "UPDATE", "SELECT", "INSERT", "WITH"]
     sent.clear()
     calls(ms).commit_txn(txn)
     # SET LOCAL; the row locked; its components; its write ids (PostgreSQL reads them
