@@ -39,6 +39,14 @@ def add_parser(sub) -> None:
     p.add_argument("--hiveconf", action="append", default=[], metavar="KEY=VALUE",
                    help="a configuration key for our servers (repeatable), e.g. "
                         "hms_txn.server.cpu.affinity=0; recorded in results.json")
+    p.add_argument("--pg-servers", default="1",
+                   help="numbers of our server processes on one PostgreSQL database, one target "
+                        "each (e.g. 1,2,4: hms-postgres, hms-postgres-x2, hms-postgres-x4); a "
+                        "cell's clients are spread over a target's processes")
+    p.add_argument("--java-db", choices=("derby", "postgres"), default="derby",
+                   help="the Java metastore's database: embedded Derby (default) or a database "
+                        "on the benchmark's PostgreSQL (JDBC driver: Debian's "
+                        "libpostgresql-jdbc-java)")
     p.add_argument("--keep-workdir", action="store_true",
                    help="keep the servers' data directories and logs (for inspection)")
     p.set_defaults(func=_run)

@@ -39,6 +39,51 @@ def _cell(cells, workload, server, clients):
     return None
 
 
+def _java_cell(cells, workload, clients):
+    """The Java metastore's cell (one Java server per run: on Derby or on PostgreSQL)."""
+    for c in cells:
+        if c["workload"] == workload and c["server"].startswith("java") \
+                and c["clients"] == clients and not c.get("error"):
+            return c
+    return None
+
+
+# Issue 31 (PostgreSQL): (workload, our server, its clients, goal: x Java throughput, or
+# ops/s where there is no Java counterpart).
+ISSUE31_TARGETS = (
+    ("open_commit", "hms-postgres-x2", 16, 10.0, None),
+    ("writer", "hms-postgres-x2", 16, 5.0, None),
+    ("get_table", "hms-postgres-x2", 16, 5.0, None),
+    ("get_table", "hms-postgres-x2-nocache", 16, 2.0, None),
+    ("valid_write_ids", "hms-postgres-x2", 16, None, 1000.0),
+    ("open_commit", "hms-postgres", 1, 5.0, None),
+)
+
+
+def issue31_targets(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 31's targets: two server processes on one PostgreSQL database with 16 clients
+    spread over them, and one server with one client, against Java in the same run."""
+    out = []
+    for wl, server, n, times_java, ops_goal in ISSUE31_TARGETS:
+        c = _cell(cells, wl, server, n)
+        if c is None:
+            continue
+        if ops_goal is not None:
+            out.append({"target": f"{wl} ops/s, {n} clients", "server": server,
+                        "measured": c["ops_per_s"], "goal": ops_goal,
+                        "met": c["ops_per_s"] >= ops_goal, "detail": f"{c['ops_per_s']:.0f} ops/s"})
+            continue
+        ref = _java_cell(cells, wl, n)
+        if ref is None or not ref["ops_per_s"]:
+            continue
+        ratio = c["ops_per_s"] / ref["ops_per_s"]
+        out.append({"target": f"{wl} throughput x Java, {n} client(s)", "server": server,
+                    "measured": ratio, "goal": times_java, "met": ratio >= times_java,
+                    "detail": f"{c['ops_per_s']:.0f} vs {ref['ops_per_s']:.0f} ops/s "
+                              f"({ref['server']})"})
+    return out
+
+
 def evaluate_targets(cells: list[dict[str, Any]], scale: list[dict[str, Any]],
                      max_rss_mb: float | None) -> list[dict[str, Any]]:
     """Issue 8's targets, on the embedded default (SQLite) and on PostgreSQL when measured."""
@@ -56,16 +101,16 @@ def evaluate_targets(cells: list[dict[str, Any]], scale: list[dict[str, Any]],
                 c = _cell(cells, wl, s, n)
                 if c and "vs_java" in c:
                     add(f"{wl} throughput x Java, {n} client(s)", s, c["vs_java"]["throughput"], goal,
-                        f"{c['ops_per_s']:.0f} vs {_cell(cells, wl, 'java-derby', n)['ops_per_s']:.0f} ops/s")
+                        f"{c['ops_per_s']:.0f} vs {_java_cell(cells, wl, n)['ops_per_s']:.0f} ops/s")
         c = _cell(cells, "get_table", s, 1)
         if c and "vs_java" in c:
             add("get_table cached p50 x Java, 1 client", s, c["vs_java"]["p50"], 5.0,
-                f"{c['p50_ms']:.3f} vs {_cell(cells, 'get_table', 'java-derby', 1)['p50_ms']:.3f} ms")
+                f"{c['p50_ms']:.3f} vs {_java_cell(cells, 'get_table', 1)['p50_ms']:.3f} ms")
         for n in (8, 16):
             c = _cell(cells, "get_table", s, n)
             if c and "vs_java" in c:
                 add(f"get_table cached throughput x Java, {n} clients", s, c["vs_java"]["throughput"],
-                    5.0, f"{c['ops_per_s']:.0f} vs {_cell(cells, 'get_table', 'java-derby', n)['ops_per_s']:.0f} ops/s")
+                    5.0, f"{c['ops_per_s']:.0f} vs {_java_cell(cells, 'get_table', n)['ops_per_s']:.0f} ops/s")
         c, nc = _cell(cells, "get_table", s, 1), _cell(cells, "get_table", s + "-nocache", 1)
         if c and nc:
             add("get_table cached p50 x our uncached (issue 4)", s, nc["p50_ms"] / c["p50_ms"], 3.0,
@@ -74,13 +119,13 @@ def evaluate_targets(cells: list[dict[str, Any]], scale: list[dict[str, Any]],
             c = _cell(cells, wl, s, 1)
             if c and "vs_java" in c:
                 add(f"{wl}(1000) p50 x Java, 1 client", s, c["vs_java"]["p50"], 3.0,
-                    f"{c['p50_ms']:.1f} vs {_cell(cells, wl, 'java-derby', 1)['p50_ms']:.1f} ms")
+                    f"{c['p50_ms']:.1f} vs {_java_cell(cells, wl, 1)['p50_ms']:.1f} ms")
             many = max((c["clients"] for c in cells if c["workload"] == wl and c["server"] == s
                         and not c.get("error")), default=1)
             c = _cell(cells, wl, s, many) if many > 1 else None
             if c and "vs_java" in c:
                 add(f"{wl}(1000) throughput x Java, {many} clients", s, c["vs_java"]["throughput"], 3.0,
-                    f"{c['ops_per_s']:.2f} vs {_cell(cells, wl, 'java-derby', many)['ops_per_s']:.2f} ops/s")
+                    f"{c['ops_per_s']:.2f} vs {_java_cell(cells, wl, many)['ops_per_s']:.2f} ops/s")
     # The memory target is about transaction history: RSS of our scale-curve servers.
     for sc in scale:
         if sc["server"].startswith("hms-") and sc.get("points"):
@@ -122,8 +167,10 @@ def format_targets(targets: list[dict[str, Any]]) -> str:
     lines = []
     for tg in targets:
         m = tg["measured"]
-        shown = "n/a" if m is None else (f"{m:.0f} MB" if "RSS" in tg["target"] else f"{m:.1f}x")
-        goal = f"< {tg['goal']:.0f} MB" if "RSS" in tg["target"] else f">= {tg['goal']:.0f}x"
+        unit = "MB" if "RSS" in tg["target"] else "/s" if "ops/s" in tg["target"] else "x"
+        shown = "n/a" if m is None else (f"{m:.0f} {unit}" if unit != "x" else f"{m:.1f}x")
+        goal = (f"< {tg['goal']:.0f} MB" if unit == "MB"
+                else f">= {tg['goal']:.0f}{'' if unit == 'x' else ' '}{unit}")
         lines.append(f"{'MET ' if tg['met'] else 'MISS'} {tg['target']:<48} {tg['server']:<16} "
                      f"{shown:>9} (goal {goal}; {tg['detail']})")
     return "\n".join(lines)

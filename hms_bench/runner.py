@@ -41,9 +41,11 @@ from typing import Any
 from thrift.transport.TTransport import TTransportException
 
 from hms_txn.common.config import ConfigError, parse_overrides
-from hms_bench.servers import (BenchPostgres, JavaServer, OurServer, connect, cpu_seconds, rss_bytes)
+from hms_bench.servers import (BenchPostgres, JavaServer, OurServer, ServerGroup, connect,
+                               cpu_seconds, rss_bytes)
 from hms_bench.scale import scale_curve
-from hms_bench.results import chart, percentile, evaluate_targets, format_table, format_targets, ratios
+from hms_bench.results import (chart, percentile, evaluate_targets, format_table, format_targets,
+                               issue31_targets, ratios)
 from hms_bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
 
 # ------------------------------------------------------------------ schedules
@@ -209,8 +211,11 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
     ctx = mp.get_context("fork")
     start_at = ctx.Value("d", 0.0)
     ready_q, result_q = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(server.port, wl_name, target, w, start_at, ready_q,
-                                               result_q, sched, quick), daemon=True)
+    # Several server processes (ServerGroup): client w talks to server w mod n.
+    ports = getattr(server, "ports", [server.port])
+    pids = getattr(server, "pids", [server.pid])
+    procs = [ctx.Process(target=_worker, args=(ports[w % len(ports)], wl_name, target, w, start_at,
+                                               ready_q, result_q, sched, quick), daemon=True)
              for w in range(nclients)]
     for p in procs:
         p.start()
@@ -232,9 +237,9 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
         warm_end = start + sched.warmup
         end = warm_end + sched.rounds * sched.round_s
         time.sleep(max(0.0, warm_end - time.perf_counter()))
-        cpu0, mach0, w0 = cpu_seconds(server.pid), _machine_busy(), time.perf_counter()
+        cpu0, mach0, w0 = _cpu_seconds(pids), _machine_busy(), time.perf_counter()
         time.sleep(max(0.0, end - time.perf_counter()))
-        cpu1, mach1, w1 = cpu_seconds(server.pid), _machine_busy(), time.perf_counter()
+        cpu1, mach1, w1 = _cpu_seconds(pids), _machine_busy(), time.perf_counter()
         results = []
         for _ in procs:
             try:
@@ -277,7 +282,7 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
         "max_ms": (lat_all[-1] * 1e3) if lat_all else float("nan"),
         "server_cpu_pct": (100.0 * (cpu1 - cpu0) / (w1 - w0)) if cpu0 is not None and cpu1 is not None else None,
         "machine_cpu_pct": 100.0 * (mach1[0] - mach0[0]) / max(1e-9, mach1[1] - mach0[1]),
-        "server_rss_mb": (rss_bytes(server.pid) or 0) / 2 ** 20,
+        "server_rss_mb": max((rss_bytes(pid) or 0) for pid in pids) / 2 ** 20,
         "loadavg_1m": _loadavg(),
     })
     if not lat_all:
@@ -289,6 +294,12 @@ def run_cell(server, target: Target, wl_name: str, nclients: int, sched: Schedul
         f"load {cell['loadavg_1m'] or 0:4.1f}  errors {errors}"
         + (f"  ({first})" if first else ""))
     return cell
+
+
+def _cpu_seconds(pids: list[int]) -> float | None:
+    """CPU seconds used so far by the server processes ``pids`` together."""
+    used = [cpu_seconds(pid) for pid in pids]
+    return None if any(u is None for u in used) else sum(used)
 
 
 # ------------------------------------------------------------------ orchestration
@@ -331,6 +342,7 @@ def run(args: argparse.Namespace) -> int:
         logf.flush()
 
     clients_override = ([int(x) for x in args.clients.split(",")] if args.clients else None)
+    pg_servers = [int(x) for x in (args.pg_servers or "1").split(",")]
     results: dict[str, Any] = {
         "command": "hms-txn " + " ".join(sys.argv[1:]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -363,15 +375,27 @@ def run(args: argparse.Namespace) -> int:
                 conf["javax.jdo.option.ConnectionUserName"] = pg.user
             return conf
 
-        def start_ours(name: str, backend: str, cache: bool):
-            srv = OurServer(name, os.path.join(work, name), our_conf(backend, cache))
+        def start_ours(name: str, backend: str, cache: bool, processes: int = 1):
+            if processes > 1:
+                srv = ServerGroup(name, os.path.join(work, name), our_conf(backend, cache),
+                                  processes)
+            else:
+                srv = OurServer(name, os.path.join(work, name), our_conf(backend, cache))
             started.append(srv)
-            log(f"started {name} (pid {srv.pid}, port {srv.port})")
+            log(f"started {name} (pids {getattr(srv, 'pids', [srv.pid])}, "
+                f"ports {getattr(srv, 'ports', [srv.port])})")
             return srv
+
+        java_on_pg = args.java_db == "postgres"
+        if java_on_pg and pg is None:
+            pg = BenchPostgres().start()
+            results["postgres"] = pg.settings()
+        java_name = "java-postgres" if java_on_pg else "java-derby"
+        results["java_db"] = args.java_db
 
         def start_java(name: str):
             t0 = time.perf_counter()
-            srv = JavaServer(name, os.path.join(work, name))
+            srv = JavaServer(name, os.path.join(work, name), postgres=pg if java_on_pg else None)
             started.append(srv)
             log(f"started {name} (pid {srv.pid}, port {srv.port}) in {time.perf_counter() - t0:.0f} s")
             return srv
@@ -379,12 +403,15 @@ def run(args: argparse.Namespace) -> int:
         cell_workloads = [w for w in wanted if w in WORKLOADS]
         if cell_workloads:
             if not args.no_java:
-                targets.append((Target("java-derby", True, "derby"), start_java("java-derby")))
+                targets.append((Target(java_name, True, args.java_db), start_java(java_name)))
             for b in backends:
-                targets.append((Target(f"hms-{b}", False, b, True), start_ours(f"hms-{b}", b, True)))
-                if "get_table" in cell_workloads:
-                    targets.append((Target(f"hms-{b}-nocache", False, b, False),
-                                    start_ours(f"hms-{b}-nocache", b, False)))
+                # PostgreSQL: one target per number of server processes on one database.
+                for k in (pg_servers if b == "postgres" else [1]):
+                    name = f"hms-{b}" if k == 1 else f"hms-{b}-x{k}"
+                    targets.append((Target(name, False, b, True), start_ours(name, b, True, k)))
+                    if "get_table" in cell_workloads:
+                        targets.append((Target(f"{name}-nocache", False, b, False),
+                                        start_ours(f"{name}-nocache", b, False, k)))
         for wl_name in cell_workloads:
             wl = WORKLOADS[wl_name]
             log(f"== {wl_name}: {wl.description}")
@@ -426,7 +453,7 @@ def run(args: argparse.Namespace) -> int:
             log(f"== scale: get_open_txns / get_valid_write_ids vs committed history {checkpoints}")
             scale_targets = [(Target(f"hms-{b}", False, b), b) for b in backends]
             if not args.no_java:
-                scale_targets.insert(0, (Target("java-derby", True, "derby"), "derby"))
+                scale_targets.insert(0, (Target(java_name, True, args.java_db), args.java_db))
             for target, b in scale_targets:
                 name = f"scale-{target.name}"
                 try:
@@ -462,6 +489,7 @@ def run(args: argparse.Namespace) -> int:
     ratios(results["cells"])
     results["targets"] = evaluate_targets(results["cells"], results["scale"],
                                           max_rss if max_rss else None)
+    results["issue31_targets"] = issue31_targets(results["cells"])
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
@@ -469,6 +497,8 @@ def run(args: argparse.Namespace) -> int:
     log("\n" + table)
     if results["targets"]:
         log("\nTargets (issue 8):\n" + format_targets(results["targets"]))
+    if results["issue31_targets"]:
+        log("\nTargets (issue 31, PostgreSQL):\n" + format_targets(results["issue31_targets"]))
     try:
         chart(results, os.path.join(out, "bench.png"))
     except Exception as err:  # noqa: BLE001

@@ -66,6 +66,19 @@ def write_site_xml(path: str, values: dict[str, str]) -> str:
     return path
 
 
+# The checkout this module belongs to: a server started from another directory must still
+# run its code (not whatever copy of hms_txn is installed).
+CHECKOUT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def checkout_env() -> dict[str, str]:
+    """Environment for a child process that must run this checkout's code."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (CHECKOUT_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def start_serve_process(site: str, data_dir: str, log, log_path: str, *, port: int = 0,
                         log_level: str | None = None, env: dict | None = None
                         ) -> tuple[subprocess.Popen, int]:
@@ -103,7 +116,7 @@ class OurServer:
         self.log_path = os.path.join(data_dir, "serve.log")
         self._log = open(self.log_path, "ab")
         self.proc, self.port = start_serve_process(site, data_dir, self._log, self.log_path,
-                                                   log_level="WARNING")
+                                                   log_level="WARNING", env=checkout_env())
 
     @property
     def pid(self) -> int:
@@ -120,13 +133,51 @@ class OurServer:
         self._log.close()
 
 
+class ServerGroup:
+    """Several ``hms-txn serve`` processes on one database (PostgreSQL), sharing one
+    warehouse directory; a cell's clients are spread over them (``ports``)."""
+
+    kind = "hms-txn"
+
+    def __init__(self, name: str, data_dir: str, conf: dict[str, str], count: int):
+        conf = dict(conf)
+        conf.setdefault("hive.metastore.warehouse.dir", os.path.join(data_dir, "warehouse"))
+        self.name = name
+        # One after the other: the first creates the schema before the next starts.
+        self.members = [OurServer(f"{name}-{i}", os.path.join(data_dir, str(i)), conf)
+                        for i in range(count)]
+
+    @property
+    def port(self) -> int:
+        return self.members[0].port
+
+    @property
+    def ports(self) -> list[int]:
+        return [m.port for m in self.members]
+
+    @property
+    def pid(self) -> int:
+        return self.members[0].pid
+
+    @property
+    def pids(self) -> list[int]:
+        return [m.pid for m in self.members]
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+
 class JavaServer:
-    """The reference Hive Metastore 2.3 (embedded Derby), wrapped like OurServer."""
+    """The reference Hive Metastore 2.3 (embedded Derby, or a database of ``postgres``),
+    wrapped like OurServer."""
 
     kind = "java"
 
-    def __init__(self, name: str, workdir: str, *, heap: str = "1g"):
-        from hms_bench.javahms import start_java_metastore
+    def __init__(self, name: str, workdir: str, *, heap: str = "1g",
+                 postgres: "BenchPostgres | None" = None):
+        from hms_bench.javahms import (POSTGRES_JDBC_JAR, create_postgres_txn_tables,
+                                       postgres_conf, start_java_metastore)
         self.name = name
         self.workdir = workdir
         self.port = free_port()
@@ -134,8 +185,15 @@ class JavaServer:
         # takes a pooled connection; with the default pool of 10 connections, 16 concurrent
         # lockers deadlock the server (every pooled connection is held by a thread waiting
         # for the JVM lock). A bigger pool avoids that and is the fair setting.
-        self._ms = start_java_metastore(self.port, workdir, heap=heap, extra_conf={
-            "datanucleus.connectionPool.maxPoolSize": "64"})
+        conf = {"datanucleus.connectionPool.maxPoolSize": "64"}
+        classpath: tuple[str, ...] = ()
+        if postgres is not None:
+            url = postgres.create_database("java")
+            create_postgres_txn_tables(postgres.port, postgres.user, url.rsplit("/", 1)[1])
+            conf.update(postgres_conf(url, postgres.user))
+            classpath = (POSTGRES_JDBC_JAR,)
+        self._ms = start_java_metastore(self.port, workdir, heap=heap, extra_conf=conf,
+                                        extra_classpath=classpath)
 
     @property
     def pid(self) -> int:
@@ -158,8 +216,8 @@ def pg_bindir() -> str:
 
 def create_pg_database(port: int, user: str, name: str) -> None:
     """CREATE DATABASE ``name`` on the loopback PostgreSQL server at ``port``."""
-    import psycopg2
-    conn = psycopg2.connect(host="127.0.0.1", port=port, user=user, dbname="postgres")
+    import psycopg
+    conn = psycopg.connect(host="127.0.0.1", port=port, user=user, dbname="postgres")
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute(f'CREATE DATABASE "{name}"')
@@ -199,15 +257,18 @@ class BenchPostgres:
     def start(self) -> "BenchPostgres":
         self._run(os.path.join(self.bindir, "initdb"), "-D", self.datadir, "-A", "trust",
                   "-U", self.user, "-E", "UTF8")
+        # Connections: up to 12 of our server processes (--pg-servers 1,2,4, with and
+        # without cache), each a pool of 10 plus overflow under 16 clients, and Java's 64:
+        # 300 ran out (FATAL: sorry, too many clients already) in the 4-process cells.
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   f"-c max_connections=300 -c shared_buffers=256MB")
+                   f"-c max_connections=1000 -c shared_buffers=256MB")
         self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-o", options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "-t", "60", "start")
         return self
 
     def settings(self) -> dict[str, str]:
-        import psycopg2
-        conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
+        import psycopg
+        conn = psycopg.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres")
         try:
             with conn.cursor() as cur:
                 out = {}

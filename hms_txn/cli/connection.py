@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from hms_txn.cli.errors import CommandError
 from hms_txn.cli.options import add_config_args, metastore_uris, positive_seconds
-from hms_txn.wire.client import MetastoreClient, connect
+from hms_txn.wire.failover import FailoverClient, connect_failover
 
 EPILOG = """\
 Connection: --uri thrift://HOST:PORT, else --conf's hive.metastore.uris, else
@@ -55,7 +55,7 @@ def read_password(path: str) -> str:
     return text.rstrip("\r\n")
 
 
-def client_for(args: argparse.Namespace) -> MetastoreClient:
+def client_for(args: argparse.Namespace) -> FailoverClient:
     """A client of ``args``' metastore, connected as ``--conf``/``--hiveconf`` and the
     user options say (``hms_txn.clients.connection``); CommandError when it cannot."""
     from hms_txn.cli import load_config
@@ -70,7 +70,7 @@ def client_for(args: argparse.Namespace) -> MetastoreClient:
         options = client_options(config, user=args.user, password=password,
                                  timeout=args.timeout)
         uri = metastore_uri(config, args.uri)
-        return connect(uri, options=options)
+        return connect_failover(uri, options=options)
     except ConfigError as err:
         raise CommandError(str(err)) from None
     except ValueError as err:     # hive.metastore.uris of --conf (--uri is checked earlier)

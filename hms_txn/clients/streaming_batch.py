@@ -10,7 +10,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from hms_txn.wire import client as wire_client
-from hms_txn.wire.client import MetastoreClient
+from hms_txn.wire.failover import FailoverClient, connect_failover
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 log = logging.getLogger("hms_txn.clients.streaming_ingest")
@@ -31,9 +31,11 @@ class TxnAbortedError(StreamingError):
 
 # -- Thrift connection -----------------------------------------------------------------------
 
-def open_client(uri: str, options: wire_client.ClientOptions) -> MetastoreClient:
+def open_client(uri: str, options: wire_client.ClientOptions) -> FailoverClient:
+    """A client of ``uri`` (one URI or a comma-separated list) that fails over among them
+    as Hive's client does (hms_txn.wire.failover.connect_failover)."""
     try:
-        return wire_client.connect(uri, options=options)
+        return connect_failover(uri, options=options)
     except (ValueError, ConnectionError) as err:
         raise StreamingError(str(err)) from None
 

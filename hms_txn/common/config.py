@@ -148,7 +148,8 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
     """Map a JDBC URL (as found in hive-site.xml) to an SQLAlchemy URL.
 
     SQLAlchemy URLs of SQLite and PostgreSQL (``postgresql://...``, ``sqlite:///...``) are
-    accepted as they are (``postgresql://`` with psycopg2, the driver we depend on). Any other database (MySQL/MariaDB, Oracle, SQL Server, Derby) is
+    accepted as they are (``postgresql://`` with psycopg 3, the driver we depend on). Any
+    other database (MySQL/MariaDB, Oracle, SQL Server, Derby) is
     refused with a ValueError naming the supported ones: the store's SQL is written and
     tested for these two only.
     """
@@ -161,7 +162,7 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
             raise ValueError(f"unsupported database {scheme!r} in {url!r}; supported: "
                              f"{SUPPORTED_DATABASES}")
         if scheme == "postgresql":      # the driver we install (SQLAlchemy's default differs)
-            return "postgresql+psycopg2" + url[len(scheme):]
+            return "postgresql+psycopg" + url[len(scheme):]
         return url
     rest = url[len("jdbc:"):]
     if rest.startswith("sqlite:"):
@@ -182,7 +183,9 @@ def jdbc_to_sqlalchemy(url: str, user: str | None = None, password: str | None =
                 auth += ":" + quote(password, safe="")
             auth += "@"
         host = parts.hostname + (f":{parts.port}" if parts.port else "")
-        return f"postgresql+psycopg2://{auth}{host}{parts.path}"
+        # psycopg 3: it prepares a statement on the server once a connection has run it a
+        # few times (hms_txn.store.engine, "Why psycopg 3").
+        return f"postgresql+psycopg://{auth}{host}{parts.path}"
     kind = rest.partition(":")[0] or "?"
     raise ValueError(f"unsupported database {kind!r} in {url!r}; supported: "
                      f"{SUPPORTED_DATABASES}")

@@ -20,7 +20,7 @@ from hms_txn.domain.event_messages import (DEFAULT_CATALOG, LogEntry, WriteNotif
 from hms_txn.domain.event_messages.base import join_write_event_files
 from hms_txn.domain.event_messages.formats import encode
 from hms_txn.store.prepared import Prepared
-from hms_txn.store.sql import reserve_ids
+from hms_txn.store.sql import insert_numbered, reserve_ids
 from hms_txn.store.schema import (notification_log, notification_sequence,
                                   txn_write_notification_log)
 
@@ -65,13 +65,24 @@ def append(conn: Connection, message_format: str, *entries: LogEntry | None) -> 
     events = [e for e in entries if e is not None]
     if not events:
         return []
-    first = _next_ids(conn, len(events))
     now = int(time.time())
-    rows = [{"event_id": first + offset, "event_time": now, "event_type": e.event_type,
-             "cat_name": e.cat_name, "db_name": e.db_name, "tbl_name": e.tbl_name,
+    rows = [{"event_time": now, "event_type": e.event_type, "cat_name": e.cat_name,
+             "db_name": e.db_name, "tbl_name": e.tbl_name,
              "message": encode(e.message, message_format), "message_format": message_format}
-            for offset, e in enumerate(events)]
-    _INSERT_EVENT.execute(conn, rows[0] if len(rows) == 1 else rows)
+            for e in events]
+    event_id = None
+    if len(rows) == 1:
+        # One statement for the id and the row where the store can (PostgreSQL): the
+        # sequence's row lock is then held from this statement to the COMMIT only.
+        event_id = insert_numbered(conn, notification_log, "event_id", rows[0],
+                                   notification_sequence, "next_event_id")
+        if event_id is not None:
+            rows[0]["event_id"] = event_id
+    if event_id is None:
+        first = _next_ids(conn, len(rows))
+        for offset, row in enumerate(rows):
+            row["event_id"] = first + offset
+        _INSERT_EVENT.execute(conn, rows[0] if len(rows) == 1 else rows)
     # Remembered on the connection until the unit of work takes them (take_written).
     conn.info.setdefault(_WRITTEN_KEY, []).extend(
         Written(e.event_type, e.db_name, e.tbl_name, r["event_id"],

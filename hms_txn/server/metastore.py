@@ -212,6 +212,8 @@ class Metastore:
             self.txn_service.recover_reserved_ids()
             if self.txn_service.write_id_recovery is not None:
                 self.txn_service.write_id_recovery.on_start()
+            # PostgreSQL: again whenever the database server restarts under this process.
+            self.store.on_database_restart = self.txn_service.recover_reserved_ids_in
             self._serving = True
         if not any(isinstance(t, Housekeeper) for t in self._threads):
             self._threads.append(Housekeeper(self.config, self.units, self.txn_service,

@@ -275,6 +275,11 @@ class TxnService:
     def recover_reserved_ids(self) -> None:
         self.units.write(self.txns.recover_reserved_ids)
 
+    def recover_reserved_ids_in(self, conn: Connection) -> None:
+        """The same in the caller's transaction: the store runs it on the first connection
+        after the database server restarted (``Store.on_database_restart``)."""
+        self.txns.recover_reserved_ids(conn)
+
     def release_reserved_ids(self) -> None:
         if self.txns.reserved_ids_used:
             self.units.write(self.txns.release_reserved_ids)

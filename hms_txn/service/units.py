@@ -11,8 +11,10 @@ that writes declares its *durability intent* with ``@policy``:
   is harmless, for a reason argued at the call (``TxnService.open_txns``, ``commit_txn``);
   it may commit without a flush, and the next durable commit flushes it along. The work
   can still find out, inside its transaction, that this time it must be durable after all
-  and say so with ``require_durable(conn)``. Where lazy commits do not exist (PostgreSQL,
-  or SQLite at ``synchronous=NORMAL``) this is the same as DURABLE.
+  and say so with ``require_durable(conn)``. SQLite commits it at ``synchronous=NORMAL``,
+  PostgreSQL with ``SET LOCAL synchronous_commit = off`` (the mechanism is the store's,
+  hms_txn.store.engine); where lazy commits do not exist (SQLite at
+  ``synchronous=NORMAL``) this is the same as DURABLE.
 
 ``@policy`` also gives the call's ``Route``: how the event-loop server
 (``hms_txn.wire.event_loop``) serves it. The loop asks the service layer for the route of
@@ -106,8 +108,7 @@ class UnitOfWork:
 
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run ``work(conn)`` in a read-only transaction: one consistent snapshot."""
-        with self.store.read() as conn:
-            return work(conn)
+        return self.store.read_call(work)
 
     @staticmethod
     def require_durable(conn: Connection) -> None:

@@ -40,7 +40,13 @@ live here:
   write (tests/hms_txn/test_fsync_syscalls.py watches the fdatasync calls).
 * PostgreSQL runs at READ COMMITTED; code that must serialize (id counters, lock
   granting) takes row locks with ``SELECT ... FOR UPDATE``. Serialization failures and
-  deadlocks are retried by ``Store.transaction``.
+  deadlocks are retried by ``Store.transaction``, and so is a call whose connection turned
+  out to be dead before it committed anything (the database server restarted): the pool
+  then drops every connection it had, so the retry runs on a new one. There is no
+  checkout ping (it cost a round trip per call). No process-wide lock is held across a
+  commit: concurrent commits overlap and PostgreSQL flushes them with shared WAL writes.
+* Lazy commits on PostgreSQL, what a server process does when the database server
+  restarts under it, and why psycopg 3: hms_txn.store.postgres.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ from typing import Callable, Iterator, TypeVar
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
+
+from hms_txn.store import postgres
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +91,18 @@ class Store:
         self._pending: list[_PendingCall] = []
         self._pending_lock = threading.Lock()
         self._writer: Connection | None = None   # SQLite: used only under _write_mutex
-        # Lazy commits only make sense when commits are otherwise fsynced.
-        self.lazy_commits = self.is_sqlite and sqlite_synchronous.upper() == "FULL"
+        # Lazy commits only make sense when commits are otherwise fsynced (PostgreSQL:
+        # whatever the server's synchronous_commit, a lazy commit is never less durable).
+        self.lazy_commits = ((self.is_sqlite and sqlite_synchronous.upper() == "FULL")
+                             or self.dialect == "postgresql")
         self._unsynced = False     # a lazy commit happened since the last durable one
         # Whether the writer connection is at synchronous=NORMAL (see _commit_mode).
         self._writer_lazy = False
         self._batch: _Batch | None = None   # the open batch (under _write_mutex)
+        # PostgreSQL: what runs after the database server restarted, before any transaction
+        # on a new connection (see the module docstring); set by the serving process.
+        self.on_database_restart: Callable[[Connection], None] | None = None
+        self._restarts = postgres.RestartWatch(self.engine) if self.dialect == "postgresql" else None
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -102,13 +116,23 @@ class Store:
                     yield conn
                 return
             with self.engine.connect() as conn:
+                if self._restarts is not None:
+                    self._restarts.recover_if_restarted(conn, self.on_database_restart)
                 with conn.begin():
-                    yield conn
+                    if lazy:
+                        postgres.begin_lazy(conn)
+                    try:
+                        yield conn
+                    finally:
+                        postgres.end_transaction(conn)
 
     @staticmethod
     def insist_durable(conn: Connection) -> None:
         """Inside ``transaction(fn, durable=False)``: this call must be durable after all
         (a no-op where every commit is)."""
+        if conn.dialect.name == "postgresql":
+            postgres.insist_durable(conn)
+            return
         conn.info[_INSIST_DURABLE] = True
 
     @staticmethod
@@ -144,6 +168,18 @@ class Store:
             with conn.begin():
                 yield conn
 
+    def read_call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(conn)`` in ``read()``, run again once if the connection was dead (the
+        database server restarted; the pool has then dropped every old connection)."""
+        try:
+            with self.read() as conn:
+                return fn(conn)
+        except DBAPIError as err:
+            if self.is_sqlite or not err.connection_invalidated:
+                raise
+        with self.read() as conn:
+            return fn(conn)
+
     def transaction(self, fn: Callable[[Connection], T], *, attempts: int = 8,
                     durable: bool = True) -> T:
         """Run ``fn(conn)`` in a write transaction, retrying on deadlock/serialization errors.
@@ -159,16 +195,19 @@ class Store:
             try:
                 if self.group_commit:
                     return self._grouped(fn, lazy)
-                insisted = False
+                insisted = ran = False
                 with self.write(lazy) as conn:
                     self._insisted(conn)
                     result = fn(conn)
+                    ran = True
                     insisted = lazy and self._insisted(conn)
                 if insisted:
                     self.transaction(_touch)
                 return result
             except DBAPIError as err:
-                if attempt == attempts or not self._retryable(err):
+                # A dead connection is retried only if it died before the COMMIT was sent.
+                dead = err.connection_invalidated and not ran and not self.is_sqlite
+                if attempt == attempts or not (dead or self._retryable(err)):
                     raise
                 log.debug("retrying transaction after %s (attempt %d)", err.orig, attempt)
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
@@ -222,7 +261,12 @@ class Store:
 
     def make_durable(self) -> None:
         """Return once every commit so far is fsynced (after lazy commits: one durable
-        commit, which fsyncs the WAL up to its end)."""
+        commit, which fsyncs the WAL up to its end). PostgreSQL: whichever server process
+        made them, once the WAL is flushed as far as it was written when this was called."""
+        if self.dialect == "postgresql":
+            if self.read_call(postgres.wal_behind):
+                self.transaction(_touch)
+            return
         if not self._unsynced:
             return
         # Cleared first: a lazy commit racing with ours sets it again (at worst one
@@ -345,12 +389,15 @@ def _touch(conn: Connection) -> None:
     durability marker's counter. It must change a value: SQLite writes no page for an
     UPDATE that leaves its row as it was, and a COMMIT with no page to write fsyncs
     nothing, which would leave the lazy commits before it unsynced."""
-    conn.connection.driver_connection.execute(_BUMP_MARKER)
+    if conn.dialect.name == "sqlite":
+        conn.connection.driver_connection.execute(_BUMP_MARKER)
+    else:
+        conn.exec_driver_sql(_BUMP_MARKER)
 
 
 # An upsert: the first touch a database ever has makes the row.
 _BUMP_MARKER = ("INSERT INTO hms_durability_marker (id, n) VALUES (1, 1) "
-                "ON CONFLICT (id) DO UPDATE SET n = n + 1")
+                "ON CONFLICT (id) DO UPDATE SET n = hms_durability_marker.n + 1")
 
 
 class _Batch:
@@ -481,5 +528,5 @@ def _make_engine(url: str, *, pool_size: int, echo: bool, synchronous: str = "FU
                 conn.get_execution_options().get("hms_begin", "BEGIN"))
 
         return engine
-    return create_engine(url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 4,
-                         pool_pre_ping=True)
+    # No pool_pre_ping: Store.transaction retries a call whose connection was dead.
+    return create_engine(url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 4)

@@ -72,6 +72,38 @@ def _bump_statement(counter, column: str, key_columns: tuple[str, ...]):
     return stmt
 
 
+def insert_numbered(conn: Connection, table, id_column: str, values: dict, counter,
+                    column: str = "next_id") -> int | None:
+    """PostgreSQL: take the next id of the single-row ``counter`` (``reserve_ids``'s kind)
+    and insert ``values`` numbered with it into ``table``, in one statement (a CTE of the
+    counter's ``UPDATE ... RETURNING``); returns the id. None where it is not done in one
+    statement (SQLite, whose CTEs cannot update; a fresh database without the counter row):
+    the caller then uses ``reserve_ids`` and its own INSERT."""
+    if conn.dialect.name != "postgresql":
+        return None
+    stmt = _numbered_insert(table, id_column, counter, column, tuple(values))
+    return stmt.execute(conn, {"v_" + k: v for k, v in values.items()}).scalar()
+
+
+# (table, id column, counter, counter column, value columns) -> its statement
+_NUMBERED: dict[tuple, Prepared] = {}
+
+
+def _numbered_insert(table, id_column: str, counter, column: str, keys: tuple[str, ...]):
+    cache_key = (table.name, id_column, counter.name, column, keys)
+    stmt = _NUMBERED.get(cache_key)
+    if stmt is None:
+        col = counter.c[column]
+        bump = (update(counter).where(counter.c.id == 1).values({column: col + 1})
+                .returning((col - 1).label("taken")).cte("bump"))
+        values = [bindparam("v_" + k, type_=table.c[k].type) for k in keys]
+        stmt = Prepared(insert(table).from_select(
+            [id_column, *keys], select(bump.c.taken, *values))
+            .returning(table.c[id_column]))
+        _NUMBERED[cache_key] = stmt
+    return stmt
+
+
 class ListQuery:
     """A statement filtered by ``column IN <values>`` where each list of values travels as
     one bound value.

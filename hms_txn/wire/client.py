@@ -14,6 +14,9 @@ transports, SASL and failover behave the same everywhere:
   codec) or compact (``compact=True``); any of them over TLS (``tls=TlsClient(...)``,
   ``wire.tls``: the server's certificate and host name are verified).
 * ``timeout`` bounds every socket operation, the connect included.
+* ``wire.failover.connect_failover`` (the CLI and the streaming client use it) returns a
+  client that also fails over during its life, the way Hive's ``RetryingMetaStoreClient``
+  does.
 
 A ``MetastoreClient`` is the generated ``ThriftHiveMetastore.Client`` plus the transport
 it owns: ``close()`` (or a ``with`` block) closes the socket. It is not thread-safe, like

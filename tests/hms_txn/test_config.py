@@ -55,8 +55,8 @@ def test_invalid_values_name_the_key(key, value):
 
 
 @pytest.mark.parametrize("jdbc, url", [
-    ("jdbc:postgresql://db:5432/hms", "postgresql+psycopg2://hive:p%40ss@db:5432/hms"),
-    ("postgresql://u@h/db", "postgresql+psycopg2://u@h/db"),
+    ("jdbc:postgresql://db:5432/hms", "postgresql+psycopg://hive:p%40ss@db:5432/hms"),
+    ("postgresql://u@h/db", "postgresql+psycopg://u@h/db"),
     ("postgresql+psycopg2://u@h/db", "postgresql+psycopg2://u@h/db"),
 ])
 def test_jdbc_urls(jdbc, url):

@@ -6,8 +6,8 @@ See ``TxnManager`` in hms_txn/txn.py for the argument. These tests check its pie
 commits skip the fsync, that the reservation always covers the ids handed out, that after
 an emulated power cut (the database as it was at the last fsync) ids handed out since are
 skipped and reported as unknown and a lost read-only commit is undone by the reaper, that
-a clean restart leaves no gap, and that notification reads only show what is durable. On
-PostgreSQL every commit stays durable.
+a clean restart leaves no gap, and that notification reads only show what is durable. The
+same contract on PostgreSQL: tests/hms_txn/test_lazy_commit_postgres.py.
 """
 
 from __future__ import annotations
@@ -362,16 +362,5 @@ def test_notification_reads_wait_for_lazy_opens_to_be_durable(tmp_path):
         assert not ms.store._unsynced
         calls(ms).next_events(start)     # nothing lazy since: no extra commit
         assert "COMMIT" not in sql.take()
-    finally:
-        ms.close()
-
-
-@pytest.mark.parametrize("backend", ["postgres"])
-def test_postgres_commits_every_open_durably(tmp_path, db_overrides):
-    ms = _metastore(tmp_path, db_overrides["javax.jdo.option.ConnectionURL"])
-    try:
-        assert not ms.store.lazy_commits
-        calls(ms).open_txns(5, "u", "h")
-        assert 2 not in _counter_rows(ms)
     finally:
         ms.close()

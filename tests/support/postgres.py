@@ -27,7 +27,13 @@ def free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self) -> None:
+    """``durable=True``: fsync and synchronous_commit left on (the suite's default server
+    has both off, for speed), and the WAL writer slowed to its slowest, so that what a
+    lazy commit (``synchronous_commit = off``) left in WAL buffers stays there until a
+    synchronous commit flushes it: ``crash_and_restart`` then takes it back."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bindir = pg_bindir()
         self.root = tempfile.mkdtemp(prefix="hms-pg-")
         self.datadir = os.path.join(self.root, "data")
@@ -50,12 +56,25 @@ class PostgresServer:
     def start(self) -> "PostgresServer":
         self._run(os.path.join(self.bindir, "initdb"), "-D", self.datadir, "-A", "trust",
                   "-U", self.user, "--no-sync", "-E", "UTF8")
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                   f"-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                   f"-c max_connections=300")
+        self._pg_ctl_start()
+        return self
+
+    def _pg_ctl_start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+        if self.durable:
+            options += "-c wal_writer_delay=10000 "
+        else:
+            options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        options += "-c max_connections=300"
         self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-o", options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "-t", "60", "start")
-        return self
+
+    def crash_and_restart(self) -> None:
+        """A crash of the database server: ``pg_ctl stop -m immediate`` (no checkpoint,
+        WAL buffers not written), then a start, which replays the WAL on disk."""
+        self._run(os.path.join(self.bindir, "pg_ctl"), "-D", self.datadir, "-m", "immediate",
+                  "-w", "stop")
+        self._pg_ctl_start()
 
     def stop(self) -> None:
         try:
@@ -73,7 +92,7 @@ class PostgresServer:
         return self.url(name)
 
     def url(self, dbname: str) -> str:
-        return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{dbname}"
+        return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{dbname}"
 
     def jdbc_url(self, dbname: str) -> str:
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{dbname}"

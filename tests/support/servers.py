@@ -10,7 +10,7 @@ from typing import Iterator
 
 from hms_txn.common.config import load
 from hms_txn.server import MetastoreServer, create_server
-from hms_bench.servers import start_serve_process, write_site_xml
+from hms_bench.servers import checkout_env, start_serve_process, write_site_xml
 from hms_txn.wire import client as wire_client
 from hms_txn.wire.client import MetastoreClient
 
@@ -56,14 +56,6 @@ class InProcessServer:
 
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def checkout_env() -> dict[str, str]:
-    """Environment for child processes that must run this checkout's code (not whatever
-    copy of hms_txn happens to be installed)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 class ServerProcess:
