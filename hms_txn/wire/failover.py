@@ -136,7 +136,7 @@ class FailoverClient:
                         or not retryable(err)):
                     raise
                 retries += 1
-                log.warning("metastore call %s failed (%s); reconnecting and retrying",
+                log.info("metastore call %s failed (%s); reconnecting and retrying",
                             name, describe(err))
                 time.sleep(self.retry_delay)
                 self.reconnect()

@@ -154,14 +154,14 @@ CASES = [
      "'mysql+pymysql://u@db/hms'; " + SUPPORTED, 2),
     (["serve", "--data-dir", "{ROOT}/db2", "--hiveconf",
       "javax.jdo.option.ConnectionURL=jdbc:postgresql://127.0.0.1:1/hms"],
-     'cannot use the database postgresql+psycopg://127.0.0.1:1/hms: connection to server at '
-     '"127.0.0.1", port 1 failed: Connection refused', 2),
+     'cannot use the database postgresql+psycopg://127.0.0.1:1/hms: connection failed: '
+     'connection to server at "127.0.0.1", port 1 failed: Connection refused', 2),
     (["upgrade-schema", "--data-dir", "{ROOT}/db2", "--hiveconf",
       "javax.jdo.option.ConnectionURL=jdbc:postgresql://127.0.0.1:1/hms",
       "--hiveconf", "javax.jdo.option.ConnectionPassword=secret",
       "--hiveconf", "javax.jdo.option.ConnectionUserName=hive"],
-     'cannot use the database postgresql+psycopg://hive:***@127.0.0.1:1/hms: connection to '
-     'server at "127.0.0.1", port 1 failed: Connection refused', 2),
+     'cannot use the database postgresql+psycopg://hive:***@127.0.0.1:1/hms: connection '
+     'failed: connection to server at "127.0.0.1", port 1 failed: Connection refused', 2),
     (["serve", "--data-dir", "{ROOT}/a-file/data"],
      "cannot start: Not a directory: {ROOT}/a-file/data", 2),
     (["upgrade-schema", "--data-dir", "{ROOT}/a-file/data"],

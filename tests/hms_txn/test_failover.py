@@ -1,7 +1,7 @@
 """Several server processes on one PostgreSQL database, and clients that fail over.
 
 16 client processes, each configured with both servers (``thrift://a,thrift://b``, as
-``hive.metastore.uris`` takes them) through ``hms_txn.wire.client.connect_failover``, run
+``hive.metastore.uris`` takes them) through ``hms_txn.wire.failover.connect_failover``, run
 transactions (open, a write id on a shared table, an exclusive lock on another, commit)
 while server A is killed with SIGKILL twice and restarted. Afterwards: every client has
 finished, every acknowledged commit is committed in the database, no transaction id and no
@@ -24,7 +24,8 @@ from sqlalchemy import create_engine, select
 
 from hms_txn.domain.txn_records import COMMITTED
 from hms_txn.store.schema import txn_to_write_id, txns
-from hms_txn.wire.client import ClientOptions, connect_failover
+from hms_txn.wire.client import ClientOptions
+from hms_txn.wire.failover import connect_failover
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import ServerProcess
 

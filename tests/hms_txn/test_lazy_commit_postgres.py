@@ -19,10 +19,10 @@ from sqlalchemy import event, select
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
 from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
-from hms_txn.domain.txn_commit import WriteEvent
 from hms_txn.domain.txn_records import COMMITTED, TxnState, TxnType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import txn_to_write_id, txns
+from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.inprocess import calls
 from tests.support.postgres import PostgresServer
 
@@ -117,7 +117,8 @@ def test_open_and_commits_that_wrote_nothing_are_lazy_everything_else_is_not(pg_
     calls(ms).allocate_table_write_ids("db", "t", [with_events])
     watch.take()
     calls(ms).commit_txn(with_events, write_events=[
-        WriteEvent(2, "db", "t", "delta_0000002_0000002_0000")])
+        t.WriteEventInfo(writeId=2, database="db", table="t",
+                          files="delta_0000002_0000002_0000")])
     assert watch.take() == ["on"]        # known to write before it starts: never lazy
     aborted = calls(ms).open_txns(1, "u", "h")[0]
     watch.take()
