@@ -75,6 +75,9 @@ _SET_NEXT_TXN_ID = Prepared(update(next_txn_id).where(next_txn_id.c.id == 1)
 # many lazily opened transactions, and at most this many ids skipped after a power cut.
 RESERVE_AHEAD = 1000
 _INSERT_TXNS = Prepared(insert(txns))
+_INSERT_TXN_READING_RESERVED = Prepared(insert(txns).returning(
+    select(_next_id).where(next_txn_id.c.id == _RESERVED_ROW).scalar_subquery()
+    .label("reserved")))
 _COUNT_OPEN = Prepared(select(func.count()).select_from(txns).where(txns.c.state == OPEN))
 # Every reader's snapshot runs this, and it returns a row per open or aborted transaction.
 # Two equalities, not IN: an IN list is an expanding parameter, which keeps a statement off
@@ -159,18 +162,11 @@ class TxnManager:
         self._check_open_limit(conn, num_txns)
         bumped = (_BUMP_READING_RESERVED.execute(conn, {"p_count": num_txns}).first()
                    if lazy_commit and writer_is_exclusive(conn) else None)
+        reserved = None
         if bumped is not None:
             first, reserved = int(bumped[0]) - num_txns, bumped[1]
         else:   # durable, PostgreSQL, or a fresh database without the counter row
             first = reserve_ids(conn, next_txn_id, num_txns)
-            reserved = _RESERVED.execute(conn).scalar() if lazy_commit else None
-        last = first + num_txns - 1
-        raised = False
-        if lazy_commit:
-            self.reserved_ids_used = True
-            if last > (reserved or 0):
-                _raise_reservation(conn, last + RESERVE_AHEAD)
-                raised = True
         now = now_ms()
         ids = list(range(first, first + num_txns))
         rows = [
@@ -179,7 +175,22 @@ class TxnManager:
              "host": hostname or "", "agent_info": agent}
             for t in ids
         ]
-        _INSERT_TXNS.execute(conn, rows[0] if num_txns == 1 else rows)
+        if lazy_commit and bumped is None and num_txns == 1:
+            # The row's INSERT also reads the reservation: a statement begun after the
+            # counter's lock was granted, so it sees a release_reserved_ids that committed
+            # while this call waited for that lock (one round trip less on PostgreSQL).
+            reserved = _INSERT_TXN_READING_RESERVED.execute(conn, rows[0]).scalar()
+        else:
+            _INSERT_TXNS.execute(conn, rows[0] if num_txns == 1 else rows)
+            if lazy_commit and bumped is None:
+                reserved = _RESERVED.execute(conn).scalar()
+        last = first + num_txns - 1
+        raised = False
+        if lazy_commit:
+            self.reserved_ids_used = True
+            if last > (reserved or 0):
+                _raise_reservation(conn, last + RESERVE_AHEAD)
+                raised = True
         if txn_type != TxnType.READ_ONLY:     # Hive logs no READ_ONLY transaction
             notifications.append(conn, self.messages.message_format,
                                  em.open_txns(self.messages, ids[0], ids[-1]))

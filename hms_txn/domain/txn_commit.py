@@ -50,8 +50,6 @@ _TXN_TO_COMMIT = Prepared(
                        Integer).label("has_components"),
            type_coerce(_has_write_ids, Integer).label("has_write_ids"))
     .where(txns.c.txn_id == bindparam("p_txn")))
-_HAS_WRITE_IDS = Prepared(select(type_coerce(select(txn_to_write_id.c.write_id).where(
-    txn_to_write_id.c.txn_id == bindparam("p_txn")).exists(), Integer)))
 _DELETE_TXN_COMPONENTS = Prepared(delete(txn_components)
                              .where(txn_components.c.txn_id == bindparam("p_txn")))
 _INSERT_COMPLETED = Prepared(insert(completed_txn_components))
@@ -59,6 +57,13 @@ _INSERT_WRITE_SET = Prepared(insert(write_set))
 _MARK_COMMITTED = Prepared(update(txns).where(txns.c.txn_id == bindparam("p_txn"))
                       .values(state=COMMITTED, commit_id=bindparam("p_commit_id"),
                               ended_ms=bindparam("p_now")))
+# The same, also reading whether the transaction has write ids (commit_txn on PostgreSQL,
+# where the row carries no flags: one round trip instead of two).
+_MARK_COMMITTED_READING_WRITE_IDS = Prepared(
+    update(txns).where(txns.c.txn_id == bindparam("p_txn"))
+    .values(state=COMMITTED, commit_id=bindparam("p_commit_id"), ended_ms=bindparam("p_now"))
+    .returning(type_coerce(select(txn_to_write_id.c.write_id).where(
+        txn_to_write_id.c.txn_id == bindparam("p_txn")).exists(), Integer)))
 _RELEASE_TXN_LOCKS = Prepared(delete(hive_locks).where(hive_locks.c.txn_id == bindparam("p_txn")))
 _COMPACTION_OF_TXN = Prepared(
     select(compaction_queue.c.id, compaction_queue.c.ctype, compaction_queue.c.db_name,
@@ -130,9 +135,13 @@ def commit_txn(conn: Connection, txn_id: int, *, messages: em.MessageContext,
     comps = (_TXN_COMPONENTS.execute(conn, {"p_txn": txn_id}).all()
              if not read_only and (not flags_in_row or row.has_components) else [])
     recorded = True
+    # Whether the write ids are read by the state's UPDATE (below) rather than now.
+    write_ids_unknown = False
     if report_writes:
-        recorded = bool(reports_writes or key_value is not None or comps
-                        or _may_have_written(conn, row, flags_in_row))
+        recorded = bool(reports_writes or key_value is not None or comps)
+        if not recorded:
+            write_ids_unknown = _write_ids_unknown(row, flags_in_row)
+            recorded = not write_ids_unknown and _may_have_written(row, flags_in_row)
     upd_del = [c for c in comps if c.operation_type in UPDATE_DELETE and c.tbl_name]
     commit_id = None
     if upd_del:
@@ -164,8 +173,12 @@ def commit_txn(conn: Connection, txn_id: int, *, messages: em.MessageContext,
             for c in comps
         ])
         _DELETE_TXN_COMPONENTS.execute(conn, {"p_txn": txn_id})
-    _MARK_COMMITTED.execute(conn, {"p_txn": txn_id, "p_commit_id": commit_id,
-                                   "p_now": now})
+    marked = {"p_txn": txn_id, "p_commit_id": commit_id, "p_now": now}
+    if write_ids_unknown:
+        # The UPDATE runs after the row's lock was granted: its snapshot is current.
+        recorded = bool(_MARK_COMMITTED_READING_WRITE_IDS.execute(conn, marked).scalar())
+    else:
+        _MARK_COMMITTED.execute(conn, marked)
     if row.heartbeat_count:
         # Only lock() creates a transaction's locks, and it heartbeats the
         # transaction in the same database transaction (require_open_heartbeat): a
@@ -196,17 +209,22 @@ def _commit_compaction(conn: Connection, messages: em.MessageContext, row) -> em
                                 entry.db_name, entry.tbl_name, entry.part_name)
 
 
-def _may_have_written(conn: Connection, row, flags_in_row: bool) -> bool:
+def _write_ids_unknown(row, flags_in_row: bool) -> bool:
+    """Whether only a look at the transaction's write ids tells if its commit records a
+    write: a DEFAULT transaction whose row carries no flags (PostgreSQL)."""
+    return row.txn_type == TxnType.DEFAULT and not flags_in_row
+
+
+def _may_have_written(row, flags_in_row: bool) -> bool:
     """Whether committing this open transaction may record a write beyond its components:
     a write id (only DEFAULT and READ_ONLY transactions can be checked; a READ_ONLY one can
-    have no write id, allocation refuses it)."""
+    have no write id, allocation refuses it). Not for a row whose write ids are unknown
+    (``_write_ids_unknown``)."""
     if row.txn_type not in (TxnType.DEFAULT, TxnType.READ_ONLY):
         return True
     if row.txn_type == TxnType.READ_ONLY:
         return False
-    if flags_in_row:
-        return bool(row.has_write_ids)
-    return bool(_HAS_WRITE_IDS.execute(conn, {"p_txn": row.txn_id}).scalar())
+    return bool(row.has_write_ids)
 
 
 def _find_conflict(conn: Connection, txn_id: int, commit_id: int, upd_del) -> str | None:

@@ -35,6 +35,8 @@ from typing import Callable
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from hms_txn.store.prepared import run_fixed
+
 log = logging.getLogger(__name__)
 
 _LAZY = "SET LOCAL synchronous_commit TO off"
@@ -46,7 +48,7 @@ _WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
 
 def begin_lazy(conn: Connection) -> None:
     """Inside a just begun transaction: its COMMIT will not wait for the WAL flush."""
-    conn.exec_driver_sql(_LAZY)
+    run_fixed(conn, _LAZY)
     conn.info[_IS_LAZY] = True
 
 
@@ -58,7 +60,7 @@ def insist_durable(conn: Connection) -> None:
     """The transaction's COMMIT waits for the flush after all (a no-op unless lazy): the
     setting at COMMIT is what counts, so the same commit becomes synchronous."""
     if conn.info.pop(_IS_LAZY, False):
-        conn.exec_driver_sql(_DURABLE)
+        run_fixed(conn, _DURABLE)
 
 
 def wal_behind(conn: Connection) -> bool:

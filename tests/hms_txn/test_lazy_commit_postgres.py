@@ -199,23 +199,31 @@ def test_database_crash_loses_no_acknowledged_durable_call_and_reuses_no_id(
 def test_round_trips_of_open_and_commit(pg_ms):
     """The statements open_txns and a read-only commit_txn send (each one round trip, plus
     the driver's BEGIN and the COMMIT): the notification event's id and row are one
-    statement (hms_txn.store.sql.insert_numbered), and no checkout ping precedes them."""
+    statement (hms_txn.store.sql.insert_numbered), no checkout ping precedes them, and
+    none goes through SQLAlchemy's execution path (hms_txn.store.prepared)."""
     ms = pg_ms
     calls(ms).abort_txn(calls(ms).open_txns(1, "u", "h")[0])   # the reservation, raised
     sent: list[str] = []
+    through_sqlalchemy: list[str] = []
     me = threading.get_ident()
 
-    def watch(conn, cursor, statement, *_):
+    def watch(conn, cursor, statement, parameters, context, executemany):
         if threading.get_ident() == me:     # not the metadata cache's or housekeeping's
             sent.append(statement.split()[0])
+            if context is not None:         # the direct path has no execution context
+                through_sqlalchemy.append(statement)
 
     event.listen(ms.store.engine, "before_cursor_execute", watch)
     txn = calls(ms).open_txns(1, "u", "h")[0]
-    # SET LOCAL; the id counter's UPDATE ... RETURNING; the id reservation, read after
-    # the counter's lock (hms_txn.domain.txn); the txns row; the OPEN_TXN event.
-    assert sent == ["SET", "UPDATE", "SELECT", "INSERT", "WITH"]
+    # SET LOCAL; the id counter's UPDATE ... RETURNING; the txns row, whose INSERT also
+    # reads the id reservation after the counter's lock (hms_txn.domain.txn); the
+    # OPEN_TXN event.
+    assert sent == ["SET", "UPDATE", "INSERT", "WITH"]
     sent.clear()
     calls(ms).commit_txn(txn)
-    # SET LOCAL; the row locked; its components; its write ids (PostgreSQL reads them
-    # after the lock: hms_txn.domain.txn_commit); the state; the COMMIT_TXN event.
-    assert sent == ["SET", "SELECT", "SELECT", "SELECT", "UPDATE", "WITH"]
+    # SET LOCAL; the row locked; its components; the state, whose UPDATE also reads
+    # whether it has write ids (after the lock: hms_txn.domain.txn_commit); the
+    # COMMIT_TXN event.
+    assert sent == ["SET", "SELECT", "SELECT", "UPDATE", "WITH"]
+    # every one of them on psycopg's cursor directly (hms_txn.store.prepared)
+    assert through_sqlalchemy == []

@@ -225,6 +225,7 @@ def test_driver_errors_wrap_into_the_exceptions_conn_execute_raises():
 
 
 _PRODUCT_MODULES = ["hms_txn.domain.txn", "hms_txn.domain.txn_records", "hms_txn.domain.locks",
+                    "hms_txn.domain.txn_commit",
                     "hms_txn.domain.writeids", "hms_txn.domain.notifications",
                     "hms_txn.store.sql"]
 
@@ -250,3 +251,36 @@ def test_the_transaction_paths_statements_take_the_direct_path(dialect):
         if stmt.runs_on_driver(dialect, keys) == expanding:
             off.append(name)
     assert not off, _changed(f"these statements changed path (direct <-> conn.execute): {off}")
+
+
+@pytest.fixture(scope="module")
+def psycopg_dialect():
+    return create_engine("postgresql+psycopg://u@127.0.0.1:1/db").dialect
+
+
+def test_psycopg_compiles_to_named_placeholders(psycopg_dialect):
+    """The PostgreSQL direct path passes a dict: SQLAlchemy renders psycopg's named
+    placeholders (``%(name)s``) under the bind names, with no positional order and no
+    escaped names."""
+    dialect = psycopg_dialect
+    assert dialect.paramstyle == "pyformat", _changed(f"psycopg's paramstyle is {dialect.paramstyle}")
+    compiled = select(_t.c.b).where(_t.c.a == bindparam("p_a"), _t.c.b == bindparam("p_b")) \
+        .compile(dialect=dialect)
+    assert compiled.positiontup is None, _changed("psycopg's statements carry a positiontup")
+    assert not compiled.escaped_bind_names, _changed("plain bind names are escaped for psycopg")
+    assert "%(p_a)s" in compiled.string and "%(p_b)s" in compiled.string, _changed(
+        f"psycopg's placeholders: {compiled.string}")
+    assert set(compiled.binds) == {"p_a", "p_b"}, _changed("compiled.binds keys")
+
+
+def test_the_transaction_paths_statements_take_the_direct_path_on_psycopg(psycopg_dialect):
+    """As on SQLite: on PostgreSQL through psycopg every statement of the transaction
+    paths but those with an expanding IN list runs on the driver."""
+    off = []
+    for name, stmt in _product_statements():
+        keys = tuple(stmt.stmt.table.columns.keys()) if stmt.stmt.is_insert else None
+        expanding = any(b.expanding for b in
+                        stmt.stmt.compile(dialect=psycopg_dialect).binds.values())
+        if stmt.runs_on_driver(psycopg_dialect, keys) == expanding:
+            off.append(name)
+    assert not off, _changed(f"these statements changed path on psycopg: {off}")
