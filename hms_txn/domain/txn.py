@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidInput
@@ -45,7 +45,8 @@ from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, 
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (next_txn_id,
                                   txns)
-from hms_txn.store.sql import insert_ignore, reserve_ids, writer_is_exclusive
+from hms_txn.store.sql import (insert_ignore, reserve_ids, statements_are_round_trips,
+                               writer_is_exclusive)
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,14 @@ _COUNT_OPEN = Prepared(select(func.count()).select_from(txns).where(txns.c.state
 _OPEN_AND_ABORTED = Prepared(select(txns.c.txn_id, txns.c.state, txns.c.txn_type)
                         .where(or_(txns.c.state == OPEN, txns.c.state == ABORTED))
                         .where(txns.c.txn_id <= bindparam("p_hwm")).order_by(txns.c.txn_id))
+# The same with the high watermark, in one statement (get_open_txns, where statements are
+# round trips): the counter's row joined to the transactions below it.
+_SNAPSHOT = Prepared(
+    select(next_txn_id.c.next_id, txns.c.txn_id, txns.c.state, txns.c.txn_type)
+    .select_from(next_txn_id.outerjoin(txns, and_(
+        txns.c.txn_id < next_txn_id.c.next_id,
+        or_(txns.c.state == OPEN, txns.c.state == ABORTED))))
+    .where(next_txn_id.c.id == 1).order_by(txns.c.txn_id))
 
 
 # ------------------------------------------------------------------------------- values
@@ -280,11 +289,19 @@ class TxnManager:
     def get_open_txns(conn: Connection,
                       exclude_types: Iterable[int] | None = (TxnType.READ_ONLY,)) -> OpenTxns:
         excluded = {int(t) for t in (exclude_types or ())}
-        hwm = current_hwm(conn)
+        if statements_are_round_trips(conn):
+            # The high watermark and the transactions below it in one statement: no row
+            # when there is no counter yet, a row of NULLs after it when none is open.
+            rows = _SNAPSHOT.rows(conn)
+            hwm = int(rows[0][0]) - 1 if rows else 0
+            rows = [r[1:] for r in rows if r[1] is not None]
+        else:
+            hwm = current_hwm(conn)
+            rows = _OPEN_AND_ABORTED.rows(conn, {"p_hwm": hwm})
         ids: list[int] = []
         aborted: set[int] = set()
         min_open = None
-        for txn_id, state, txn_type in _OPEN_AND_ABORTED.rows(conn, {"p_hwm": hwm}):
+        for txn_id, state, txn_type in rows:
             if txn_type in excluded:
                 continue
             ids.append(txn_id)

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-from sqlalchemy import BigInteger, String, bindparam, func, insert, select
+from sqlalchemy import BigInteger, String, bindparam, cast, func, insert, null, select, union_all
 from sqlalchemy.engine import Connection
 
 from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
@@ -22,7 +22,7 @@ from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from hms_txn.store.prepared import Prepared
-from hms_txn.store.sql import ListQuery, reserve_ids
+from hms_txn.store.sql import ListQuery, reserve_ids, statements_are_round_trips
 from hms_txn.store.schema import next_write_id, txn_components, txn_to_write_id, txns, write_set
 from hms_txn.domain.txn import TxnManager
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnType,
@@ -58,6 +58,14 @@ _tables_ids = select(_t2w.db_name, _t2w.tbl_name, _t2w.txn_id, _t2w.write_id)
 _WRITE_IDS_ABOVE = ListQuery(
     lambda in_list: _tables_ids.where(in_list(_t2w.db_name, "p_dbs"))
     .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn")),
+    {"p_dbs": String, "p_tbls": String})
+# Both, in one statement (a round trip less where statements are round trips).
+_COUNTERS_AND_IDS_ABOVE = ListQuery(
+    lambda in_list: union_all(
+        select(_nw.db_name, _nw.tbl_name, _nw.next_id, cast(null(), BigInteger))
+        .where(in_list(_nw.db_name, "p_dbs")).where(in_list(_nw.tbl_name, "p_tbls")),
+        _tables_ids.where(in_list(_t2w.db_name, "p_dbs"))
+        .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn"))),
     {"p_dbs": String, "p_tbls": String})
 # By transaction only, whatever the table: one walk of the txn_id index per exception, where
 # adding the table lists would let the planner probe every (table, exception) pair.
@@ -304,8 +312,6 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
     lists = {"p_dbs": ListQuery.bind(conn, sorted({db for db, _ in wanted})),
              "p_tbls": ListQuery.bind(conn, sorted({table for _, table in wanted}))}
     txn_hwm = snapshot.high_watermark
-    allocated = {(db, table): int(nxt) - 1
-                 for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
     # (write id, txn id) of the transactions that matter, per table.
     relevant: dict[tuple[str, str], set[tuple[int, int]]] = {key: set() for key in wanted}
 
@@ -314,7 +320,17 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
             if (db, table) in wanted:
                 relevant[(db, table)].add((int(wid), int(txn_id)))
 
-    take(_WRITE_IDS_ABOVE.execute(conn, {**lists, "p_txn": txn_hwm}))
+    above = {**lists, "p_txn": txn_hwm}
+    if statements_are_round_trips(conn):
+        # The counters and the ids above the snapshot in one statement: a counter's row
+        # is the one without a write id.
+        rows = _COUNTERS_AND_IDS_ABOVE.execute(conn, above).all()
+        allocated = {(db, table): int(nxt) - 1 for db, table, nxt, wid in rows if wid is None}
+        take(r for r in rows if r[3] is not None)
+    else:
+        allocated = {(db, table): int(nxt) - 1
+                     for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
+        take(_WRITE_IDS_ABOVE.execute(conn, above))
     hwms = {}
     for key in wanted:
         above = {wid for wid, _ in relevant[key]}

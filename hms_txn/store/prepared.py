@@ -76,7 +76,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Iterator, Sequence
 
-from sqlalchemy import exc
+from sqlalchemy import ARRAY, exc
 from sqlalchemy.engine import Connection
 
 
@@ -214,8 +214,10 @@ class _PsycopgPlan:
             return False
         defaults = {}
         for name, bind in compiled.binds.items():
+            impl = bind.type.dialect_impl(dialect)
             if (bind.callable is not None or bind.expanding
-                    or bind.type.dialect_impl(dialect).bind_processor(dialect) is not None):
+                    or (impl.bind_processor(dialect) is not None
+                        and not _plain_array(impl, dialect))):
                 return False
             if not bind.required:
                 defaults[name] = bind.value
@@ -285,6 +287,15 @@ class _FixedStatement(_PsycopgPlan):
 
 # Connection.info key: the psycopg cursor the direct path reuses on that driver connection.
 _CURSOR_KEY = "hms_txn.prepared.cursor"
+
+
+def _plain_array(impl, dialect) -> bool:
+    """An ARRAY of a type without a bind processor: SQLAlchemy's processor only turns the
+    value into a list of the same items, and the callers (``store.sql.ListQuery``) bind
+    lists, which psycopg adapts to arrays itself."""
+    item = getattr(impl, "item_type", None)
+    return (isinstance(impl, ARRAY) and item is not None
+            and item.dialect_impl(dialect).bind_processor(dialect) is None)
 
 
 def _plan_kind(dialect):

@@ -189,6 +189,13 @@ def lock_mutex(conn: Connection, name: str) -> None:
         _MUTEX_ROW_LOCKED.execute(conn, params).first()
 
 
+def statements_are_round_trips(conn: Connection) -> bool:
+    """Whether each statement costs a network round trip (a client/server database): two
+    reads are then worth folding into one statement, which on SQLite, in process, they
+    are not (one statement each stays simpler for its planner)."""
+    return conn.dialect.name != "sqlite"
+
+
 def writer_is_exclusive(conn: Connection) -> bool:
     """Whether a write transaction on this database excludes every other writer (SQLite):
     a read inside it then sees the latest committed state, so a look that PostgreSQL must
