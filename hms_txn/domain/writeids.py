@@ -59,14 +59,16 @@ _WRITE_IDS_ABOVE = ListQuery(
     lambda in_list: _tables_ids.where(in_list(_t2w.db_name, "p_dbs"))
     .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn")),
     {"p_dbs": String, "p_tbls": String})
-# Both, in one statement (a round trip less where statements are round trips).
-_COUNTERS_AND_IDS_ABOVE = ListQuery(
+# The counters, the ids above the snapshot and those of its exceptions (below) in one
+# statement, where statements are round trips.
+_COUNTERS_AND_IDS = ListQuery(
     lambda in_list: union_all(
         select(_nw.db_name, _nw.tbl_name, _nw.next_id, cast(null(), BigInteger))
         .where(in_list(_nw.db_name, "p_dbs")).where(in_list(_nw.tbl_name, "p_tbls")),
         _tables_ids.where(in_list(_t2w.db_name, "p_dbs"))
-        .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn"))),
-    {"p_dbs": String, "p_tbls": String})
+        .where(in_list(_t2w.tbl_name, "p_tbls")).where(_t2w.txn_id > bindparam("p_txn")),
+        _tables_ids.where(in_list(_t2w.txn_id, "p_txns"))),
+    {"p_dbs": String, "p_tbls": String, "p_txns": BigInteger})
 # By transaction only, whatever the table: one walk of the txn_id index per exception, where
 # adding the table lists would let the planner probe every (table, exception) pair.
 _WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.txn_id, "p_txns")),
@@ -299,8 +301,9 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
     ``txn_to_write_id`` keeps every write id ever allocated, so no statement here reads a
     table's history; each walks an index over the part that can matter: write ids of
     transactions above the snapshot's high watermark, and of its exceptions. All the tables
-    are read together, three statements however many are asked about: on PostgreSQL every
-    statement is a round trip, and statements per table made 10 tables cost ~30 of them.
+    are read together, two statements however many are asked about, and one on PostgreSQL,
+    where every statement is a round trip (statements per table made 10 tables cost ~30 of
+    them); that one statement needs no transaction around it.
 
     The high watermark is the highest write id of any transaction the snapshot covers.
     Write ids are handed out in allocation order, not txn order (txn 1 may allocate after
@@ -320,33 +323,38 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
             if (db, table) in wanted:
                 relevant[(db, table)].add((int(wid), int(txn_id)))
 
-    above = {**lists, "p_txn": txn_hwm}
+    params = {**lists, "p_txn": txn_hwm}
+    exceptions = snapshot.exceptions
+    looked_up = len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP
     if statements_are_round_trips(conn):
-        # The counters and the ids above the snapshot in one statement: a counter's row
-        # is the one without a write id.
-        rows = _COUNTERS_AND_IDS_ABOVE.execute(conn, above).all()
+        # One statement: the counters (a counter's row is the one without a write id), the
+        # ids above the snapshot and those of its exceptions. Within it everything is one
+        # snapshot of the database, so the caller needs no transaction around it.
+        rows = _COUNTERS_AND_IDS.execute(conn, {
+            **params, "p_txns": ListQuery.bind(conn, exceptions if looked_up else [])}).all()
         allocated = {(db, table): int(nxt) - 1 for db, table, nxt, wid in rows if wid is None}
         take(r for r in rows if r[3] is not None)
+        exceptions_taken = True
     else:
         allocated = {(db, table): int(nxt) - 1
                      for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
-        take(_WRITE_IDS_ABOVE.execute(conn, above))
+        take(_WRITE_IDS_ABOVE.execute(conn, params))
+        exceptions_taken = False
     hwms = {}
     for key in wanted:
-        above = {wid for wid, _ in relevant[key]}
+        above = {wid for wid, txn_id in relevant[key] if txn_id > txn_hwm}
         top = allocated.get(key, 0)
         while top > 0 and top in above:
             top -= 1
         hwms[key] = top if top > 0 else max(allocated.get(key, 0), 0)
 
-    exceptions = snapshot.exceptions
-    if len(exceptions) > _MAX_EXCEPTIONS_LOOKED_UP:
+    if not looked_up:
         # a long exception list: read the tables' ids instead
         for key in wanted:
             if hwms[key] > 0:
                 relevant[key] = {(int(w), int(t)) for t, w in _WRITE_IDS_UP_TO.execute(
                     conn, {"p_db": key[0], "p_tbl": key[1], "p_wid": hwms[key]})}
-    elif exceptions and any(hwms.values()):
+    elif exceptions and any(hwms.values()) and not exceptions_taken:
         take(_WRITE_IDS_OF_TXNS.execute(conn, {"p_txns": ListQuery.bind(conn, exceptions)}))
 
     found = {}

@@ -198,8 +198,11 @@ class TxnService:
         if self.write_id_recovery is not None:
             self.write_id_recovery.ensure(writeids.split_table_name(n)
                                           for n in rqst.fullTableNames or [] if "." in n)
+        # With the reader's snapshot given, the tables' write ids are one statement on
+        # PostgreSQL (writeids.get_valid_write_ids), which needs no transaction around it.
         tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
-            conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId))
+            conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId),
+            snapshot=rqst.validTxnList is None)
         return ttypes.GetValidWriteIdsResponse(tblValidWriteIds=[
             ttypes.TableValidWriteIds(
                 fullTableName=t.full_table_name, writeIdHighWaterMark=t.hwm,

@@ -160,24 +160,27 @@ class Store:
         return conn
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read-only transaction: one consistent snapshot on SQLite (WAL) and PostgreSQL."""
+    def read(self, snapshot: bool = True) -> Iterator[Connection]:
+        """A read-only transaction: one consistent snapshot on SQLite (WAL) and PostgreSQL.
+        ``snapshot=False`` (PostgreSQL): each statement is its own transaction (autocommit:
+        no BEGIN or COMMIT is sent), for reads whose statements are each consistent alone."""
         with self.engine.connect() as conn:
             if not self.is_sqlite:
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+                conn = conn.execution_options(
+                    isolation_level="REPEATABLE READ" if snapshot else "AUTOCOMMIT")
             with conn.begin():
                 yield conn
 
-    def read_call(self, fn: Callable[[Connection], T]) -> T:
-        """``fn(conn)`` in ``read()``, run again once if the connection was dead (the
-        database server restarted; the pool has then dropped every old connection)."""
+    def read_call(self, fn: Callable[[Connection], T], *, snapshot: bool = True) -> T:
+        """``fn(conn)`` in ``read(snapshot)``, run again once if the connection was dead
+        (the database server restarted; the pool has then dropped every old connection)."""
         try:
-            with self.read() as conn:
+            with self.read(snapshot) as conn:
                 return fn(conn)
         except DBAPIError as err:
             if self.is_sqlite or not err.connection_invalidated:
                 raise
-        with self.read() as conn:
+        with self.read(snapshot) as conn:
             return fn(conn)
 
     def transaction(self, fn: Callable[[Connection], T], *, attempts: int = 8,

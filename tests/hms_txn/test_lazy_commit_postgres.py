@@ -227,3 +227,36 @@ def test_round_trips_of_open_and_commit(pg_ms):
     assert sent == ["SET", "SELECT", "SELECT", "UPDATE", "WITH"]
     # every one of them on psycopg's cursor directly (hms_txn.store.prepared)
     assert through_sqlalchemy == []
+
+
+def test_valid_write_ids_of_a_given_snapshot_are_one_statement_without_a_transaction(pg_ms):
+    """get_valid_write_ids with the reader's ValidTxnList (what HiveServer2, Trino and
+    Impala send): the tables' counters, the ids above the snapshot and its exceptions' ids
+    in one statement (hms_txn.domain.writeids), run in autocommit, so no BEGIN or COMMIT
+    either: one round trip. The answer is the one the snapshot defines."""
+    ms = pg_ms
+    c = calls(ms)
+    txns_ = c.open_txns(4, "u", "h")
+    for txn in txns_:
+        c.allocate_table_write_ids("db", "t", [txn])           # write ids 1..4
+    c.commit_txn(txns_[0])
+    c.abort_txn(txns_[1])
+    snapshot = ms.txn_service.get_open_txns()                   # 2 aborted, 3 and 4 open
+    valid_txns = f"{snapshot.txn_high_water_mark}:{txns_[2]}:{txns_[2]},{txns_[3]}:{txns_[1]}"
+    later = c.open_txns(1, "u", "h")[0]
+    c.allocate_table_write_ids("db", "t", [later])              # above the snapshot
+    sent: list[tuple[str, bool]] = []
+    me = threading.get_ident()
+
+    def watch(conn, cursor, statement, *_):
+        if threading.get_ident() == me:
+            sent.append((statement.split()[0], conn.connection.driver_connection.autocommit))
+
+    event.listen(ms.store.engine, "before_cursor_execute", watch)
+    answer = ms.txn_service.get_valid_write_ids(t.GetValidWriteIdsRequest(
+        fullTableNames=["db.t", "db.none"], validTxnList=valid_txns))
+    event.remove(ms.store.engine, "before_cursor_execute", watch)
+    assert sent == [("SELECT", True)]
+    tab, none = answer.tblValidWriteIds
+    assert (tab.writeIdHighWaterMark, tab.invalidWriteIds, tab.minOpenWriteId) == (4, [2, 3, 4], 3)
+    assert (none.writeIdHighWaterMark, none.invalidWriteIds) == (0, [])
