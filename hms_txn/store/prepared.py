@@ -138,25 +138,11 @@ class _Plan:
     @classmethod
     def build(cls, stmt, dialect, column_keys):
         """Compile ``stmt`` once; False if it needs what the direct path does not do."""
-        compiled = stmt.compile(dialect=dialect, column_keys=list(column_keys or ()) or None)
-        if (compiled.insert_prefetch or compiled.update_prefetch
-                or compiled.post_compile_params or compiled.literal_execute_params
-                or compiled.positiontup is None):
+        found = _compile_direct(stmt, dialect, column_keys)
+        if found is None or found[0].positiontup is None:
             return False
-        binds = compiled.binds
-        order = tuple(compiled.positiontup)
-        defaults = {}
-        for name in order:
-            bind = binds[name]
-            if (bind.callable is not None or bind.expanding
-                    or bind.type.dialect_impl(dialect).bind_processor(dialect) is not None):
-                return False
-            if not bind.required:
-                defaults[name] = bind.value
-        for column in stmt.exported_columns:
-            if column.type.dialect_impl(dialect).result_processor(dialect, None) is not None:
-                return False
-        return cls(compiled.string, order, defaults)
+        compiled, defaults = found
+        return cls(compiled.string, tuple(compiled.positiontup), defaults)
 
     def _args(self, params: dict | None) -> list:
         if not params:
@@ -207,23 +193,10 @@ class _PsycopgPlan:
 
     @classmethod
     def build(cls, stmt, dialect, column_keys):
-        compiled = stmt.compile(dialect=dialect, column_keys=list(column_keys or ()) or None)
-        if (compiled.insert_prefetch or compiled.update_prefetch
-                or compiled.post_compile_params or compiled.literal_execute_params
-                or compiled.positiontup is not None or compiled.escaped_bind_names):
+        found = _compile_direct(stmt, dialect, column_keys)
+        if found is None or found[0].positiontup is not None:
             return False
-        defaults = {}
-        for name, bind in compiled.binds.items():
-            impl = bind.type.dialect_impl(dialect)
-            if (bind.callable is not None or bind.expanding
-                    or (impl.bind_processor(dialect) is not None
-                        and not _plain_array(impl, dialect))):
-                return False
-            if not bind.required:
-                defaults[name] = bind.value
-        for column in stmt.exported_columns:
-            if column.type.dialect_impl(dialect).result_processor(dialect, None) is not None:
-                return False
+        compiled, defaults = found
         return cls(compiled.string, defaults)
 
     def _args(self, params: dict | None) -> dict:
@@ -287,6 +260,30 @@ class _FixedStatement(_PsycopgPlan):
 
 # Connection.info key: the psycopg cursor the direct path reuses on that driver connection.
 _CURSOR_KEY = "hms_txn.prepared.cursor"
+
+
+def _compile_direct(stmt, dialect, column_keys):
+    """``stmt`` compiled for ``dialect`` (an INSERT: for ``column_keys``) and the default
+    values of its optional binds; None if it needs what a direct path does not do (see
+    the module docstring)."""
+    compiled = stmt.compile(dialect=dialect, column_keys=list(column_keys or ()) or None)
+    if (compiled.insert_prefetch or compiled.update_prefetch
+            or compiled.post_compile_params or compiled.literal_execute_params
+            or compiled.escaped_bind_names):
+        return None
+    defaults = {}
+    for name, bind in compiled.binds.items():
+        impl = bind.type.dialect_impl(dialect)
+        if (bind.callable is not None or bind.expanding
+                or (impl.bind_processor(dialect) is not None
+                    and not _plain_array(impl, dialect))):
+            return None
+        if not bind.required:
+            defaults[name] = bind.value
+    for column in stmt.exported_columns:
+        if column.type.dialect_impl(dialect).result_processor(dialect, None) is not None:
+            return None
+    return compiled, defaults
 
 
 def _plain_array(impl, dialect) -> bool:
