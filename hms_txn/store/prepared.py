@@ -54,8 +54,9 @@ What the shortcut leaves out is only what these statements do not use, and a sta
 that would need it is executed through ``conn.execute`` instead (decided once per
 statement): bind or result type processing (none exists for integers and strings on
 sqlite3), Python-side column defaults (an INSERT must supply every column it compiles),
-expanding IN lists and other post-compile parameters, and cursor-execute events (nothing in
-hms-txn listens to them; ``echo`` does not log these statements). Rows are named after the
+expanding IN lists and other post-compile parameters, and the execution events other than
+``before_cursor_execute`` (nothing in hms-txn listens to them; ``echo`` does not log these
+statements). Rows are named after the
 cursor's column names, which are the keys ``conn.execute`` gives them. Driver errors are
 wrapped into SQLAlchemy's ``DBAPIError`` subclasses as ``conn.execute`` wraps them, so
 retries and error handling see the same exceptions. Listeners of ``before_cursor_execute``
@@ -173,7 +174,6 @@ class _Plan:
         except dbapi.Error as err:
             raise exc.DBAPIError.instance(self.sql, args, err, dbapi.Error,
                                           dialect=conn.dialect) from err
-
 
 
 class _PsycopgPlan:
