@@ -158,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.log_level_number = getattr(logging, args.log_level)
     logs.configure(args.log_level_number, args.log_format or "text")
+    # A command's output is its answer or one line of error: the failover client's notes
+    # on a call it retried on another server are for long-running clients' logs.
+    logging.getLogger("hms_txn.wire.failover").setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

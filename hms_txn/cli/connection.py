@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import logging
 import sys
 from typing import Any, Sequence
 
@@ -71,9 +70,6 @@ def client_for(args: argparse.Namespace) -> FailoverClient:
         options = client_options(config, user=args.user, password=password,
                                  timeout=args.timeout)
         uri = metastore_uri(config, args.uri)
-        # A command's output is its answer or one line of error: the client's notes on a
-        # call it retried elsewhere are for long-running clients' logs.
-        logging.getLogger("hms_txn.wire.failover").setLevel(logging.WARNING)
         return connect_failover(uri, options=options)
     except ConfigError as err:
         raise CommandError(str(err)) from None

@@ -326,7 +326,8 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
     params = {**lists, "p_txn": txn_hwm}
     exceptions = snapshot.exceptions
     looked_up = len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP
-    if statements_are_round_trips(conn):
+    one_statement = statements_are_round_trips(conn)
+    if one_statement:
         # One statement: the counters (a counter's row is the one without a write id), the
         # ids above the snapshot and those of its exceptions. Within it everything is one
         # snapshot of the database, so the caller needs no transaction around it.
@@ -334,12 +335,10 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
             **params, "p_txns": ListQuery.bind(conn, exceptions if looked_up else [])}).all()
         allocated = {(db, table): int(nxt) - 1 for db, table, nxt, wid in rows if wid is None}
         take(r for r in rows if r[3] is not None)
-        exceptions_taken = True
     else:
         allocated = {(db, table): int(nxt) - 1
                      for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
         take(_WRITE_IDS_ABOVE.execute(conn, params))
-        exceptions_taken = False
     hwms = {}
     for key in wanted:
         above = {wid for wid, txn_id in relevant[key] if txn_id > txn_hwm}
@@ -354,7 +353,7 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
             if hwms[key] > 0:
                 relevant[key] = {(int(w), int(t)) for t, w in _WRITE_IDS_UP_TO.execute(
                     conn, {"p_db": key[0], "p_tbl": key[1], "p_wid": hwms[key]})}
-    elif exceptions and any(hwms.values()) and not exceptions_taken:
+    elif exceptions and any(hwms.values()) and not one_statement:
         take(_WRITE_IDS_OF_TXNS.execute(conn, {"p_txns": ListQuery.bind(conn, exceptions)}))
 
     found = {}

@@ -63,6 +63,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hms_txn.store import postgres
+from hms_txn.store.prepared import run_fixed
 
 log = logging.getLogger(__name__)
 
@@ -392,10 +393,7 @@ def _touch(conn: Connection) -> None:
     durability marker's counter. It must change a value: SQLite writes no page for an
     UPDATE that leaves its row as it was, and a COMMIT with no page to write fsyncs
     nothing, which would leave the lazy commits before it unsynced."""
-    if conn.dialect.name == "sqlite":
-        conn.connection.driver_connection.execute(_BUMP_MARKER)
-    else:
-        conn.exec_driver_sql(_BUMP_MARKER)
+    run_fixed(conn, _BUMP_MARKER)
 
 
 # An upsert: the first touch a database ever has makes the row.

@@ -163,14 +163,7 @@ class _Plan:
                 cursor = driver.executemany(self.sql, args)
             else:
                 cursor = driver.execute(self.sql, args)
-            description = cursor.description
-            if description is None:
-                return _Result(None, None, cursor.rowcount)
-            make = self.make_row
-            if make is None:
-                make = self.make_row = namedtuple(
-                    "Row", [column[0] for column in description], rename=True)._make
-            return _Result(cursor.fetchall(), make, cursor.rowcount)
+            return _fetch(self, cursor)
         except dbapi.Error as err:
             raise exc.DBAPIError.instance(self.sql, args, err, dbapi.Error,
                                           dialect=conn.dialect) from err
@@ -220,14 +213,7 @@ class _PsycopgPlan:
                 cursor.executemany(self.sql, args)
             else:
                 cursor.execute(self.sql, args)
-            description = cursor.description
-            if description is None:
-                return _Result(None, None, cursor.rowcount)
-            make = self.make_row
-            if make is None:
-                make = self.make_row = namedtuple(
-                    "Row", [column.name for column in description], rename=True)._make
-            return _Result(cursor.fetchall(), make, cursor.rowcount)
+            return _fetch(self, cursor)
         except conn.dialect.loaded_dbapi.Error as err:
             gone = conn.dialect.is_disconnect(err, driver, cursor)
             if gone:
@@ -238,11 +224,13 @@ class _PsycopgPlan:
 
 
 def run_fixed(conn: Connection, sql: str) -> None:
-    """Run ``sql`` (a fixed statement without parameters or rows, such as ``SET LOCAL``) in
-    the caller's transaction: on psycopg's reused cursor where the direct path runs,
-    else ``exec_driver_sql``."""
-    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg" \
-            and conn.in_transaction():
+    """Run ``sql`` (a fixed statement without parameters or rows: ``SET LOCAL``, the
+    durability marker's bump) in the caller's transaction on the driver: sqlite3's
+    connection, psycopg's reused cursor; other drivers through ``exec_driver_sql``."""
+    kind = _plan_kind(conn.dialect)
+    if kind is _Plan:
+        conn.connection.driver_connection.execute(sql)
+    elif kind is _PsycopgPlan and conn.in_transaction():
         _FixedStatement(sql).run(conn, None, False)
     else:
         conn.exec_driver_sql(sql)
@@ -302,6 +290,19 @@ def _plan_kind(dialect):
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
         return _PsycopgPlan
     return None
+
+
+def _fetch(plan, cursor) -> "_Result":
+    """The result of the statement ``plan`` just ran on ``cursor``: its rows, named after
+    the cursor's columns the first time (both drivers' descriptions start with the name)."""
+    description = cursor.description
+    if description is None:
+        return _Result(None, None, cursor.rowcount)
+    make = plan.make_row
+    if make is None:
+        make = plan.make_row = namedtuple(
+            "Row", [column[0] for column in description], rename=True)._make
+    return _Result(cursor.fetchall(), make, cursor.rowcount)
 
 
 def _announce(conn: Connection, cursor, sql: str, args, many: bool) -> None:
