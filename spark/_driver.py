@@ -35,6 +35,7 @@ from ._attempts import ABORTED, ABORT_WAIT_S, Attempts, Outcome
 from ._coordinator import Coordinator
 from ._errors import HiveAcidError, WriteConflictError
 from ._metastore import T
+from ._leases import Leases
 from ._scans import Scans, plan_units
 from ._statement_dirs import (make_empty_bases, remove_write_id_dirs, require_own_dirs,
                               statement_dir_names, sweep)
@@ -105,6 +106,7 @@ class Driver:
         self.txns: Dict[int, Txn] = {}
         self.attempts = Attempts()
         self.scans = Scans(self.ms, self.lock_timeout_s)
+        self.leases = Leases(self.scans.release)
         self._mu = threading.RLock()
         self._stop = threading.Event()
         self._local = threading.local()
@@ -439,6 +441,7 @@ class Driver:
         self._stop.set()
         for t in list(self.txns.values()):
             self.abort(t, wait_s=0)
+        self.leases.close()
         self.scans.flush_unlocks()
         self.scans.release_all()
         self.coordinator.close()

@@ -64,7 +64,7 @@ from ._ddl import create_database, create_table, drop_table
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError, WriteConflictError
 from ._held_snapshot import Snapshot, snapshot
-from ._scope import read
+from ._reads import read
 from ._session import register, shutdown
 from ._sql import sql
 from ._transaction import Transaction, transaction
