@@ -80,6 +80,12 @@ class Txn:
         self.lock = threading.RLock()
 
 
+PYTHON_SOURCE_WARNING = (
+    "hive_acid: spark.read.format('hive_acid').load('%s') reads through Spark's Python data "
+    "source, which Spark bounds at about half the speed of its own ORC scan (docs/spark.md, "
+    "Benchmark); hive_acid.read(spark, '%s') or hive_acid.sql(spark, 'SELECT ...') read the "
+    "same snapshot with hive_acid's JVM reader")
+
 _OP_CODES = {"insert": M.OP_INSERT, "overwrite": M.OP_UPDATE, "update": M.OP_UPDATE,
              "delete": M.OP_DELETE}
 _LOCK_TYPES = {"insert": M.SHARED_READ, "overwrite": M.EXCL_WRITE}   # else SHARED_WRITE
@@ -110,6 +116,7 @@ class Driver:
         self._mu = threading.RLock()
         self._stop = threading.Event()
         self._local = threading.local()
+        self._warned: set = set()
         self.authkey = secrets.token_bytes(16)
         self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host)
         self.address = self.coordinator.address
@@ -330,6 +337,7 @@ class Driver:
             txns, wids = txn.txns, self.snapshot(txn, [info.full_name])[info.full_name]
             txn_parts = self.txn_partitions(txn, info.full_name)
         else:
+            self._warn_python_source(info.full_name)
             snap = self.scans.open([info], held=False)
             scan, txns, wids = snap["scan"], snap["txns"], snap["write_ids"][info.full_name]
             txn_parts = ()
@@ -342,6 +350,15 @@ class Driver:
         if scan:
             self.scans.planned(scan, len(units))
         return {"units": units, "scan": scan}
+
+    def _warn_python_source(self, full_name: str) -> None:
+        # a spark.read.format("hive_acid") of the user's (hive_acid's own reads pin their
+        # snapshot or run in a transaction): once per table and driver
+        with self._mu:
+            if full_name in self._warned:
+                return
+            self._warned.add(full_name)
+        log.warning(PYTHON_SOURCE_WARNING, full_name, full_name)
 
     # -- heartbeats -------------------------------------------------------------------------
 

@@ -12,12 +12,13 @@ leaves, which it watches through ``java.lang.ref.WeakReference``s:
   its plan is alive;
 * once it is garbage collected in Python (its py4j handles released), the lease is
   *orphaned*: derived DataFrames may still be in use. The lease thread releases the lock as
-  soon as the weak references are cleared, checking 0.2 s after the orphaning and then with
-  a growing interval (x5, up to 5 minutes). A plan dropped soon after it was made is
-  usually collected by the JVM's next young collection; when a check finds one still
-  reachable, the next round also asks the JVM for a full collection (``System.gc()``, as
-  Spark's own ContextCleaner does to find unreachable RDDs and shuffles), at most once per
-  ``MIN_GC_INTERVAL_S`` for all the leases due;
+  soon as the weak references are cleared, checking 1.5 s after the orphaning and then with
+  a growing interval (x5, up to 5 minutes). A plan the JVM still reaches may only wait for
+  a collection of the old generation, so a check that finds one asks the JVM for a full
+  collection (``System.gc()``, as Spark's own ContextCleaner does to find unreachable RDDs
+  and shuffles) and looks again: one collection for all the leases due, at most one per
+  ``MIN_GC_INTERVAL_S`` (a full collection stops the driver's JVM for tens of
+  milliseconds);
 * when the lease's SparkContext has stopped, and at ``hive_acid.shutdown()``, the lock is
   released.
 
@@ -36,7 +37,9 @@ from typing import Callable, Dict, List
 
 log = logging.getLogger("spark.hive_acid")
 
-FIRST_CHECK_S = 0.2
+# py4j releases a Python handle's JVM object from a worker thread that looks for work once
+# a second: the first check waits for it
+FIRST_CHECK_S = 1.5
 BACKOFF = 5.0
 MAX_INTERVAL_S = 300.0
 POLL_S = 5.0            # how often stopped SparkContexts are looked for
@@ -131,26 +134,29 @@ class Leases:
                 log.debug("lease check failed", exc_info=True)
 
     def check(self) -> None:
-        """End the leases whose SparkContext stopped or whose plan the JVM no longer reaches
-        (one JVM garbage collection for all the orphaned leases that are due)."""
+        """End the leases whose SparkContext stopped or whose plan the JVM no longer reaches:
+        the orphaned leases that are due are checked, and those still reached once more
+        after a JVM garbage collection when one is allowed (one for all of them)."""
         now = time.monotonic()
         with self._mu:
             leases = list(self._leases.values())
         ended = [x for x in leases if _stopped(x.context)]
         due = [x for x in leases if x.orphan and x.due <= now and x not in ended]
-        if any(x.checks for x in due) and now - self._last_gc >= MIN_GC_INTERVAL_S:
+        alive = [x for x in due if not all(_cleared(r) for r in x.refs)]
+        ended += [x for x in due if x not in alive]
+        if alive and now - self._last_gc >= MIN_GC_INTERVAL_S:
             self._last_gc = now
             try:
-                due[0].jvm.java.lang.System.gc()
+                alive[0].jvm.java.lang.System.gc()
             except Exception:       # the JVM is gone: the weak references say so below
                 pass
-        for x in due:
-            if all(_cleared(r) for r in x.refs):
-                ended.append(x)
-            else:
-                x.checks += 1
-                x.interval = min(MAX_INTERVAL_S, x.interval * BACKOFF)
-                x.due = time.monotonic() + x.interval
+            ended += [x for x in alive if all(_cleared(r) for r in x.refs)]
+            alive = [x for x in alive if x not in ended]
+        for x in alive:
+            x.checks += 1
+            x.interval = min(MAX_INTERVAL_S, x.interval * BACKOFF)
+            # not later than the next collection allowed
+            x.due = min(time.monotonic() + x.interval, self._last_gc + MIN_GC_INTERVAL_S)
         for x in ended:
             self._end(x.scan)
 

@@ -33,6 +33,7 @@ falls back to the Python data source (pyarrow on the executors), saying so.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -40,14 +41,13 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as S
 
 import orc_acid
 from orc_acid import fs as afs
-from orc_acid.layout import DEFAULT_PARTITION_NAME
+from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
 
 from . import _jvm
@@ -60,9 +60,12 @@ from ._errors import HiveAcidError
 log = logging.getLogger("spark.hive_acid")
 
 _ACID_ARROW = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
-# delete events of one partition (from the footers' row counts) up to this many are read on
-# the driver and applied per file (JVM reader) or as a bitmap (Spark's ORC reader); more are
-# anti joined by Spark
+# The JVM reader's tasks hold the delete events of their split in memory (16 bytes each at
+# most): a partition with a split of more (from the footers' row counts) is read by Spark's
+# ORC reader, whose anti join spills.
+TASK_MAX_DELETES = 16_000_000
+# Spark's ORC reader: the delete events of one partition up to this many are read on the
+# driver and applied as a bitmap; more are anti joined
 MAX_DELETES = 4_000_000
 # the session setting that turns hive_acid's JVM reader off (Spark's ORC reader is used)
 JVM_READER_CONF = "spark.hive_acid.jvmReader"
@@ -72,32 +75,39 @@ class Fallback(Exception):
     """The native path cannot read this snapshot exactly; the message says why."""
 
 
+Validity = Optional[Tuple[int, Tuple[int, ...]]]
+
+
 @dataclass(frozen=True)
 class DataFile:
     """A selected data file of a partition."""
     uri: str                      # as Spark opens it
     size: int
+    lo: int                       # the write ids its rows were inserted by
+    hi: int
     # (high watermark, invalid write ids of its directory's range): its rows' write ids
     # must be checked; None: all valid
-    validity: Optional[Tuple[int, Tuple[int, ...]]]
-    # delete events that can hit its rows: (originalTransaction, bucket) -> sorted rowIds
-    deletes: Optional[Dict[Tuple[int, int], np.ndarray]] = None
+    validity: Validity
+    split: Optional[int] = None   # index of its split's delete files in PartPlan.splits
 
 
 @dataclass(frozen=True)
 class PartPlan:
     values: Tuple[Optional[str], ...]     # partition values (raw strings), () if unpartitioned
+    location: str
     files: Tuple[DataFile, ...]
-    data: Tuple[K.Group, ...]             # the same files for Spark's ORC reader
-    deletes: Tuple[K.Group, ...]          # delete files (the anti join)
+    # per split with deletes: its delete files (uri, validity) and their event count
+    splits: Tuple[Tuple[Tuple[Tuple[str, Validity], ...], int], ...]
+    data: Tuple[K.Group, ...]             # the data files for Spark's ORC reader
+    deletes: Tuple[K.Group, ...]          # the delete files for Spark's ORC reader
     delete_rows: int
-    keys: Optional[Dict[Tuple[int, int], np.ndarray]] = None    # all its delete events
-    # read on the driver (None: more than MAX_DELETES, or none)
+    delete_entries: tuple = ()            # orc_acid DeleteFiles (the driver reads them)
 
 
 @dataclass(frozen=True)
 class NativePlan:
     info: M.TableInfo
+    write_ids: str
     parts: Tuple[PartPlan, ...]
 
 
@@ -168,10 +178,13 @@ def _check_acid_file(fs, path: str, row_type: Optional[pa.StructType]) -> Tuple[
     return nrows, size
 
 
-def _validity(e, wids: ValidWriteIdList) -> Optional[Tuple[int, Tuple[int, ...]]]:
+def _validity(e, wids: ValidWriteIdList) -> Validity:
+    """(high watermark, the exceptions in the range of ``e``'s directory) when the write ids
+    of its events must be checked (``filter_current_txn``: the range holds invalid ones)."""
     if not e.filter_current_txn:
         return None
-    lo, hi = e.min_write_id, e.max_write_id or wids.high_watermark
+    d = parse_delta(e.path.split("/", 1)[0])
+    lo, hi = (d.min_write_id, d.max_write_id) if d is not None else (0, wids.high_watermark)
     return wids.high_watermark, tuple(sorted(x for x in wids.exceptions if lo <= x <= hi))
 
 
@@ -179,7 +192,8 @@ def _groups(info: M.TableInfo, location: str, entries, wids: ValidWriteIdList, r
             ) -> Tuple[Tuple[K.Group, ...], List[Tuple[object, str, int]], int]:
     """DataFile/DeleteFile entries of orc_acid's plan -> (read groups of Spark's ORC reader:
     one for the files whose rows are all valid, one for those whose currentTransaction must
-    be checked; [(entry, uri, size)]; total row count)."""
+    be checked; [(entry, uri, bytes (data files: ``row_type`` given) or rows)]; total row
+    count)."""
     by_dir: Dict[str, List] = {}
     for e in entries:
         by_dir.setdefault(e.path.split("/", 1)[0], []).append(e)
@@ -197,7 +211,7 @@ def _groups(info: M.TableInfo, location: str, entries, wids: ValidWriteIdList, r
             n, size = _check_acid_file(info.fs, path, row_type)
             rows += n
             files.append((e, info.uri_of(path) if info.fs is not None else "file:" + path,
-                          size))
+                          size if row_type is not None else n))
         # a directory holding exactly these files (hidden ones aside: Spark skips them too) is
         # passed as the directory (fewer paths for Spark to check); else the files themselves
         dpath = os.path.join(location, d)
@@ -243,14 +257,6 @@ def hadoop_connector_missing(session: SparkSession, info: M.TableInfo) -> Option
                 f"{need}, e.g. with spark.jars.packages, matching Spark's Hadoop version)")
 
 
-def _hits(keys: Dict[Tuple[int, int], np.ndarray], lo: int, hi: int
-          ) -> Optional[Dict[Tuple[int, int], np.ndarray]]:
-    """The delete events of a split that can hit a data file holding the rows of write ids
-    lo..hi (rows keep their originalTransaction through compactions)."""
-    hit = {k: r for k, r in keys.items() if lo <= k[0] <= hi}
-    return hit or None
-
-
 def plan(info: M.TableInfo, txns: str, wids: str,
          targets: Sequence[Tuple[str, Tuple[Optional[str], ...]]]) -> NativePlan:
     """``targets``: (partition location, partition values) to read. Raises Fallback."""
@@ -280,24 +286,22 @@ def plan(info: M.TableInfo, txns: str, wids: str,
             continue
         dgroups, dfiles, _ = _groups(info, loc, data, w, row_type)
         dels = list({f.path: f for sp in splits for f in sp.delete_files}.values())
-        xgroups, _, xrows = _groups(info, loc, dels, w, None) if dels else ((), [], 0)
-        by_split: Dict[int, Dict[Tuple[int, int], np.ndarray]] = {}
-        if xgroups and xrows <= MAX_DELETES:
-            for sp in splits:
-                if sp.delete_files:
-                    by_split[sp.bucket_id] = orc_acid.delete_key_groups(
-                        loc, w, sp.delete_files, filesystem=info.fs)
-            keys = {k: r for g in by_split.values() for k, r in g.items()}
-            if not keys:                # every delete event is of an aborted/open write
-                xgroups, xrows = (), 0
-        else:
-            keys = None
-        files = tuple(DataFile(uri, size, _validity(e, w),
-                               _hits(by_split.get(e.bucket_id, {}), e.min_write_id,
-                                     e.max_write_id) if keys else None)
+        xgroups, xfiles, xrows = _groups(info, loc, dels, w, None) if dels else ((), [], 0)
+        deleted = {e.path: (uri, _validity(e, w), n) for e, uri, n in xfiles}
+        split_of: Dict[int, int] = {}
+        split_files = []
+        for sp in splits:
+            if sp.delete_files:
+                split_of[sp.bucket_id] = len(split_files)
+                refs = [deleted[e.path] for e in sp.delete_files]
+                split_files.append((tuple((u, v) for u, v, _ in refs),
+                                    sum(n for _, _, n in refs)))
+        files = tuple(DataFile(uri, size, e.min_write_id, e.max_write_id, _validity(e, w),
+                               split_of.get(e.bucket_id))
                       for e, uri, size in dfiles)
-        parts.append(PartPlan(tuple(values), files, dgroups, xgroups, xrows, keys or None))
-    return NativePlan(info, tuple(parts))
+        parts.append(PartPlan(tuple(values), loc, files, tuple(split_files), dgroups, xgroups,
+                              xrows, tuple(dels)))
+    return NativePlan(info, wids, tuple(parts))
 
 
 # -- the DataFrame ---------------------------------------------------------------------------
@@ -362,22 +366,29 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
         _warned.add(why)
         log.warning("hive_acid: the JVM reader is not available (%s); reading with Spark's "
                     "ORC reader (slower: see docs/spark.md)", why)
-    file_conf = J._file_conf(session) if reader else None
+    file_conf = J.file_conf(session) if reader else None
+    wids = p.write_ids
     table_cols = TY.table_struct(info.columns, [], with_row_id=with_row_id)
     schema = acid_schema(info)
     pieces, scans, used = [], [], "jvm"
     words_left = K.BITMAP_MAX_WORDS_PER_QUERY     # of the bitmaps of Spark's ORC reader
     for part in p.parts:
-        if reader and (part.keys is not None or not part.deletes):
-            rows = J.scan(session, reader, info.full_name, table_cols, part.files, file_conf)
+        if reader and all(n <= TASK_MAX_DELETES for _, n in part.splits):
+            rows = J.scan(session, reader, info.full_name, table_cols, part, file_conf)
             scans.append(rows)
             field = {c: _q(c) for c in data_cols}
             row_id = "ROW__ID"
         else:
             used = "orc"
-            bitmap = K.delete_bitmap(part.keys, words_left) if part.keys else None
-            if bitmap is not None:
-                words_left -= len(bitmap.words) // 8
+            bitmap = None
+            if part.deletes and part.delete_rows <= MAX_DELETES:
+                keys = orc_acid.delete_key_groups(part.location, wids, part.delete_entries,
+                                                  filesystem=info.fs)
+                bitmap = K.delete_bitmap(keys, words_left) if keys else None
+                if bitmap is not None:
+                    words_left -= len(bitmap.words) // 8
+                elif not keys:          # every delete event is of an aborted/open write
+                    part = dataclasses.replace(part, deletes=())
             rows, field = K.events(session, schema, part.data, part.deletes, part.delete_rows,
                                    bitmap, data_cols)
             scans.append(rows)

@@ -2,10 +2,11 @@
 (``jvm/AcidOrcSource.java``, loaded by ``_jvm``).
 
 The driver hands the reader what it decided (the reader decides nothing about the
-snapshot): the data files, each with the write ids to drop (when its directory spans
-invalid ones) and the delete events that can hit its rows -- those of its split (bucket)
-whose originalTransaction lies in the file's write id range; a file no delete event can hit
-is read without any ACID column. Files are cut and packed into Spark input partitions the
+snapshot): the data files, each with the write ids its rows were inserted by, the write ids
+to drop (when its directory spans invalid ones) and the delete files of its split (bucket)
+with theirs; the tasks read those delete events themselves and keep, per file, the ones
+that can hit it (originalTransaction in its write id range): a file none can hit is read
+without any ACID column. Files are cut and packed into Spark input partitions the
 way Spark packs the files of a plain ORC scan (``spark.sql.files.maxPartitionBytes``,
 ``openCostInBytes``, ``minPartitionNum``): large files become stripe ranges, small ones
 share a task, and a scan has at least as many tasks as cores when it has that many bytes.
@@ -13,11 +14,9 @@ share a task, and a scan has at least as many tasks as cores when it has that ma
 
 from __future__ import annotations
 
-import base64
 import json
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as S
 
@@ -26,7 +25,7 @@ TABLE = "hive_acid.table"
 BATCH_ROWS = "hive_acid.batchRows"
 
 
-def _file_conf(session: SparkSession) -> Tuple[int, int, int]:
+def file_conf(session: SparkSession) -> Tuple[int, int, int]:
     """(maxPartitionBytes, openCostInBytes, minimum number of partitions) of the session."""
     conf = session._jsparkSession.sessionState().conf()
     min_parts = conf.filesMinPartitionNum()
@@ -63,45 +62,40 @@ def pack(files: Sequence[Tuple[int, int]], max_bytes: int, open_cost: int, min_p
     return parts
 
 
-def _rows_b64(rows: np.ndarray) -> str:
-    return base64.b64encode(np.asarray(rows, dtype=">i8").tobytes()).decode("ascii")
+def _validity(entry: dict, validity) -> dict:
+    if validity is not None:
+        entry["h"], entry["x"] = int(validity[0]), [int(x) for x in validity[1]]
+    return entry
 
 
-def plan_json(files, file_conf: Tuple[int, int, int]) -> str:
-    """``files``: _native.DataFile entries -> the reader's plan (see AcidOrcSource.java)."""
-    deletes: List[list] = []
-    index: Dict[tuple, int] = {}
+def plan_json(part, file_conf: Tuple[int, int, int]) -> str:
+    """A partition of a native plan (``_native.PartPlan``) -> the reader's plan (see
+    AcidOrcSource.java)."""
+    splits = [[_validity({"p": uri}, v) for uri, v in files] for files, _ in part.splits]
     entries = []
-    for f in files:
-        e: dict = {"p": f.uri}
-        if f.deletes:
-            key = tuple(sorted((ot, b, id(r)) for (ot, b), r in f.deletes.items()))
-            if key not in index:
-                index[key] = len(deletes)
-                deletes.append([[int(ot), int(b), _rows_b64(r)]
-                                for (ot, b), r in sorted(f.deletes.items())])
-            e["d"] = index[key]
-        if f.validity is not None:
-            e["h"], e["x"] = int(f.validity[0]), [int(x) for x in f.validity[1]]
+    for f in part.files:
+        e = _validity({"p": f.uri, "lo": int(f.lo), "hi": int(f.hi)}, f.validity)
+        if f.split is not None:
+            e["s"] = f.split
         entries.append(e)
     parts = []
-    for part in pack([(i, f.size) for i, f in enumerate(files)], *file_conf):
+    for packed in pack([(i, f.size) for i, f in enumerate(part.files)], *file_conf):
         pieces = []
-        for i, off, length in part:
+        for i, off, length in packed:
             p = dict(entries[i])
             if length >= 0:
                 p["o"], p["l"] = off, length
             pieces.append(p)
         parts.append(pieces)
-    return json.dumps({"partitions": parts, "deletes": deletes}, separators=(",", ":"))
+    return json.dumps({"splits": splits, "partitions": parts}, separators=(",", ":"))
 
 
-def scan(session: SparkSession, reader: str, table: str, columns: S.StructType, files,
+def scan(session: SparkSession, reader: str, table: str, columns: S.StructType, part,
          file_conf: Tuple[int, int, int], batch_rows: Optional[int] = None) -> DataFrame:
-    """The rows of ``files`` (one table partition) read by the JVM reader class ``reader``:
-    ``columns`` = the table's data columns in the files' order [+ ROW__ID]."""
+    """The rows of one table partition (``_native.PartPlan``) read by the JVM reader class
+    ``reader``: ``columns`` = the table's data columns in the files' order [+ ROW__ID]."""
     r = (session.read.format(reader).schema(columns)
-         .option(PLAN, plan_json(files, file_conf)).option(TABLE, table))
+         .option(PLAN, plan_json(part, file_conf)).option(TABLE, table))
     if batch_rows:
         r = r.option(BATCH_ROWS, str(batch_rows))
     return r.load()

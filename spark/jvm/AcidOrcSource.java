@@ -14,20 +14,26 @@
  *  - the five ACID columns are decoded only for the pieces of files that have delete events
  *    (originalTransaction, bucket, rowId), that hold rows of invalid write ids
  *    (currentTransaction), or when the query asks for ROW__ID;
- *  - deleted and invalid rows are removed inside the reader, per piece, from that piece's
- *    own delete events (sorted rowIds per (originalTransaction, bucket) pair, walked in step
- *    with the rows, which ascend within a file): nothing is broadcast, and a batch without
- *    removed rows is handed to Spark as read;
+ *  - deleted and invalid rows are removed inside the reader: each task reads the delete
+ *    events of the splits (buckets) of its files itself (the valid ones, as orc_acid does:
+ *    by currentTransaction where the delete delta spans invalid write ids), once per task,
+ *    keeps per data file those whose originalTransaction lies in the file's write id range,
+ *    and walks them (sorted rowIds per (originalTransaction, bucket) pair) in step with the
+ *    file's rows, which ascend: nothing is read on the driver or broadcast, and a file no
+ *    delete event can hit is read without any ACID column; a batch without removed rows is
+ *    handed to Spark as read;
  *  - filters Spark pushes become an ORC search argument (row-group skipping by the files'
  *    statistics; the ORC library resolves the names inside `row` for ACID files); Spark
  *    still evaluates every filter.
  *
  * The plan arrives as the option "hive_acid.plan" (JSON):
- *   {"partitions": [[piece, ...], ...],           one Spark input partition per list
- *    "deletes": [[[ot, bucket, "<base64 of big-endian int64 rowIds>"], ...], ...]}
- *   piece: {"p": file URI, "o": offset, "l": length (stripes starting in [o, o+l); -1: all),
- *           "d": index into "deletes" or -1, "h": high watermark or -1 (no validity check),
- *           "x": [invalid write ids]}
+ *   {"splits": [[deleteFile, ...], ...],         the delete files of each split
+ *    "partitions": [[piece, ...], ...]}          one Spark input partition per list
+ *   piece: {"p": file URI, "o": offset, "l": length (stripes starting in [o, o+l); absent:
+ *           all), "lo"/"hi": the write ids its rows were inserted by (originalTransaction),
+ *           "s": index into "splits" (absent: no delete events), "h": high watermark and
+ *           "x": invalid write ids (absent: every row's write id is valid)}
+ *   deleteFile: {"p": file URI, "h"/"x": as above}
  * and the schema (DataFrameReader.schema) is the table's columns in the files' `row` order,
  * optionally with "ROW__ID" struct<writeid:bigint,bucketid:int,rowid:bigint>.
  *
@@ -218,10 +224,16 @@ public class AcidOrcSource implements TableProvider {
             } catch (IOException e) {
                 throw new IllegalArgumentException("hive_acid: unreadable plan", e);
             }
-            JsonNode dels = ((JsonNode) plan.get("deletes"));
-            DeleteSet[] sets = new DeleteSet[dels == null ? 0 : dels.size()];
-            for (int i = 0; i < sets.length; i++) {
-                sets[i] = DeleteSet.of(((JsonNode) dels.get(i)));
+            JsonNode splits = ((JsonNode) plan.get("splits"));
+            DeleteFile[][] deletes = new DeleteFile[splits == null ? 0 : splits.size()][];
+            for (int i = 0; i < deletes.length; i++) {
+                JsonNode fs = ((JsonNode) splits.get(i));
+                deletes[i] = new DeleteFile[fs.size()];
+                for (int j = 0; j < deletes[i].length; j++) {
+                    JsonNode f = ((JsonNode) fs.get(j));
+                    deletes[i][j] = new DeleteFile(((JsonNode) f.get("p")).asText(),
+                            hwm(f), invalid(f));
+                }
             }
             JsonNode parts = ((JsonNode) plan.get("partitions"));
             InputPartition[] out = new InputPartition[parts.size()];
@@ -229,7 +241,7 @@ public class AcidOrcSource implements TableProvider {
                 JsonNode ps = ((JsonNode) parts.get(i));
                 Piece[] pieces = new Piece[ps.size()];
                 for (int j = 0; j < pieces.length; j++) {
-                    pieces[j] = Piece.of(((JsonNode) ps.get(j)), sets);
+                    pieces[j] = Piece.of(((JsonNode) ps.get(j)), deletes);
                 }
                 out[i] = new AcidPartition(pieces);
             }
@@ -250,8 +262,40 @@ public class AcidOrcSource implements TableProvider {
         }
     }
 
-    /** The delete events of one split: per (originalTransaction, bucket), sorted rowIds. */
-    public static class DeleteSet implements java.io.Serializable {
+    static long hwm(JsonNode n) {
+        return n.has("h") ? ((JsonNode) n.get("h")).asLong() : -1L;
+    }
+
+    static long[] invalid(JsonNode n) {
+        JsonNode x = ((JsonNode) n.get("x"));
+        long[] out = new long[x == null ? 0 : x.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = ((JsonNode) x.get(i)).asLong();
+        }
+        Arrays.sort(out);
+        return out;
+    }
+
+    /** Is write id c valid? (hwm < 0: every one is.) */
+    static boolean valid(long c, long hwm, long[] invalid) {
+        return hwm < 0 || (c <= hwm && Arrays.binarySearch(invalid, c) < 0);
+    }
+
+    /** A delete delta file of a split, and the write ids its events must have (hwm < 0: any). */
+    public static class DeleteFile implements java.io.Serializable {
+        final String path;
+        final long hwm;
+        final long[] invalid;
+
+        DeleteFile(String path, long hwm, long[] invalid) {
+            this.path = path;
+            this.hwm = hwm;
+            this.invalid = invalid;
+        }
+    }
+
+    /** Delete events: per (originalTransaction, bucket) pair, sorted rowIds. */
+    public static class DeleteSet {
         final long[] ot;
         final int[] bucket;
         final long[][] rows;
@@ -262,21 +306,106 @@ public class AcidOrcSource implements TableProvider {
             this.rows = rows;
         }
 
-        static DeleteSet of(JsonNode n) {
-            int k = n.size();
+        /** The valid events of a split's delete files (read in the task). */
+        static DeleteSet read(DeleteFile[] files, Configuration conf) throws IOException {
+            List ots = new ArrayList();
+            List buckets = new ArrayList();
+            List rows = new ArrayList();        // of long[1 + n]: [0] = count
+            for (int f = 0; f < files.length; f++) {
+                DeleteFile d = files[f];
+                Reader reader = OrcFile.createReader(new Path(d.path),
+                        OrcFile.readerOptions(conf));
+                TypeDescription schema = reader.getSchema();
+                boolean[] include = new boolean[schema.getMaximumId() + 1];
+                include[0] = true;
+                include[2] = true;
+                include[3] = true;
+                include[4] = true;
+                include[5] = d.hwm >= 0;
+                RecordReader rr = reader.rows(reader.options().schema(schema).include(include));
+                VectorizedRowBatch b = schema.createRowBatch(4096);
+                int last = -1;
+                try {
+                    while (rr.nextBatch(b)) {
+                        LongColumnVector ot = (LongColumnVector) b.cols[1];
+                        LongColumnVector bk = (LongColumnVector) b.cols[2];
+                        LongColumnVector rid = (LongColumnVector) b.cols[3];
+                        LongColumnVector ct = (LongColumnVector) b.cols[4];
+                        for (int i = 0; i < b.size; i++) {
+                            if (d.hwm >= 0 && !valid(ct.vector[ct.isRepeating ? 0 : i], d.hwm,
+                                    d.invalid)) {
+                                continue;
+                            }
+                            long o = ot.vector[ot.isRepeating ? 0 : i];
+                            int k = (int) bk.vector[bk.isRepeating ? 0 : i];
+                            if (last < 0 || ((Long) ots.get(last)).longValue() != o
+                                    || ((Integer) buckets.get(last)).intValue() != k) {
+                                last = -1;
+                                for (int q = 0; q < ots.size(); q++) {
+                                    if (((Long) ots.get(q)).longValue() == o
+                                            && ((Integer) buckets.get(q)).intValue() == k) {
+                                        last = q;
+                                        break;
+                                    }
+                                }
+                                if (last < 0) {
+                                    ots.add(Long.valueOf(o));
+                                    buckets.add(Integer.valueOf(k));
+                                    rows.add(new long[17]);
+                                    last = ots.size() - 1;
+                                }
+                            }
+                            long[] r = (long[]) rows.get(last);
+                            int n = (int) r[0];
+                            if (n + 1 == r.length) {
+                                r = Arrays.copyOf(r, r.length * 2);
+                                rows.set(last, r);
+                            }
+                            r[n + 1] = rid.vector[rid.isRepeating ? 0 : i];
+                            r[0] = n + 1;
+                        }
+                    }
+                } finally {
+                    rr.close();
+                }
+            }
+            int k = ots.size();
             long[] ot = new long[k];
             int[] bucket = new int[k];
-            long[][] rows = new long[k][];
+            long[][] sorted = new long[k][];
             for (int i = 0; i < k; i++) {
-                JsonNode p = ((JsonNode) n.get(i));
-                ot[i] = ((JsonNode) p.get(0)).asLong();
-                bucket[i] = ((JsonNode) p.get(1)).asInt();
-                java.nio.LongBuffer lb = java.nio.ByteBuffer.wrap(
-                        Base64.getDecoder().decode(((JsonNode) p.get(2)).asText())).asLongBuffer();
-                rows[i] = new long[lb.remaining()];
-                lb.get(rows[i]);
+                ot[i] = ((Long) ots.get(i)).longValue();
+                bucket[i] = ((Integer) buckets.get(i)).intValue();
+                long[] r = (long[]) rows.get(i);
+                sorted[i] = Arrays.copyOfRange(r, 1, 1 + (int) r[0]);
+                Arrays.sort(sorted[i]);     // one pass when already sorted (one file)
             }
-            return new DeleteSet(ot, bucket, rows);
+            return new DeleteSet(ot, bucket, sorted);
+        }
+
+        /** The events that can hit the rows of write ids lo..hi; null when none can. */
+        DeleteSet hitting(long lo, long hi) {
+            int n = 0;
+            for (int i = 0; i < ot.length; i++) {
+                if (ot[i] >= lo && ot[i] <= hi) {
+                    n++;
+                }
+            }
+            if (n == 0) {
+                return null;
+            }
+            long[] o = new long[n];
+            int[] b = new int[n];
+            long[][] r = new long[n][];
+            n = 0;
+            for (int i = 0; i < ot.length; i++) {
+                if (ot[i] >= lo && ot[i] <= hi) {
+                    o[n] = ot[i];
+                    b[n] = bucket[i];
+                    r[n++] = rows[i];
+                }
+            }
+            return new DeleteSet(o, b, r);
         }
     }
 
@@ -285,38 +414,31 @@ public class AcidOrcSource implements TableProvider {
         final String path;
         final long offset;
         final long length;
-        final DeleteSet deletes;        // null: no delete events for these rows
+        final long lo;                  // the write ids its rows were inserted by
+        final long hi;
+        final DeleteFile[] deletes;     // its split's delete files (null: none)
         final long hwm;                 // -1: every row's write id is valid
         final long[] invalid;           // sorted
 
-        Piece(String path, long offset, long length, DeleteSet deletes, long hwm,
-              long[] invalid) {
+        Piece(String path, long offset, long length, long lo, long hi, DeleteFile[] deletes,
+              long hwm, long[] invalid) {
             this.path = path;
             this.offset = offset;
             this.length = length;
+            this.lo = lo;
+            this.hi = hi;
             this.deletes = deletes;
             this.hwm = hwm;
             this.invalid = invalid;
         }
 
-        static Piece of(JsonNode n, DeleteSet[] sets) {
-            int d = n.has("d") ? ((JsonNode) n.get("d")).asInt() : -1;
-            long[] invalid = new long[0];
-            JsonNode x = ((JsonNode) n.get("x"));
-            if (x != null) {
-                invalid = new long[x.size()];
-                for (int i = 0; i < invalid.length; i++) {
-                    invalid[i] = ((JsonNode) x.get(i)).asLong();
-                }
-                Arrays.sort(invalid);
-            }
-            return new Piece(((JsonNode) n.get("p")).asText(), n.has("o") ? ((JsonNode) n.get("o")).asLong() : 0L,
-                    n.has("l") ? ((JsonNode) n.get("l")).asLong() : -1L, d < 0 ? null : sets[d],
-                    n.has("h") ? ((JsonNode) n.get("h")).asLong() : -1L, invalid);
-        }
-
-        boolean filters() {
-            return deletes != null || hwm >= 0;
+        static Piece of(JsonNode n, DeleteFile[][] splits) {
+            int s = n.has("s") ? ((JsonNode) n.get("s")).asInt() : -1;
+            return new Piece(((JsonNode) n.get("p")).asText(),
+                    n.has("o") ? ((JsonNode) n.get("o")).asLong() : 0L,
+                    n.has("l") ? ((JsonNode) n.get("l")).asLong() : -1L,
+                    ((JsonNode) n.get("lo")).asLong(), ((JsonNode) n.get("hi")).asLong(),
+                    s < 0 ? null : splits[s], hwm(n), invalid(n));
         }
     }
 
@@ -429,7 +551,11 @@ public class AcidOrcSource implements TableProvider {
         private Selected[] selectedCols;
         private int[] sel;
         private ColumnarBatch current;
-        // delete walk state of the current piece
+        // the delete events of the splits read so far (by their files), and those of the
+        // current piece with its walk state
+        private final java.util.IdentityHashMap splitDeletes = new java.util.IdentityHashMap();
+        private DeleteSet deletes;
+        private boolean filters;
         private int[] pos;
         private int pair;
 
@@ -456,9 +582,19 @@ public class AcidOrcSource implements TableProvider {
                 throw new IOException(piece.path + ": schema " + schema + " differs from "
                         + fileSchema + " (the plan checked every file)");
             }
+            deletes = null;
+            if (piece.deletes != null) {
+                DeleteSet all = (DeleteSet) splitDeletes.get(piece.deletes);
+                if (all == null) {
+                    all = DeleteSet.read(piece.deletes, conf);
+                    splitDeletes.put(piece.deletes, all);
+                }
+                deletes = all.hitting(piece.lo, piece.hi);
+            }
+            filters = deletes != null || piece.hwm >= 0;
             boolean[] include = new boolean[schema.getMaximumId() + 1];
             include[0] = true;
-            boolean acid = piece.filters() || wantsRowId();
+            boolean acid = filters || wantsRowId();
             if (acid) {
                 include[2] = true;      // originalTransaction
                 include[3] = true;      // bucket
@@ -489,8 +625,8 @@ public class AcidOrcSource implements TableProvider {
                 opts = opts.searchArgument(s, new String[0]);
             }
             rr = reader.rows(opts);
-            if (piece.deletes != null) {
-                pos = new int[piece.deletes.ot.length];
+            if (deletes != null) {
+                pos = new int[deletes.ot.length];
                 pair = -1;
             }
             return true;
@@ -578,7 +714,7 @@ public class AcidOrcSource implements TableProvider {
                 if (n == 0) {
                     continue;
                 }
-                if (!piece.filters()) {
+                if (!filters) {
                     plain.setNumRows(n);
                     current = plain;
                     return true;
@@ -606,14 +742,12 @@ public class AcidOrcSource implements TableProvider {
             LongColumnVector bk = (LongColumnVector) batch.cols[2];
             LongColumnVector rid = (LongColumnVector) batch.cols[3];
             LongColumnVector ct = (LongColumnVector) batch.cols[4];
-            DeleteSet d = piece.deletes;
+            DeleteSet d = deletes;
             int k = 0;
             for (int i = 0; i < n; i++) {
-                if (piece.hwm >= 0) {
-                    long c = ct.vector[ct.isRepeating ? 0 : i];
-                    if (c > piece.hwm || Arrays.binarySearch(piece.invalid, c) >= 0) {
-                        continue;
-                    }
+                if (piece.hwm >= 0
+                        && !valid(ct.vector[ct.isRepeating ? 0 : i], piece.hwm, piece.invalid)) {
+                    continue;
                 }
                 if (d != null && deleted(d, ot.vector[ot.isRepeating ? 0 : i],
                         (int) bk.vector[bk.isRepeating ? 0 : i],
