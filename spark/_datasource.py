@@ -175,7 +175,7 @@ def write_spec(info: M.TableInfo, write_id: int, statement_id: int, mode: str
                          statement_id=statement_id, mode=mode,
                          insert_only=info.insert_only, file_format=info.file_format,
                          bucketed=info.num_buckets > 0, compression=info.compression,
-                         filesystem=info.fs)
+                         filesystem=info.fs, file_version=info.orc_file_version)
 
 
 @dataclass

@@ -215,6 +215,15 @@ class TableInfo:
                 "zstd": "zstd"}.get(c, "zlib")
 
     @property
+    def orc_file_version(self) -> str:
+        """The ORC file version hive_acid writes: the table's ``orc.write.format`` (ORC's own
+        table property), else 0.11 (``orc_acid.WriterOptions``: pyarrow's ORC writer encodes
+        integers 2-3 times faster than with 0.12, whose integer encoding costs an append
+        about 12% more CPU, at about the same file size)."""
+        v = (self.parameters.get("orc.write.format") or "").strip()
+        return v if v in ("0.11", "0.12") else "0.11"
+
+    @property
     def full_name(self) -> str:
         return f"{self.db}.{self.name}"
 
