@@ -38,8 +38,8 @@ def tree_cpu_s() -> float:
     A process that exits while the tree is read moves its time into its parent's ``cutime``
     when the parent reaps it. The times are therefore read children first (the tree as
     found by a first pass): a child gone before its turn is counted in its parent, read
-    later; a child reaped between the two reads is counted twice, which only makes that
-    measurement larger (and the benchmark keeps the least)."""
+    later; a child reaped between the two reads is counted twice, and one that dies with a
+    parent outside the tree is lost: the benchmark takes the median of its rounds."""
     try:
         entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
     except OSError:
@@ -76,8 +76,9 @@ def task_cpu_s(spark) -> float:
 
 def best(spark, fns: Sequence[Callable[[], object]], repeat: int) -> List[Dict[str, float]]:
     """``WARMUP`` warm-up runs of each function, then ``repeat`` rounds running them in turn
-    -> per function {"wall": best wall time, "cpu": least process tree CPU time,
-    "task_cpu": least task CPU time}, in seconds."""
+    -> per function {"wall": best wall time, "cpu": median process tree CPU time,
+    "task_cpu": median task CPU time}, in seconds (medians: a process exiting while the tree
+    is read can make one reading low; see tree_cpu_s)."""
     for _ in range(WARMUP):
         for fn in fns:
             fn()
@@ -88,8 +89,12 @@ def best(spark, fns: Sequence[Callable[[], object]], repeat: int) -> List[Dict[s
             fn()
             wall = time.perf_counter() - t0
             runs[i].append((wall, tree_cpu_s() - c0, task_cpu_s(spark) - k0))
-    return [{"wall": min(r[0] for r in rs), "cpu": min(r[1] for r in rs),
-             "task_cpu": min(r[2] for r in rs)} for rs in runs]
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    return [{"wall": min(r[0] for r in rs), "cpu": median([r[1] for r in rs]),
+             "task_cpu": median([r[2] for r in rs])} for rs in runs]
 
 
 def register_floor_source(spark, rows: int, partitions: int) -> str:

@@ -100,9 +100,10 @@ class Leases:
         lease = Lease(scan, refs, df.sparkSession.sparkContext._jsc.sc(), jvm)
         with self._mu:
             self._leases[scan] = lease
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="hive-acid-leases",
-                                                daemon=True)
+            if self._thread is None or not self._thread.is_alive():
+                self._stop = threading.Event()
+                self._thread = threading.Thread(target=self._loop, args=(self._stop,),
+                                                name="hive-acid-leases", daemon=True)
                 self._thread.start()
         weakref.finalize(df, self._orphaned, scan)
 
@@ -119,14 +120,14 @@ class Leases:
                 lease.due = time.monotonic() + FIRST_CHECK_S
         self._wake.set()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             with self._mu:
                 dues = [x.due for x in self._leases.values() if x.orphan]
             wait = POLL_S if not dues else max(0.0, min(dues) - time.monotonic())
             self._wake.wait(min(wait, POLL_S))
             self._wake.clear()
-            if self._stop.is_set():
+            if stop.is_set():
                 return
             try:
                 self.check()
@@ -167,8 +168,10 @@ class Leases:
             self._release(scan)
 
     def close(self) -> None:
-        """Release every lease (the driver closes)."""
-        self._stop.set()
+        """Release every lease and stop the thread (the driver closes; a later lease starts
+        a new one)."""
+        with self._mu:
+            self._stop.set()
         self._wake.set()
         for scan in self.held():
             self._end(scan)

@@ -558,6 +558,8 @@ public class AcidOrcSource implements TableProvider {
         private boolean filters;
         private int[] pos;
         private int pair;
+        // the piece's rows are its file's row numbers: rowId = row number (see open)
+        private long[] byRowNumber;
 
         AcidBatchReader(AcidReaderFactory f, Piece[] pieces) {
             this.f = f;
@@ -590,6 +592,19 @@ public class AcidOrcSource implements TableProvider {
                     splitDeletes.put(piece.deletes, all);
                 }
                 deletes = all.hitting(piece.lo, piece.hi);
+            }
+            byRowNumber = null;
+            if (deletes != null && piece.hwm < 0 && !wantsRowId()) {
+                long[] only = onePairFile(reader);
+                if (only != null) {
+                    DeleteSet hit = deletes;
+                    deletes = null;
+                    for (int q = 0; q < hit.ot.length; q++) {
+                        if (hit.ot[q] == only[0] && hit.bucket[q] == only[1]) {
+                            byRowNumber = hit.rows[q];
+                        }
+                    }
+                }
             }
             filters = deletes != null || piece.hwm >= 0;
             boolean[] include = new boolean[schema.getMaximumId() + 1];
@@ -629,7 +644,42 @@ public class AcidOrcSource implements TableProvider {
                 pos = new int[deletes.ot.length];
                 pair = -1;
             }
+            if (byRowNumber != null) {
+                pos = new int[1];
+            }
             return true;
+        }
+
+        /**
+         * (originalTransaction, bucket) when every row of the file has that one pair and the
+         * rowIds 0 .. rows-1 (an insert delta's file, by its statistics), else null. Its rows'
+         * rowIds are then their row numbers (ACID events are sorted by (originalTransaction,
+         * bucket, rowId) and unique), so deletes are applied by row number: no ACID column is
+         * decoded.
+         */
+        private static long[] onePairFile(Reader reader) {
+            org.apache.orc.ColumnStatistics[] st = reader.getStatistics();
+            long n = reader.getNumberOfRows();
+            if (n == 0 || st.length < 5) {
+                return null;
+            }
+            for (int c = 2; c <= 4; c++) {
+                if (!(st[c] instanceof org.apache.orc.IntegerColumnStatistics)
+                        || st[c].getNumberOfValues() != n || st[c].hasNull()) {
+                    return null;
+                }
+            }
+            org.apache.orc.IntegerColumnStatistics ot =
+                    (org.apache.orc.IntegerColumnStatistics) st[2];
+            org.apache.orc.IntegerColumnStatistics bk =
+                    (org.apache.orc.IntegerColumnStatistics) st[3];
+            org.apache.orc.IntegerColumnStatistics rid =
+                    (org.apache.orc.IntegerColumnStatistics) st[4];
+            if (ot.getMinimum() != ot.getMaximum() || bk.getMinimum() != bk.getMaximum()
+                    || rid.getMinimum() != 0 || rid.getMaximum() != n - 1) {
+                return null;
+            }
+            return new long[] {ot.getMinimum(), bk.getMinimum()};
         }
 
         private SearchArgument searchArgument() {
@@ -705,6 +755,9 @@ public class AcidOrcSource implements TableProvider {
                 if (rr == null && !open()) {
                     return false;
                 }
+                // the row number of the batch's first row (ORC positions the reader on the
+                // next row it reads, past skipped row groups and stripes)
+                long first = rr.getRowNumber();
                 if (!rr.nextBatch(batch)) {
                     rr.close();
                     rr = null;
@@ -714,12 +767,12 @@ public class AcidOrcSource implements TableProvider {
                 if (n == 0) {
                     continue;
                 }
-                if (!filters) {
+                if (!filters && byRowNumber == null) {
                     plain.setNumRows(n);
                     current = plain;
                     return true;
                 }
-                int kept = keep(n);
+                int kept = byRowNumber != null ? keepByRowNumber(first, n) : keep(n);
                 if (kept == n) {
                     plain.setNumRows(n);
                     current = plain;
@@ -734,6 +787,34 @@ public class AcidOrcSource implements TableProvider {
                     return true;
                 }
             }
+        }
+
+        /** keep() for a file whose rowIds are its row numbers, ``first`` that of row 0. */
+        private int keepByRowNumber(long first, int n) {
+            long[] rows = byRowNumber;
+            int p = pos[0];
+            if (p > 0 && rows[p - 1] >= first) {
+                p = Arrays.binarySearch(rows, first);       // went back: not expected
+                p = p < 0 ? -p - 1 : p;
+            }
+            while (p < rows.length && rows[p] < first) {
+                p++;
+            }
+            long end = first + n;
+            if (p == rows.length || rows[p] >= end) {
+                pos[0] = p;
+                return n;
+            }
+            int k = 0;
+            for (int i = 0; i < n; i++) {
+                if (p < rows.length && rows[p] == first + i) {
+                    p++;
+                    continue;
+                }
+                sel[k++] = i;
+            }
+            pos[0] = p;
+            return k;
         }
 
         /** Fill sel with the rows of the batch that are valid and not deleted -> their count. */
