@@ -367,6 +367,7 @@ public class AcidOrcSource implements TableProvider {
                     }
                 } finally {
                     rr.close();
+                    reader.close();
                 }
             }
             int k = ots.size();
@@ -543,6 +544,7 @@ public class AcidOrcSource implements TableProvider {
         private SearchArgument sarg;
         private boolean sargBuilt;
         private RecordReader rr;
+        private Reader file;
         private Piece piece;
         private TypeDescription fileSchema;
         private VectorizedRowBatch batch;
@@ -577,6 +579,7 @@ public class AcidOrcSource implements TableProvider {
             }
             piece = pieces[next++];
             Reader reader = OrcFile.createReader(new Path(piece.path), OrcFile.readerOptions(conf));
+            file = reader;
             TypeDescription schema = reader.getSchema();
             if (fileSchema == null) {
                 setUp(schema);
@@ -759,8 +762,7 @@ public class AcidOrcSource implements TableProvider {
                 // next row it reads, past skipped row groups and stripes)
                 long first = rr.getRowNumber();
                 if (!rr.nextBatch(batch)) {
-                    rr.close();
-                    rr = null;
+                    closeFile();
                     continue;
                 }
                 int n = batch.size;
@@ -872,12 +874,23 @@ public class AcidOrcSource implements TableProvider {
             return current;
         }
 
-        public void close() throws IOException {
-            if (rr != null) {
-                rr.close();
+        private void closeFile() throws IOException {
+            try {
+                if (rr != null) {
+                    rr.close();
+                }
+            } finally {
                 rr = null;
+                if (file != null) {
+                    file.close();
+                    file = null;
+                }
             }
+        }
+
+        public void close() throws IOException {
             next = pieces.length;
+            closeFile();
         }
     }
 
