@@ -6,7 +6,9 @@ join, a temporary view, a cached copy) reads the same files without telling us. 
 them share is the JVM plan's leaf objects: the table of a DataSource V2 scan, the relation
 of a file scan; every plan node copy Spark makes keeps them. So a lease holds the lock of
 its scan (``_scans``, heartbeated by the driver) while the JVM can still reach one of those
-leaves, which it watches through ``java.lang.ref.WeakReference``s:
+leaves, which it watches through ``java.lang.ref.WeakReference``s (made here for the
+leaves of the plan; hive_acid's JVM reader keeps them itself for the tables it makes for
+a lease: ``AcidOrcSource.leaseAlive``):
 
 * while the DataFrame returned to the user is alive (a Python weakref), nothing is checked:
   its plan is alive;
@@ -33,7 +35,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 log = logging.getLogger("spark.hive_acid")
 
@@ -54,6 +56,16 @@ class Lease:
     refs: List[object]             # JVM WeakReferences to the plan's leaves
     context: object                # the JVM SparkContext
     jvm: object                    # py4j's view of that JVM
+    # the JVM reader's class, when it keeps the plan's tables itself (under the scan's id)
+    reader: Optional[object] = None
+
+    def alive(self) -> bool:
+        try:
+            if self.reader is not None:
+                return bool(self.reader.leaseAlive(self.scan))
+            return not all(_cleared(r) for r in self.refs)
+        except Exception:       # the JVM is gone
+            return False
     orphan: bool = False
     due: float = 0.0
     interval: float = FIRST_CHECK_S
@@ -89,15 +101,21 @@ class Leases:
         self._thread = None
         self._last_gc = float("-inf")
 
-    def hold(self, scan: str, df) -> None:
-        """Keep ``scan``'s lock while ``df`` or a DataFrame derived from it can be used."""
+    def hold(self, scan: str, df, reader: Optional[str] = None) -> None:
+        """Keep ``scan``'s lock while ``df`` or a DataFrame derived from it can be used.
+        ``reader``: the JVM reader's class when it reads every file of ``df`` and keeps its
+        tables under ``scan`` (no plan to walk: one py4j call per check)."""
         jvm = df.sparkSession.sparkContext._jvm
-        leaves = plan_leaves(df._jdf)
-        if not leaves:          # nothing read from files (an empty table)
-            self._release(scan)
-            return
-        refs = [jvm.java.lang.ref.WeakReference(x) for x in leaves]
-        lease = Lease(scan, refs, df.sparkSession.sparkContext._jsc.sc(), jvm)
+        context = df.sparkSession.sparkContext._jsc.sc()
+        if reader is not None:
+            lease = Lease(scan, [], context, jvm, _attr(jvm, reader))
+        else:
+            leaves = plan_leaves(df._jdf)
+            if not leaves:          # nothing read from files (an empty table)
+                self._release(scan)
+                return
+            lease = Lease(scan, [jvm.java.lang.ref.WeakReference(x) for x in leaves],
+                          context, jvm)
         with self._mu:
             self._leases[scan] = lease
             if self._thread is None or not self._thread.is_alive():
@@ -143,7 +161,7 @@ class Leases:
             leases = list(self._leases.values())
         ended = [x for x in leases if _stopped(x.context)]
         due = [x for x in leases if x.orphan and x.due <= now and x not in ended]
-        alive = [x for x in due if not all(_cleared(r) for r in x.refs)]
+        alive = [x for x in due if x.alive()]
         ended += [x for x in due if x not in alive]
         if alive and now - self._last_gc >= MIN_GC_INTERVAL_S:
             self._last_gc = now
@@ -151,7 +169,7 @@ class Leases:
                 alive[0].jvm.java.lang.System.gc()
             except Exception:       # the JVM is gone: the weak references say so below
                 pass
-            ended += [x for x in alive if all(_cleared(r) for r in x.refs)]
+            ended += [x for x in alive if not x.alive()]
             alive = [x for x in alive if x not in ended]
         for x in alive:
             x.checks += 1
@@ -166,6 +184,11 @@ class Leases:
             lease = self._leases.pop(scan, None)
         if lease is not None:
             self._release(scan)
+            if lease.reader is not None:
+                try:
+                    lease.reader.leaseEnd(scan)
+                except Exception:       # the JVM is gone
+                    pass
 
     def close(self) -> None:
         """Release every lease and stop the thread (the driver closes; a later lease starts
@@ -175,6 +198,14 @@ class Leases:
         self._wake.set()
         for scan in self.held():
             self._end(scan)
+
+
+def _attr(jvm, name: str):
+    """The JVM class ``name`` (a dotted name) in py4j's view."""
+    obj = jvm
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _cleared(ref) -> bool:

@@ -353,9 +353,11 @@ _warned: set = set()
 
 
 def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]] = None,
-          with_row_id: bool = False) -> Tuple[DataFrame, List[DataFrame], str]:
-    """The DataFrame of a plan -> (DataFrame, the scans it reads: one per partition read,
-    "jvm" or "orc": the reader of its partitions, "orc" if any is read by Spark's)."""
+          with_row_id: bool = False, lease: Optional[str] = None
+          ) -> Tuple[DataFrame, str, Optional[str]]:
+    """The DataFrame of a plan -> (DataFrame, "jvm" or "orc": the reader of its partitions,
+    "orc" if any is read by Spark's; the JVM reader's class when it reads them all and keeps
+    its tables under ``lease``, else None)."""
     info = p.info
     out = output_struct(info, columns, with_row_id)
     pkeys = {k.lower(): i for i, k in enumerate(info.part_names)}
@@ -366,16 +368,14 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
         _warned.add(why)
         log.warning("hive_acid: the JVM reader is not available (%s); reading with Spark's "
                     "ORC reader (slower: see docs/spark.md)", why)
-    file_conf = J.file_conf(session) if reader else None
     wids = p.write_ids
     table_cols = TY.table_struct(info.columns, [], with_row_id=with_row_id)
     schema = acid_schema(info)
-    pieces, scans, used = [], [], "jvm"
+    pieces, used = [], "jvm"
     words_left = K.BITMAP_MAX_WORDS_PER_QUERY     # of the bitmaps of Spark's ORC reader
     for part in p.parts:
         if reader and all(n <= TASK_MAX_DELETES for _, n in part.splits):
-            rows = J.scan(session, reader, info.full_name, table_cols, part, file_conf)
-            scans.append(rows)
+            rows = J.scan(session, reader, info.full_name, table_cols, part, lease)
             field = {c: _q(c) for c in data_cols}
             row_id = "ROW__ID"
         else:
@@ -391,7 +391,6 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
                     part = dataclasses.replace(part, deletes=())
             rows, field = K.events(session, schema, part.data, part.deletes, part.delete_rows,
                                    bitmap, data_cols)
-            scans.append(rows)
             row_id = ("named_struct('writeid', originalTransaction, 'bucketid', bucket,"
                       " 'rowid', rowId)")
         exprs = []
@@ -405,7 +404,11 @@ def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]]
                              f"AS {_q(f.name)}")
             else:
                 exprs.append(f"{field[f.name]} AS {_q(f.name)}")
-        pieces.append(rows.selectExpr(*exprs))
+        if used == "jvm" and not info.partition_keys and \
+                [f.name for f in out.fields] == [f.name for f in table_cols.fields]:
+            pieces.append(rows)         # the reader's columns are the output: no projection
+        else:
+            pieces.append(rows.selectExpr(*exprs))
     if not pieces:
-        return session.createDataFrame([], out), [], used
-    return functools.reduce(DataFrame.union, pieces), scans, used
+        return session.createDataFrame([], out), used, None
+    return functools.reduce(DataFrame.union, pieces), used, reader if used == "jvm" else None

@@ -49,6 +49,7 @@ class Frame:
     df: DataFrame
     reader: str                       # "jvm" | "orc" (both: native) | "python"
     fallback_reason: Optional[str]    # why not native (None when native)
+    leased_by: Optional[str] = None   # the JVM reader class keeping its tables for the lease
 
     @property
     def native(self) -> bool:
@@ -98,10 +99,11 @@ def _matching_partitions(session: SparkSession, info: M.TableInfo, values: List[
 def frame(session: SparkSession, d: Driver, info: M.TableInfo, txns: str, write_ids: str, *,
           txn: Optional[Txn] = None, own: bool = False, columns: Optional[Sequence[str]] = None,
           partition_filter: Optional[str] = None, with_row_id: bool = False,
-          native: bool = True) -> Frame:
+          native: bool = True, lease: Optional[str] = None) -> Frame:
     """``info``'s table at the snapshot (``txns``, ``write_ids``): natively where possible,
     else the Python data source pinned to the same snapshot (``own``: the transaction
-    ``txn`` wrote the table; its uncommitted statements are read through it)."""
+    ``txn`` wrote the table; its uncommitted statements are read through it). ``lease``:
+    the id under which the JVM reader keeps its tables (``_leases``)."""
     reason = None
     if not native:
         reason = "native=False"
@@ -114,8 +116,8 @@ def frame(session: SparkSession, d: Driver, info: M.TableInfo, txns: str, write_
                 raise N.Fallback(missing)
             plan = N.plan(info, txns, write_ids,
                           _targets(session, d, info, partition_filter))
-            df, _, reader = N.build(session, plan, columns, with_row_id)
-            return Frame(df, reader, None)   # partition_filter: only matches were planned
+            df, reader, leased_by = N.build(session, plan, columns, with_row_id, lease)
+            return Frame(df, reader, None, leased_by)   # only partition_filter's were planned
         except N.Fallback as e:
             reason = str(e)
     log.info("hive_acid: %s read through the Python data source (%s)", info.full_name, reason)
@@ -159,8 +161,9 @@ def read(session: SparkSession, table: str, *, columns: Optional[Sequence[str]] 
         return frame(session, d, info, txn.txns, wids, txn=txn, own=own, **kw).df
     held = d.hold_read([info])
     try:
-        f = frame(session, d, info, held["txns"], held["write_ids"][info.full_name], **kw)
-        d.leases.hold(held["scan"], f.df)
+        f = frame(session, d, info, held["txns"], held["write_ids"][info.full_name],
+                  lease=held["scan"], **kw)
+        d.leases.hold(held["scan"], f.df, f.leased_by)
     except BaseException:
         d.release_read(held["scan"])
         raise

@@ -27,15 +27,19 @@
  *    still evaluates every filter.
  *
  * The plan arrives as the option "hive_acid.plan" (JSON):
- *   {"splits": [[deleteFile, ...], ...],         the delete files of each split
- *    "partitions": [[piece, ...], ...]}          one Spark input partition per list
- *   piece: {"p": file URI, "o": offset, "l": length (stripes starting in [o, o+l); absent:
- *           all), "lo"/"hi": the write ids its rows were inserted by (originalTransaction),
- *           "s": index into "splits" (absent: no delete events), "h": high watermark and
- *           "x": invalid write ids (absent: every row's write id is valid)}
- *   deleteFile: {"p": file URI, "h"/"x": as above}
- * and the schema (DataFrameReader.schema) is the table's columns in the files' `row` order,
- * optionally with "ROW__ID" struct<writeid:bigint,bucketid:int,rowid:bigint>.
+ *   {"table": "db.t", "schema": <the columns, Spark's JSON of a struct type: the table's
+ *    columns in the files' `row` order, optionally with "ROW__ID"
+ *    struct<writeid:bigint,bucketid:int,rowid:bigint>>, "lease": id (optional: see
+ *    leaseAlive), "splits": [[deleteFile, ...], ...]  the delete files of each split,
+ *    "files": [file, ...]}
+ *   file: {"p": URI, "n": bytes, "lo"/"hi": the write ids its rows were inserted by
+ *          (originalTransaction), "s": index into "splits" (absent: no delete events),
+ *          "h": high watermark and "x": invalid write ids (absent: every row's write id
+ *          is valid)}
+ *   deleteFile: {"p": URI, "h"/"x": as above}
+ * The files are cut and packed into Spark input partitions as Spark packs a plain file
+ * scan (spark.sql.files.maxPartitionBytes, openCostInBytes, minPartitionNum): large files
+ * become byte ranges (ORC reads the stripes starting in a range), small ones share a task.
  *
  * Written for Janino: no lambdas, no generic type inference (raw types and casts).
  */
@@ -95,11 +99,46 @@ public class AcidOrcSource implements TableProvider {
 
     public static final String PLAN = "hive_acid.plan";
     public static final String ROW_ID = "ROW__ID";
-    public static final String TABLE = "hive_acid.table";
     public static final String BATCH_ROWS = "hive_acid.batchRows";
 
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        throw new IllegalArgumentException("hive_acid's JVM reader needs the table's schema");
+        return (StructType) DataType.fromJson(plan(options.get(PLAN)).get("schema").toString());
+    }
+
+    static JsonNode plan(String text) {
+        try {
+            return new ObjectMapper().readTree(text);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("hive_acid: unreadable plan", e);
+        }
+    }
+
+    // The tables made for each lease (a read lock of the Python driver, spark/_leases.py):
+    // the lease lasts while the JVM can reach one of them (every plan that reads them holds
+    // them), which the driver asks through leaseAlive after a garbage collection.
+    static final java.util.concurrent.ConcurrentHashMap LEASES =
+            new java.util.concurrent.ConcurrentHashMap();
+
+    /** Forget lease ``id`` (its lock ended). */
+    public static void leaseEnd(String id) {
+        LEASES.remove(id);
+    }
+
+    /** Can the JVM still reach a table made for lease ``id``? (Forgets it when not.) */
+    public static boolean leaseAlive(String id) {
+        List refs = (List) LEASES.get(id);
+        if (refs == null) {
+            return false;
+        }
+        synchronized (refs) {
+            for (int i = 0; i < refs.size(); i++) {
+                if (((java.lang.ref.WeakReference) refs.get(i)).get() != null) {
+                    return true;
+                }
+            }
+        }
+        LEASES.remove(id);
+        return false;
     }
 
     public boolean supportsExternalMetadata() {
@@ -107,7 +146,17 @@ public class AcidOrcSource implements TableProvider {
     }
 
     public Table getTable(StructType schema, Transform[] partitioning, Map properties) {
-        return new AcidTable(schema, (String) properties.get(TABLE));
+        JsonNode plan = plan((String) properties.get(PLAN));
+        AcidTable table = new AcidTable(schema, ((JsonNode) plan.get("table")).asText());
+        if (plan.has("lease")) {
+            String id = ((JsonNode) plan.get("lease")).asText();
+            LEASES.putIfAbsent(id, new ArrayList());
+            List refs = (List) LEASES.get(id);
+            synchronized (refs) {
+                refs.add(new java.lang.ref.WeakReference(table));
+            }
+        }
+        return table;
     }
 
     /** The table of one snapshot: its columns, read in batches. */
@@ -218,12 +267,7 @@ public class AcidOrcSource implements TableProvider {
         }
 
         public InputPartition[] planInputPartitions() {
-            JsonNode plan;
-            try {
-                plan = new ObjectMapper().readTree(options.get(PLAN));
-            } catch (IOException e) {
-                throw new IllegalArgumentException("hive_acid: unreadable plan", e);
-            }
+            JsonNode plan = plan(options.get(PLAN));
             JsonNode splits = ((JsonNode) plan.get("splits"));
             DeleteFile[][] deletes = new DeleteFile[splits == null ? 0 : splits.size()][];
             for (int i = 0; i < deletes.length; i++) {
@@ -235,17 +279,58 @@ public class AcidOrcSource implements TableProvider {
                             hwm(f), invalid(f));
                 }
             }
-            JsonNode parts = ((JsonNode) plan.get("partitions"));
-            InputPartition[] out = new InputPartition[parts.size()];
-            for (int i = 0; i < out.length; i++) {
-                JsonNode ps = ((JsonNode) parts.get(i));
-                Piece[] pieces = new Piece[ps.size()];
-                for (int j = 0; j < pieces.length; j++) {
-                    pieces[j] = Piece.of(((JsonNode) ps.get(j)), deletes);
-                }
-                out[i] = new AcidPartition(pieces);
+            JsonNode files = ((JsonNode) plan.get("files"));
+            long[] sizes = new long[files.size()];
+            long total = 0;
+            org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
+            long openCost = conf.filesOpenCostInBytes();
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = ((JsonNode) ((JsonNode) files.get(i)).get("n")).asLong();
+                total += sizes[i] + openCost;
             }
-            return out;
+            // Spark's FilePartition.maxSplitBytes and getFilePartitions
+            long minParts;
+            scala.Option configured = conf.filesMinPartitionNum();
+            if (configured.isDefined()) {
+                minParts = ((Number) configured.get()).longValue();
+            } else {
+                minParts = org.apache.spark.SparkContext.getOrCreate().defaultParallelism();
+            }
+            long split = Math.min(conf.filesMaxPartitionBytes(),
+                    Math.max(openCost, total / Math.max(1, minParts)));
+            List pieces = new ArrayList();          // of long[] {file, offset, length, bytes}
+            for (int i = 0; i < sizes.length; i++) {
+                if (sizes[i] <= split) {
+                    pieces.add(new long[] {i, 0, -1, sizes[i]});
+                } else {
+                    for (long off = 0; off < sizes[i]; off += split) {
+                        long len = Math.min(split, sizes[i] - off);
+                        pieces.add(new long[] {i, off, len, len});
+                    }
+                }
+            }
+            java.util.Collections.sort(pieces, new java.util.Comparator() {
+                public int compare(Object a, Object b) {
+                    return Long.compare(((long[]) b)[3], ((long[]) a)[3]);
+                }
+            });
+            List out = new ArrayList();
+            List current = new ArrayList();
+            long used = 0;
+            for (int i = 0; i < pieces.size(); i++) {
+                long[] p = (long[]) pieces.get(i);
+                if (!current.isEmpty() && used + p[3] > split) {
+                    out.add(new AcidPartition((Piece[]) current.toArray(new Piece[0])));
+                    current = new ArrayList();
+                    used = 0;
+                }
+                current.add(Piece.of((JsonNode) files.get((int) p[0]), p[1], p[2], deletes));
+                used += p[3] + openCost;
+            }
+            if (!current.isEmpty()) {
+                out.add(new AcidPartition((Piece[]) current.toArray(new Piece[0])));
+            }
+            return (InputPartition[]) out.toArray(new InputPartition[0]);
         }
 
         public PartitionReaderFactory createReaderFactory() {
@@ -433,11 +518,9 @@ public class AcidOrcSource implements TableProvider {
             this.invalid = invalid;
         }
 
-        static Piece of(JsonNode n, DeleteFile[][] splits) {
+        static Piece of(JsonNode n, long offset, long length, DeleteFile[][] splits) {
             int s = n.has("s") ? ((JsonNode) n.get("s")).asInt() : -1;
-            return new Piece(((JsonNode) n.get("p")).asText(),
-                    n.has("o") ? ((JsonNode) n.get("o")).asLong() : 0L,
-                    n.has("l") ? ((JsonNode) n.get("l")).asLong() : -1L,
+            return new Piece(((JsonNode) n.get("p")).asText(), offset, length,
                     ((JsonNode) n.get("lo")).asLong(), ((JsonNode) n.get("hi")).asLong(),
                     s < 0 ? null : splits[s], hwm(n), invalid(n));
         }
