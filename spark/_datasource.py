@@ -26,8 +26,8 @@ from pyspark.sql import types as S
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader,
                                     InputPartition, WriterCommitMessage)
 
-from . import _io
-from . import _metastore as M
+from orc_acid import table_io as _io
+from hms_txn.clients.acid import metastore as M
 from . import _types as TY
 from ._attempts import refuse_speculation, run_as_attempt
 from ._errors import HiveAcidError

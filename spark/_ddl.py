@@ -14,10 +14,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as S
 from pyspark.sql.types import _parse_datatype_string
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from . import _types as TY
 from ._errors import HiveAcidError
-from ._metastore import T
+from hms_txn.clients.acid.metastore import T
 from ._session import registered_driver
 
 # Spark's ORC codec names -> the table property ``orc.compress`` that Hive's writers read.

@@ -24,12 +24,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
-from . import _io
-from . import _metastore as M
+from orc_acid import table_io as _io
+from hms_txn.clients.acid import metastore as M
 from . import _types as TY
 from ._attempts import refuse_speculation, run_as_attempt
 from ._datasource import write_spec
-from ._driver import Driver, Statement, Txn
+from hms_txn.clients.acid.txns import Statement, Txn
+
+from ._driver import Driver
 from ._errors import HiveAcidError
 from ._scope import acid_table, snapshot_df, source_df, txn_scope
 from ._session import speculation_on

@@ -49,7 +49,7 @@ from orc_acid import fs as afs
 from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from . import _types as TY
 from ._errors import HiveAcidError
 ACID_NAMES = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")

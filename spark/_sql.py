@@ -20,7 +20,7 @@ import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError
 from ._scope import read

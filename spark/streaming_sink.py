@@ -35,7 +35,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from orc_acid.layout import location_path
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from ._errors import HiveAcidError
 from ._scope import acid_table
 from ._session import registered_driver

@@ -59,8 +59,8 @@ def acid_spark(acid_hms):
 
 @pytest.fixture
 def ms(acid_hms):
-    """A metastore client of the hive_acid helpers (``spark._metastore``) on the server."""
-    from spark import _metastore as M
+    """A metastore client of the hive_acid helpers (``hms_txn.clients.acid.metastore``) on the server."""
+    from hms_txn.clients.acid import metastore as M
     m = M.MetastoreConnection(acid_hms.uri)
     yield m
     m.close()

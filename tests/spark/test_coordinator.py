@@ -19,7 +19,7 @@ from multiprocessing.connection import Client
 
 import pytest
 
-from spark._metastore import HiveAcidError
+from hms_txn.clients.acid.metastore import HiveAcidError
 from spark._rpc import rpc
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

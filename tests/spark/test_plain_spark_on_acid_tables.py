@@ -28,7 +28,7 @@ import sys
 import pytest
 
 from orc_acid.layout import location_path
-from spark._metastore import T
+from hms_txn.clients.acid.metastore import T
 from tests.support.servers import InProcessServer, checkout_env
 
 pytestmark = [pytest.mark.spark]

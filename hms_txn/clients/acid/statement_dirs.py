@@ -15,22 +15,36 @@ Through ``orc_acid.fs`` with the table's file system (``TableInfo.fs``). On an o
 a listing is not a snapshot: a late task attempt may upload after the sweep listed; such a
 file is of a (write id, statement) whose committed file list does not name it -- a reader
 of the committed write id would read it, so a statement's sweep runs after every attempt
-ended (``Attempts.end``) and an attempt reporting later is swept again.
+ended (Spark's ``Attempts.end``) and an attempt reporting later is swept again.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence
 
 from orc_acid import fs as afs
 from orc_acid.layout import (format_base, format_delete_delta, format_delta, parse_base,
                              parse_delta)
 from orc_acid.writer import ensure_acid_dir
 
-from . import _metastore as M
-from ._attempts import Outcome
-from ._errors import HiveAcidError
+from hms_txn.clients.acid import metastore as M
+from hms_txn.clients.acid.errors import HiveAcidError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a statement ended. ``None`` as the kept sets means aborted: nothing is kept."""
+    kept_files: Optional[FrozenSet[str]] = None     # absolute, normalized paths
+    kept_dirs: Optional[FrozenSet[str]] = None
+
+    @property
+    def aborted(self) -> bool:
+        return self.kept_files is None
+
+
+ABORTED = Outcome()
 
 
 def statement_dir_names(op: str, write_id: int, statement_id: int) -> List[str]:

@@ -1,8 +1,10 @@
-"""Task-side reading and writing (runs in Spark's Python workers; pyarrow + orc_acid only).
+"""Reading and writing one statement's files in a (partitioned) table: what an engine's tasks
+run -- Spark's Python workers for ``spark.hive_acid``, the caller's process for
+``hms_txn.tables`` -- so both write the same files.
 
 Writers follow Hive's rules: one file per (partition, writer id, statement id) in
 ``delta_W_W_SSSS`` / ``base_W`` / ``delete_delta_W_W_SSSS``; the writer id is the bucket
-number of a bucketed table, else the Spark task's partition index; delete events go to the
+number of a bucketed table, else the task's number (Spark's partition index); delete events go to the
 file of the *decoded* bucket of the deleted row. A partition's directory is its name as the
 metastore has it (``orc_acid.layout.partition_dir_name``); a null or empty value is the
 default partition.

@@ -1,4 +1,5 @@
-"""Talking to the metastore from Spark's driver and planner processes (no pyspark here).
+"""Talking to the metastore for the ACID table clients (``spark.hive_acid``'s driver and
+planner processes, ``hms_txn.tables``).
 
 Thin helpers over the generated Thrift client: the connection (``MetastoreConnection``, on
 ``hms_txn.wire.client``), snapshots (ValidTxnList built from ``get_open_txns`` the way
@@ -26,8 +27,7 @@ from orc_acid import fs as afs
 from orc_acid.layout import parse_partition_name, partition_dir_name
 
 from hms_txn.clients import snapshots
-
-from ._errors import HiveAcidError
+from hms_txn.clients.acid.errors import HiveAcidError
 
 
 class _LazyTtypes:
@@ -56,7 +56,7 @@ PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 
 USER = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
 HOST = socket.gethostname()
-AGENT = "hms-txn-spark"
+AGENT = "hms-txn-spark"      # a connection's default agentInfo (``MetastoreConnection.agent``)
 
 
 # -- the connection ---------------------------------------------------------------------------
@@ -66,10 +66,12 @@ class MetastoreConnection:
     order), usable from several threads: calls are serialized, and a call that finds the
     connection broken reconnects and is retried once."""
 
-    def __init__(self, uri: str, timeout_s: float = 120.0, options=None):
+    def __init__(self, uri: str, timeout_s: float = 120.0, options=None, agent: str = AGENT):
         """``options``: ``hms_txn.wire.client.ClientOptions`` (TLS, SASL, transport) as
         ``hms_txn.clients.connection.client_options`` makes them from the session's
-        configuration; the socket timeout is ``timeout_s``."""
+        configuration; the socket timeout is ``timeout_s``; ``agent``: the agentInfo of its
+        transactions and locks (what ``show_locks`` / ``hms-txn txn list`` show)."""
+        self.agent = agent
         # hms_txn.wire.client imports the generated client: imported here and in _open, not
         # at the top (see the module docstring)
         from dataclasses import replace
@@ -138,7 +140,8 @@ def acquire_lock(ms: MetastoreConnection, components: List[T.LockComponent], txn
                  *, timeout_s: float = 300.0) -> int:
     """Request a lock and wait (polling check_lock) until it is ACQUIRED."""
     resp = ms.lock(T.LockRequest(component=components, txnid=txn_id or None, user=USER,
-                                 hostname=HOST, agentInfo=AGENT))
+                                 hostname=HOST,
+                                 agentInfo=getattr(ms, "agent", AGENT)))
     deadline = time.monotonic() + timeout_s
     delay = 0.05
     while resp.state != ACQUIRED:
