@@ -219,7 +219,9 @@ class ReadUnit:
     filesystem: object = None          # pyarrow FileSystem of the split (None: local disk)
 
 
-def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
+def partition_value_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
+    """A partition's raw value (its name's text; the default partition: null) as ``n``
+    values of the column's Arrow type."""
     if value is None or value == DEFAULT_PARTITION_NAME:
         return pa.nulls(n, type=typ)
     if pa.types.is_timestamp(typ):
@@ -231,10 +233,13 @@ def _part_array(value: str, typ: pa.DataType, n: int) -> pa.Array:
 
 
 def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
-              batch_rows: int = 262144, on_progress=None) -> Iterator[pa.RecordBatch]:
+              batch_rows: int = 262144, on_progress=None, row_filter=None
+              ) -> Iterator[pa.RecordBatch]:
     """Rows of one unit as record batches in ``out_schema`` (any subset/order of ROW__ID,
     data columns and partition columns), stripe by stripe: Spark consumes the first batches
-    while the next stripe is decoded, and memory stays bounded by a stripe."""
+    while the next stripe is decoded, and memory stays bounded by a stripe. ``row_filter``
+    (a ``pyarrow.compute.Expression`` over ``out_schema``'s columns) keeps the rows it is
+    true for, stripe by stripe, before any batch is cut."""
     if unit is None:
         return
     names = out_schema.names
@@ -252,7 +257,7 @@ def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
             if f.name in pvals:
                 c = consts.get(f.name)
                 if c is None or len(c) < n:
-                    c = consts[f.name] = _part_array(pvals[f.name], f.type, n)
+                    c = consts[f.name] = partition_value_array(pvals[f.name], f.type, n)
                 cols.append(c.slice(0, n))
             else:
                 col = t.column(f.name)
@@ -260,6 +265,8 @@ def read_unit(unit: ReadUnit, data_schema: pa.Schema, out_schema: pa.Schema,
                     col = col.cast(f.type)
                 cols.append(col)
         out = pa.Table.from_arrays(cols, schema=out_schema)
+        if row_filter is not None:
+            out = out.filter(row_filter)
         for b in out.to_batches(max_chunksize=batch_rows):
             yield b
             if on_progress is not None:

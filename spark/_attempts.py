@@ -39,6 +39,7 @@ from ._coordinator import COORDINATOR_HOST
 from ._errors import HiveAcidError
 from ._rpc import quiet_rpc, rpc
 
+
 # Spark kills a cancelled task's Python worker after spark.python.task.killTimeout (2 s by
 # default); an attempt that neither finishes nor is killed within this is not waited for
 # (its files, if any, are swept when it reports, or left to the compactor's cleaner).
@@ -46,7 +47,6 @@ ABORT_WAIT_S = 10.0
 
 # ended statements whose outcome is remembered for attempts reporting late
 _REMEMBERED = 4096
-
 
 
 class Attempts:

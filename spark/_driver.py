@@ -33,6 +33,7 @@ from ._coordinator import Coordinator
 from ._errors import HiveAcidError
 from ._scans import plan_units
 
+
 log = logging.getLogger("spark.hive_acid")
 
 

@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
+from hms_txn.clients.acid import metastore as M
 from orc_acid.layout import DEFAULT_PARTITION_NAME
 
-from hms_txn.clients.acid import metastore as M
 from . import _native as N
 from . import _types as TY
 from ._datasource import FORMAT
@@ -32,6 +32,7 @@ from ._driver import Driver
 from ._errors import HiveAcidError
 from ._scope import acid_table, snapshot_df
 from ._session import registered_driver
+
 
 log = logging.getLogger("spark.hive_acid")
 

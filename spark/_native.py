@@ -44,14 +44,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
-import orc_acid
+from hms_txn.clients.acid import metastore as M
 from orc_acid import fs as afs
 from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
+import orc_acid
 
-from hms_txn.clients.acid import metastore as M
 from . import _types as TY
 from ._errors import HiveAcidError
+
+
 ACID_NAMES = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
 _ACID_ARROW = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
 KEY = ["originalTransaction", "bucket", "rowId"]

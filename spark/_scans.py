@@ -20,6 +20,7 @@ from orc_acid.table_io import ReadUnit
 
 from . import _types as TY
 
+
 # the pushed-down filters that can prune partitions
 PRUNING_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In,
                    IsNull, IsNotNull)

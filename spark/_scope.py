@@ -15,9 +15,9 @@ from typing import Iterator, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 
 from hms_txn.clients.acid import metastore as M
-from ._datasource import FORMAT
 from hms_txn.clients.acid.txns import Txn
 
+from ._datasource import FORMAT
 from ._driver import Driver
 from ._errors import HiveAcidError
 from ._session import registered_driver

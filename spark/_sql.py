@@ -21,10 +21,12 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from hms_txn.clients.acid import metastore as M
+
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError
 from ._scope import read
 from ._session import registered_driver
+
 
 DIALECT = "spark"
 _view_ids = itertools.count(1)

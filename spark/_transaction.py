@@ -13,9 +13,9 @@ from typing import Dict, Iterator, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ._dml import delete, insert, merge, update
 from hms_txn.clients.acid.txns import Txn
 
+from ._dml import delete, insert, merge, update
 from ._driver import Driver
 from ._errors import HiveAcidError
 from ._held_snapshot import Snapshot, snapshot

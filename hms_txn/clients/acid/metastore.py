@@ -291,10 +291,14 @@ def require_acid(info: TableInfo, *, full_acid: bool = False) -> None:
                             f"MERGE need a full-ACID table")
 
 
-def list_partitions(ms: MetastoreConnection, info: TableInfo
+def list_partitions(ms: MetastoreConnection, info: TableInfo, partition_filter: str = None
                     ) -> List[Tuple[str, List[str], str]]:
-    """-> [(partition name, values, location as a path of the table's file system)]."""
-    parts = ms.get_partitions(info.db, info.name, -1)
+    """-> [(partition name, values, location as a path of the table's file system)]; with
+    ``partition_filter``, those the metastore's ``get_partitions_by_filter`` answers for it."""
+    if partition_filter:
+        parts = ms.get_partitions_by_filter(info.db, info.name, partition_filter, -1)
+    else:
+        parts = ms.get_partitions(info.db, info.name, -1)
     out = []
     for p in parts:
         name = partition_dir_name(info.part_names,
