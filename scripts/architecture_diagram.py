@@ -43,12 +43,18 @@ def nodes_and_rules(config: dict) -> tuple[list[str], list[str], list[tuple[str,
     pairs of nodes that a contract forbids)."""
     [layers] = [c for c in config["contracts"] if c["type"] == "layers"]
     [container] = layers["containers"]
-    layer_nodes = [f"{container}.{name}" for name in layers["layers"]]
+    # a layer "a | b" is two independent siblings: neither imports the other
+    levels = [[f"{container}.{name.strip()}" for name in layer.split("|")]
+              for layer in layers["layers"]]
+    layer_nodes = [n for level in levels for n in level]
     others = sorted(p for p in config["root_packages"] if p != container)
     nodes = layer_nodes + others
     forbidden = []
-    for upper, lower in ((a, b) for i, a in enumerate(layer_nodes) for b in layer_nodes[i + 1:]):
-        forbidden.append((lower, upper, layers["id"]))
+    for i, upper_level in enumerate(levels):
+        for lower_level in levels[i + 1:]:
+            forbidden += [(lower, upper, layers["id"]) for upper in upper_level
+                          for lower in lower_level]
+        forbidden += [(a, b, layers["id"]) for a in upper_level for b in upper_level if a != b]
     for contract in config["contracts"]:
         if contract["type"] != "forbidden":
             continue
