@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_compact_commands(sub)
     from hms_txn.cli.token import register_token_commands
     register_token_commands(sub)
+    from hms_txn.cli.table_view import register_table_view_commands
+    register_table_view_commands(sub)
     add_plugin_commands(sub)
     return parser
 
