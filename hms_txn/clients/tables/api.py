@@ -215,7 +215,11 @@ class Connection(_Statements):
             self.core.scans.release(snap["scan"])
             raise
         batches = _LockedBatches(plan, threads, lambda: self.core.scans.release(snap["scan"]))
-        return pa.RecordBatchReader.from_batches(plan.out_schema, batches)
+        # through the C stream interface: closing the reader then releases the stream, and
+        # with it the batches' iterator and the lock (a reader over a Python iterator
+        # would keep the iterator until it is garbage-collected)
+        return pa.RecordBatchReader.from_stream(
+            _Exported(pa.RecordBatchReader.from_batches(plan.out_schema, batches)))
 
     # -- statements -----------------------------------------------------------------------
 
@@ -340,6 +344,18 @@ class _LockedBatches:
 
     def __del__(self):
         self.close()
+
+
+class _Exported:
+    """Hands a reader over as an Arrow C stream (``__arrow_c_stream__``), keeping no
+    reference to it."""
+
+    def __init__(self, reader: pa.RecordBatchReader):
+        self._reader = reader
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        reader, self._reader = self._reader, None
+        return reader.__arrow_c_stream__(requested_schema)
 
 
 def _first_rows(reader: pa.RecordBatchReader, limit: int) -> pa.Table:
