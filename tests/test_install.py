@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ["serve", "upgrade-schema", "show-transactions", "show-locks", "abort-txns",
             "compact", "show-compactions", "delegation-token", "renew-delegation-token",
-            "cancel-delegation-token", "bench"]     # bench: hms_bench's plugin command
+            "cancel-delegation-token", "cat", "head", "bench"]     # bench: hms_bench's plugin command
 
 # Imports every module of the product (not ``spark``, the [spark] extra's, nor ``hms_bench``,
 # the benchmarks) and prints the ones that fail: what a core dependency must cover.
