@@ -134,6 +134,7 @@ def build_app(services: CatalogServices, authenticate: Authenticator, path: str)
                   openapi_url=f"{base}/openapi.json", docs_url=None, redoc_url=None)
 
     app.state.authenticate = authenticate
+    app.state.services = services
     router = APIRouter()
     nss, tables, commits = services.namespaces, services.tables, services.commits
 
