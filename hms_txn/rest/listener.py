@@ -42,7 +42,9 @@ class RestListener:
             factory = lambda _config, _default: make()    # noqa: E731 - uvicorn's signature
         config = uvicorn.Config(self.app, log_level="warning", access_log=False,
                                 lifespan="off", ssl_context_factory=factory,
-                                timeout_keep_alive=60, server_header=False)
+                                timeout_keep_alive=60, server_header=False,
+                                # idle TLS keep-alive connections would hold shutdown
+                                timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
                                         name="iceberg-rest", daemon=True)
@@ -62,8 +64,10 @@ class RestListener:
         return False
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting; requests in flight get up to 1 s to finish (uvicorn then closes what is left)."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
+            self._thread = None
         self.sock.close()
