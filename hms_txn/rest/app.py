@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Optional
 
@@ -33,6 +34,7 @@ from hms_txn.service.iceberg_catalog import (IcebergNamespaces, IcebergTables, d
                                              referenced_only)
 from hms_txn.service.iceberg_commits import Change, Committed, IcebergCommits
 
+log = logging.getLogger("hms_txn.rest")
 SEPARATOR = "\x1f"
 ENDPOINTS = [
     "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
@@ -159,6 +161,9 @@ def build_app(services: CatalogServices, authenticate: Authenticator, path: str)
     @app.get(f"{base}/config", response_model=m.CatalogConfig, responses=COMMON,
              operation_id="getConfig")
     def get_config(_user: User, warehouse: Optional[str] = None) -> Response:
+        if warehouse is not None:
+            log.debug("config: warehouse %r accepted and ignored (one catalog: %s)", warehouse,
+                      services.name)
         return json_response({"defaults": {}, "overrides": {"prefix": services.name},
                               "endpoints": ENDPOINTS})
 
@@ -257,8 +262,12 @@ def build_app(services: CatalogServices, authenticate: Authenticator, path: str)
     @router.get("/namespaces/{namespace}/tables/{table}", response_model=m.LoadTableResult,
                 responses={**COMMON, **_errors("Not Found", 404)}, operation_id="loadTable")
     @served(TABLE)
-    def load_table(namespace: Ns, table: Tbl, _user: User, snapshots: Optional[m.SnapshotsMode] = None,
-                   _delegation: Delegation = None) -> Response:
+    def load_table(namespace: Ns, table: Tbl, _user: User,
+                   snapshots: Optional[m.SnapshotsMode] = None,
+                   delegation: Delegation = None) -> Response:
+        if delegation:
+            log.debug("loadTable: X-Iceberg-Access-Delegation %r accepted and ignored (no "
+                      "credentials are vended)", delegation)
         return table_response(tables.load(namespace_of(namespace), table),
                               refs_only=snapshots == "refs")
 
