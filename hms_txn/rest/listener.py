@@ -64,7 +64,8 @@ class RestListener:
         return False
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting; requests in flight get up to 1 s to finish (uvicorn then closes what is left)."""
+        """Stop accepting; requests in flight get up to 1 s to finish (uvicorn then
+        closes what is left)."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

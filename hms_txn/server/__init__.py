@@ -77,8 +77,9 @@ class MetastoreServer:
             try:
                 self.rest = iceberg_rest.open_listener(self.ms, host, self._tls)
             except OSError as err:
-                raise ConfigError(f"cannot listen on {host}:{config['metastore.catalog.servlet.port']} "
-                                  f"(metastore.catalog.servlet.port): {err.strerror or err}") from None
+                port = config["metastore.catalog.servlet.port"]
+                raise ConfigError(f"cannot listen on {host}:{port} (metastore.catalog.servlet."
+                                  f"port): {err.strerror or err}") from None
         self.ms.start()
         self.transport.serve()
         if self.rest is not None:

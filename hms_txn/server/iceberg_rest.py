@@ -38,15 +38,16 @@ def check(config: Config, *, extension_mode: bool) -> None:
     wanted = dict(PACKAGES)
     if config["metastore.catalog.servlet.auth"] == "jwt":
         wanted["jwt"] = "PyJWT"
-    missing = [dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None]
+    missing = [dist for module, dist in wanted.items()
+               if importlib.util.find_spec(module) is None]
     if missing:
         raise ConfigError(f"{config.source}: metastore.catalog.servlet.port={port} turns on the "
                           f"Iceberg REST catalog, whose packages are not installed "
                           f"({', '.join(missing)}): pip install 'hms-txn[rest]'")
     path = config["metastore.iceberg.catalog.servlet.path"].strip("/")
     if not path or any(c in path for c in "{}?#% "):
-        raise ConfigError(f"{config.source}: metastore.iceberg.catalog.servlet.path: a URL path "
-                          f"such as iceberg, got {config['metastore.iceberg.catalog.servlet.path']!r}")
+        raise ConfigError(f"{config.source}: metastore.iceberg.catalog.servlet.path: a URL "
+                          f"path such as iceberg, got {path!r}")
     from hms_txn.rest.auth import authenticator
     authenticator(config)       # a jwt setting without its key set stops start-up here
 

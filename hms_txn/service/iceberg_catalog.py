@@ -28,7 +28,7 @@ from hms_txn.common.errors import (AlreadyExists, InvalidInput, InvalidOperation
 from hms_txn.domain import catalog
 from hms_txn.domain import iceberg_tables as it
 from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.catalog import Doc, database_row, require_database, require_table, table_row
+from hms_txn.domain.catalog import Doc, database_row, require_table, table_row
 from hms_txn.domain.databases import Databases
 from hms_txn.domain.names import lower
 from hms_txn.domain.tables import Tables

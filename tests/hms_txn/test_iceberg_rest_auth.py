@@ -133,7 +133,8 @@ def test_jwt_auth_over_tls(jwt_server, keys, certs, monkeypatch):
     # pyiceberg with the token: changes are made as its subject.
     catalog = rest_catalog(jwt_server, token=token(keys), **{"ssl": {"cabundle": certs.ca}})
     catalog.create_namespace("jwt_owned")
-    assert catalog.load_namespace_properties("jwt_owned")["hive.metastore.database.owner"] == "alice"
+    owner = catalog.load_namespace_properties("jwt_owned")["hive.metastore.database.owner"]
+    assert owner == "alice"
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(f"{base}/v1/config", verify=certs.other_ca)
 
