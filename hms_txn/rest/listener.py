@@ -27,6 +27,9 @@ class RestListener:
         self.host = host
         self.tls = tls
         self.sock = socket.create_server((host, port), reuse_port=False, backlog=1024)
+        # Accepted connections inherit it: a response's headers and body are two writes,
+        # and Nagle would hold the body for the client's delayed ACK (40 ms).
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.port: int = self.sock.getsockname()[1]
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
