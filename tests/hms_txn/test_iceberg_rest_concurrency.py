@@ -55,7 +55,7 @@ def append_retrying(load, writer: str, ids: list[int], deadline: float) -> int:
 
 
 def _process_writer(uri: str, ident: str, writer: str, ids: list[int], out) -> None:
-    """One of the appending processes (spawned: its own interpreter and client)."""
+    """One of the appending processes (its own interpreter and client)."""
     from pyiceberg.catalog.rest import RestCatalog
     catalog = RestCatalog("p", uri=uri)
     try:
@@ -107,7 +107,10 @@ def ids_in(table) -> list[int]:
 
 def test_four_processes_append_concurrently_and_no_commit_is_lost(server, rest, thrift):
     rest.create_table("conc.appends", schema=SCHEMA)
-    ctx = multiprocessing.get_context("spawn")
+    # Separate interpreters, forked from one that imported pyiceberg once (not from this
+    # process: it runs the server's threads).
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["pyiceberg.catalog.rest", "pyarrow", __name__])
     out = ctx.Queue()
     writers = [ctx.Process(target=_process_writer, args=(
         server.server.rest_address, "conc.appends", f"w{n}",
