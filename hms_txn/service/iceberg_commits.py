@@ -47,6 +47,7 @@ from hms_txn.common.errors import (AlreadyExists, CommitStateUnknown, Concurrent
 from hms_txn.domain import iceberg_tables as it
 from hms_txn.domain import locks
 from hms_txn.domain.catalog import Doc, require_database, require_table, table_row
+from hms_txn.domain.names import check_name
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.txn_records import DataOp
 from hms_txn.domain.warehouse import FileChanges, Warehouse
@@ -134,6 +135,7 @@ class IcebergCommits:
         """createTable: a new table at metadata version 0, or (``stage-create``) the
         metadata a create transaction starts from, nothing stored."""
         db, name = table
+        check_name("table", name)      # before anything is written under its location
         props = {str(k): str(v) for k, v in (request.get("properties") or {}).items()}
         version = props.get("format-version", "2")
         if not version.isdigit() or not 1 <= int(version) <= MAX_FORMAT_VERSION:
