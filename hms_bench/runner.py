@@ -369,6 +369,9 @@ def run(args: argparse.Namespace) -> int:
 
         def our_conf(backend: str, cache: bool) -> dict[str, str]:
             conf = dict(extra_conf)
+            if any(w.startswith("rest_") for w in wanted):     # the Iceberg REST catalog
+                conf.update({"metastore.catalog.servlet.port": "0",
+                             "metastore.catalog.servlet.auth": "none"})
             conf["hms_txn.cache.enabled"] = "true" if cache else "false"
             if backend == "postgres":
                 conf["javax.jdo.option.ConnectionURL"] = pg.create_database()
@@ -408,7 +411,9 @@ def run(args: argparse.Namespace) -> int:
                 # PostgreSQL: one target per number of server processes on one database.
                 for k in (pg_servers if b == "postgres" else [1]):
                     name = f"hms-{b}" if k == 1 else f"hms-{b}-x{k}"
-                    targets.append((Target(name, False, b, True), start_ours(name, b, True, k)))
+                    srv = start_ours(name, b, True, k)
+                    targets.append((Target(name, False, b, True, rest=getattr(srv, "rest", None)),
+                                    srv))
                     if "get_table" in cell_workloads:
                         targets.append((Target(f"{name}-nocache", False, b, False),
                                         start_ours(f"{name}-nocache", b, False, k)))

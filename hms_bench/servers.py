@@ -117,6 +117,10 @@ class OurServer:
         self._log = open(self.log_path, "ab")
         self.proc, self.port = start_serve_process(site, data_dir, self._log, self.log_path,
                                                    log_level="WARNING", env=checkout_env())
+        # With the Iceberg REST catalog on, serve prints its address on the next line.
+        self.rest: str | None = None
+        if self.conf.get("metastore.catalog.servlet.port", "-1") != "-1":
+            self.rest = self.proc.stdout.readline().decode().strip().rsplit(" ", 1)[-1]
 
     @property
     def pid(self) -> int:

@@ -37,6 +37,7 @@ class Target:
     java: bool
     backend: str       # derby, sqlite, postgres
     cache: bool = True
+    rest: str | None = None   # the server's Iceberg REST catalog (http://host:port/iceberg)
 
 
 # ------------------------------------------------------------------ catalog helpers
@@ -398,6 +399,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     OpenCommit(), Writer(), ValidWriteIds(), GetTable(), PartitionsByNames(), AddPartitions(),
     SparkPlanning(), Locks(),
 )}
+# The Iceberg REST catalog's workloads build on Workload above (hms_bench.iceberg_rest).
+from hms_bench.iceberg_rest import RestAppend, RestLoadTable  # noqa: E402
+
+WORKLOADS.update({w.name: w for w in (RestLoadTable(), RestAppend())})
 SCALE = "scale"   # the history scale curves (not a Workload: see runner.scale_curve)
 ALL = list(WORKLOADS) + [SCALE]
 

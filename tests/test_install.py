@@ -27,12 +27,14 @@ COMMANDS = ["serve", "upgrade-schema", "show-transactions", "show-locks", "abort
             "cancel-delegation-token", "cat", "head", "bench"]     # bench: hms_bench's plugin command
 
 # Imports every module of the product (not ``spark``, the [spark] extra's, nor ``hms_bench``,
-# the benchmarks) and prints the ones that fail: what a core dependency must cover.
+# the benchmarks, nor the Iceberg REST catalog's modules, the [rest] extra's) and prints the
+# ones that fail: what a core dependency must cover.
 IMPORT_ALL = """
 import importlib, pkgutil
+REST_EXTRA = ("hms_txn.rest", "hms_txn.service.iceberg_")
 for top in ("hms_txn", "orc_acid"):
     for m in pkgutil.walk_packages(importlib.import_module(top).__path__, top + "."):
-        if not m.name.endswith(".__main__"):
+        if not m.name.endswith(".__main__") and not m.name.startswith(REST_EXTRA):
             try:
                 importlib.import_module(m.name)
             except Exception as e:

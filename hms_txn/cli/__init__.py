@@ -38,6 +38,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot start: {explain(err)[0]}") from None
     try:
         server.start()
+    except ConfigError as err:     # the Iceberg REST catalog's port
+        server.stop()
+        raise CommandError(str(err)) from None
     except OSError as err:
         server.stop()
         where = f"{server.transport.host or '0.0.0.0'}:{server.transport.options.port}"
@@ -52,6 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     # The address as bound: thrift://0.0.0.0:9083 is every interface (Hive's default).
     print(f"hms-txn listening on {server.transport.listen_address}", flush=True)
+    if server.rest_address:
+        print(f"hms-txn Iceberg REST catalog on {server.rest_address}", flush=True)
     done.wait()
     server.stop()
     return 0

@@ -447,6 +447,39 @@ _key("hms_txn.client.plain.password", None, lambda v: v,
      "Clients: the password of that user (Hive 4 reads it from a Hadoop credential "
      "provider; the commands' --password-file wins).")
 
+# The Iceberg REST catalog (hms_txn.rest; Hive 4.1's keys, README "Iceberg REST")
+def _servlet_port(text: str) -> int:
+    value = int(text.strip())
+    if not -1 <= value <= 65535:
+        raise ValueError(f"not a TCP port, 0 (any free port) or -1 (off): {text!r}")
+    return value
+
+
+def _servlet_auth(text: str) -> str:
+    value = text.strip().lower()
+    if value == "oauth2":
+        raise ValueError("oauth2 is not supported by hms-txn; use jwt (with "
+                         "metastore.authentication.jwt.jwks.url), simple or none")
+    return _choice(value.upper(), ("NONE", "SIMPLE", "JWT")).lower()
+
+
+_key("metastore.catalog.servlet.port", -1, _servlet_port,
+     "Port of the Iceberg REST catalog inside `hms-txn serve`: -1 off, 0 any free port.",
+     "hive.metastore.catalog.servlet.port")
+_key("metastore.iceberg.catalog.servlet.path", "iceberg", parse_str,
+     "Path of the Iceberg REST catalog: http(s)://host:port/<path>/v1/...",
+     "hive.metastore.iceberg.catalog.servlet.path")
+_key("metastore.catalog.servlet.auth", "jwt", _servlet_auth,
+     "Authentication of the Iceberg REST catalog: jwt (a bearer token signed by a key of "
+     "metastore.authentication.jwt.jwks.url; the user is its sub claim), simple (the user is "
+     "the x-actor-username header) or none.", "hive.metastore.catalog.servlet.auth")
+_key("metastore.authentication.jwt.jwks.url", None, parse_str,
+     "URL(s) of the JSON Web Key Set(s) that sign the REST catalog's JWTs (comma-separated).",
+     "hive.metastore.authentication.jwt.jwks.url")
+_key("hms_txn.iceberg.lock.timeout", 180.0, _seconds("s"),
+     "How long an Iceberg REST commit waits for its table's lock (held by another commit, "
+     "through either door) before it fails with 409; Iceberg's own default is 3 minutes.")
+
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.
 PASSTHROUGH_DEFAULTS: dict[str, str] = {

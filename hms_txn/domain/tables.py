@@ -13,7 +13,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation
+from hms_txn.common.errors import (AlreadyExists, ConcurrentModification, InvalidObject,
+                                   InvalidOperation, Refused)
 from hms_txn.domain import column_stats, names, notifications
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.constraints import Constraints, delete_table_rows
@@ -100,10 +101,18 @@ class Tables:
         return FileChanges(create=[doc["sd"].get("location")])
 
     def alter(self, conn: Connection, db: str, name: str, new: Doc, *,
-              cascade: bool = False, valid_write_ids: str | None = None) -> FileChanges:
+              cascade: bool = False, valid_write_ids: str | None = None,
+              expected: tuple[str, str] | None = None) -> FileChanges:
+        """Replace a table's definition. ``expected`` (key, value): only if the stored
+        table's parameter ``key`` still has ``value`` (Hive 4's ``expected_parameter_key``
+        and ``_value``: a compare-and-swap, checked on the row this transaction holds for
+        update, so no other writer can change it in between); ``ConcurrentModification``
+        otherwise, with Hive's text (Iceberg's clients recognise it)."""
         db, name = names.lower(db), names.lower(name)
         files = FileChanges()
         tbl_id, old = require_table(conn, db, name, for_update=True)
+        if expected is not None:
+            _check_expected(old, new, *expected)
         doc = copy.deepcopy(stored_form(new))
         if not doc.get("sd"):
             raise InvalidOperation(f"new definition of table {db}.{name} has no storage descriptor")
@@ -211,3 +220,19 @@ def _cascade_columns(conn: Connection, tbl_id: int, table: Doc) -> None:
         part.setdefault("sd", {})["cols"] = copy.deepcopy(table["sd"].get("cols") or [])
         conn.execute(update(partitions).where(partitions.c.part_id == row.part_id)
                      .values(doc=dumps(part)))
+
+
+def _check_expected(old: Doc, new: Doc, key: str, value: str) -> None:
+    """Hive's HiveAlterHandler rule for an expected parameter: the new definition sets the
+    key, and the stored one still has the expected value."""
+    if (new.get("parameters") or {}).get(key) is None:
+        raise Refused(f"New value for expected key {key} is not set")
+    current = (old.get("parameters") or {}).get(key)
+    if current != value:
+        raise ConcurrentModification(
+            f"The table has been modified. The parameter value for key '{key}' is "
+            f"'{_java_str(current)}'. The expected was value was '{value}'")
+
+
+def _java_str(value: str | None) -> str:
+    return "null" if value is None else value

@@ -25,6 +25,7 @@ from hms_txn.domain.warehouse import FileChanges, Warehouse
 from hms_txn.service.constraints import request_constraint_docs
 from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import Route, UnitOfWork, policy
+from hms_txn.wire.thrift_gen.hive_metastore import constants as hive_metastoreConstants
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.encoded import EncodedStructs, encode
 from hms_txn.wire.codec import from_doc, to_doc
@@ -112,6 +113,16 @@ def _cached_database(read: DatabaseRead) -> t.Database:
     if database is None:
         database = memo["Database"] = from_doc(t.Database, read.doc)
     return database
+
+
+def expected_parameter(props: dict) -> tuple[str, str] | None:
+    """Hive 4's compare-and-swap of an alter (``HiveAlterHandler``): the environment
+    context's ``expected_parameter_key`` must still have ``expected_parameter_value``, or
+    the alter fails. Iceberg's Java client sends ``metadata_location`` and the metadata
+    file it read when its own lock is off (``HiveTableOperations``)."""
+    key = props.get(hive_metastoreConstants.EXPECTED_PARAMETER_KEY)
+    value = props.get(hive_metastoreConstants.EXPECTED_PARAMETER_VALUE)
+    return (key, value) if key is not None and value is not None else None
 
 
 def _limit(max_parts: int | None) -> int:
@@ -289,7 +300,9 @@ class CatalogService:
     def alter_table_with_environment_context(self, dbname, tbl_name, new_tbl, environment_context):
         props = (environment_context.properties or {}) if environment_context else {}
         cascade = str(props.get("CASCADE", "")).lower() == "true"
-        self._apply(self.units.write(lambda c: self.tables.alter(c, dbname, tbl_name, to_doc(new_tbl), cascade=cascade)))
+        self._apply(self.units.write(lambda c: self.tables.alter(
+            c, dbname, tbl_name, to_doc(new_tbl), cascade=cascade,
+            expected=expected_parameter(props))))
 
     def alter_table_with_cascade(self, dbname, tbl_name, new_tbl, cascade):
         self._apply(self.units.write(lambda c: self.tables.alter(c, dbname, tbl_name, to_doc(new_tbl), cascade=bool(cascade))))
@@ -299,7 +312,7 @@ class CatalogService:
         cascade = str(props.get("CASCADE", "")).lower() == "true"
         self._apply(self.units.write(lambda c: self.tables.alter(
             c, req.dbName, req.tableName, to_doc(req.table), cascade=cascade,
-            valid_write_ids=req.validWriteIdList)))
+            valid_write_ids=req.validWriteIdList, expected=expected_parameter(props))))
         return t.AlterTableResponse()
 
     def drop_table(self, dbname, name, deleteData):
