@@ -66,8 +66,3 @@ class Refused(MetastoreError):
     """A request Hive's metastore refuses with a plain MetaException (a null name, a second
     primary key, dropping the ``hive`` catalog, ...): answered as the called method's
     MetaException even when the method declares more specific exceptions."""
-
-
-class ClientNotCapable(MetastoreError):
-    """The client has not declared the capabilities the object needs (Hive's client
-    capability check: an ACID table for a client that does not understand ACID)."""

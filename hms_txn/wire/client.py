@@ -25,8 +25,8 @@ the generated client.
 The project's clients understand ACID tables and say so: they read tables with
 ``get_table_acid_aware`` (``table_request``, ``tables_request``), which declares Hive 3's
 ``ClientCapabilities [INSERT_ONLY_TABLES]`` and Hive 4's processor capabilities. A metastore
-with a client capability check (Hive 3/4, hms-txn) refuses ACID tables to a plain
-``get_table``.
+with a client capability check refuses insert-only tables to a plain ``get_table`` (Hive
+3/4) or hands ACID tables in a form no reader can read (hms-txn).
 """
 
 from __future__ import annotations
