@@ -43,6 +43,7 @@ from thrift.transport.TTransport import TTransportException
 from hms_txn.common.config import ConfigError, parse_overrides
 from hms_bench.servers import (BenchPostgres, JavaServer, OurServer, ServerGroup, connect,
                                cpu_seconds, rss_bytes)
+from hms_bench.prerequisites import missing_packages
 from hms_bench.scale import scale_curve
 from hms_bench.results import (chart, percentile, evaluate_targets, format_table, format_targets,
                                issue31_targets, ratios)
@@ -326,6 +327,11 @@ def run(args: argparse.Namespace) -> int:
         extra_conf = parse_overrides(getattr(args, "hiveconf", None))
     except ConfigError as err:
         print(f"hms-txn bench: {err}", file=sys.stderr)
+        return 2
+    missing = missing_packages(java=not args.no_java, java_on_postgres=args.java_db == "postgres",
+                               postgres="postgres" in backends or args.java_db == "postgres")
+    if missing:
+        print(f"hms-txn bench: {'; '.join(missing)}", file=sys.stderr)
         return 2
     # Stop cleanly (servers, PostgreSQL, temp dirs) on SIGTERM, and on SIGINT even when
     # started in the background (where the shell makes SIGINT ignored).

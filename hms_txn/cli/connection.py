@@ -10,7 +10,7 @@ import sys
 from typing import Any, Sequence
 
 from hms_txn.cli.errors import CommandError
-from hms_txn.cli.options import add_config_args, metastore_uris, positive_seconds
+from hms_txn.cli.options import add_config_args, load_config, metastore_uris, positive_seconds
 from hms_txn.wire.failover import FailoverClient, connect_failover
 
 EPILOG = """\
@@ -58,7 +58,6 @@ def read_password(path: str) -> str:
 def client_for(args: argparse.Namespace) -> FailoverClient:
     """A client of ``args``' metastore, connected as ``--conf``/``--hiveconf`` and the
     user options say (``hms_txn.clients.connection``); CommandError when it cannot."""
-    from hms_txn.cli import load_config
     from hms_txn.clients.connection import client_options, metastore_uri
     from hms_txn.common.config import ConfigError
 

@@ -361,11 +361,12 @@ _key("hms_txn.cache.tailer.pausable", False, parse_bool,
      "pause and resume the cache's log tailer.")
 # Client capabilities (hms_txn.domain.capabilities)
 _key("hive.metastore.client.capability.check", True, parse_bool,
-     "Refuse ACID tables to clients that have not declared they understand them: "
-     "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (as Hive "
-     "3/4), full-ACID tables on get_table/get_table_req to clients that declared no "
-     "capability at all (Hive 2 clients such as Spark's built-in one, and every get_table "
-     "call). false: such clients get the tables and misread them.",
+     "Hand ACID tables to clients that have not declared they understand them in the plain "
+     "form (hms_txn.domain.plain_form: described, listed, dropped, never read or written): "
+     "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (Hive 3/4 "
+     "refuse them), full-ACID tables to clients that declared no capability at all (Hive 2 "
+     "clients such as Spark's built-in one, and every get_table call). false: such clients "
+     "get the tables as stored and misread them.",
      "metastore.client.capability.check")
 # Extension mode (hms_txn.upstream, hms_txn.extension; docs/extension-mode.md)
 _key("hms_txn.upstream.uris", None, parse_str,

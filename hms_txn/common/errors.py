@@ -68,11 +68,6 @@ class Refused(MetastoreError):
     MetaException even when the method declares more specific exceptions."""
 
 
-class ClientNotCapable(MetastoreError):
-    """The client has not declared the capabilities the object needs (Hive's client
-    capability check: an ACID table for a client that does not understand ACID)."""
-
-
 class NoSuchNamespace(NoSuchObject):
     """An Iceberg namespace (a database, seen through the Iceberg REST catalog) does not
     exist; Thrift answers it as any ``NoSuchObject``."""

@@ -11,20 +11,11 @@ built-in Hive 2.3 client among them: ``HiveMetaStoreClient.VERSION`` is null the
 ``getTable`` calls plain ``get_table``) declare nothing; neither can anybody on ``get_table``
 and ``get_table_objects_by_name``, which have no field for it.
 
-**Who gets an ACID table** (``refusal``), while ``metastore.client.capability.check`` is on:
-
-* an insert-only table (``transactional_properties=insert_only``) only a client whose
-  ``ClientCapabilities`` hold ``INSERT_ONLY_TABLES``: Hive 3/4's own check
-  (HMSHandler.getTableInternal and getTableObjectsInternal: ``isInsertOnlyTableParam`` ->
-  ``assertClientHasCapability(INSERT_ONLY_TABLES)``; MetaStoreUtils.isInsertOnlyTableParam);
-* a full-ACID table (``transactional=true``, not insert-only), on ``get_table`` and
-  ``get_table_req``, only a client that declared anything: ``INSERT_ONLY_TABLES`` or some
-  processor capabilities. Hive has no such check and hands full-ACID tables to Hive 2.x
-  clients, which then read the raw delta files (no rows, or deleted rows) and write plain
-  files into the table (SPARK-15348); this is ours. The listing calls
-  ``get_table_objects_by_name(_req)`` (``listing=True``) keep Hive's rule alone: the clients
-  that call them list (Spark's ``catalog.listTables``, pyiceberg's ``list_tables`` filtering
-  its Iceberg tables) and read a table's data only after ``get_table``.
+**Who gets an ACID table as stored.** A client that does not hold what the table needs
+(insert-only tables: ``INSERT_ONLY_TABLES``, Hive 3/4's own rule; full-ACID tables: any
+declared capability, ours) gets it in the plain form while ``metastore.client.capability
+.check`` is on (``domain.plain_form``): it can describe, list, show and drop the table, and
+its reads and writes fail loudly. With the check off it gets the table as stored.
 
 **Hive 4's translation** (``transform``, ``translates``): HMSHandler.getTableInternal runs
 the transformer on ``get_table_req`` when ``processorCapabilities`` is non-empty and does not
@@ -52,8 +43,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
-
-from hms_txn.common.errors import ClientNotCapable
 
 Doc = dict[str, Any]
 
@@ -126,46 +115,6 @@ def acid_kind(doc: Doc) -> str | None:
     if str(params.get("transactional", "")).lower() == "true":
         return FULL_ACID
     return None
-
-
-def refusal(doc: Doc, client: Declared, *, listing: bool = False) -> str | None:
-    """Why a client that declared ``client`` does not get this table (from a listing
-    call: ``listing``), or None."""
-    kind = acid_kind(doc)
-    if kind == INSERT_ONLY and not client.insert_only_tables:
-        return refusal_message(doc, kind)
-    if kind == FULL_ACID and not client.anything and not listing:
-        return refusal_message(doc, kind)
-    return None
-
-
-def require_capable(docs: Iterable[Doc], client: Declared, *, listing: bool = False) -> None:
-    """ClientNotCapable for the first table of ``docs`` the client may not have."""
-    for doc in docs:
-        why = refusal(doc, client, listing=listing)
-        if why is not None:
-            raise ClientNotCapable(why)
-
-
-def refusal_message(doc: Doc, kind: str) -> str:
-    name = f"{doc.get('dbName')}.{doc.get('tableName')}"
-    what = ("an insert-only transactional table (transactional_properties=insert_only)"
-            if kind == INSERT_ONLY else
-            "a full-ACID transactional table (transactional=true)")
-    return (
-        f"{name} is {what}: its rows are in Hive ACID base and delta directories, which a "
-        f"client that does not understand Hive ACID misreads (no rows, or rows already "
-        f"deleted or updated) and corrupts by writing files outside a transaction. This "
-        f"client has not declared that it understands such tables (Hive 2 clients, Spark's "
-        f"built-in one among them, declare nothing, and get_table and "
-        f"get_table_objects_by_name cannot; get_table_req and get_table_objects_by_name_req "
-        f"declare it with capabilities [INSERT_ONLY_TABLES]"
-        f"{'' if kind == INSERT_ONLY else ' or processorCapabilities'}), so the metastore "
-        f"does not hand it the table. From Spark, use spark.hive_acid: "
-        f"spark.read.format(\"hive_acid\").load(\"{name}\"), hive_acid.insert/update/"
-        f"delete/merge or hive_acid.sql(spark, ...); Hive 3 and later, Trino and Impala "
-        f"read it as they are. Setting metastore.client.capability.check to false on the "
-        f"metastore turns this check off, at the risk of wrong results and lost data.")
 
 
 # ---------------------------------------------------------------- Hive 4's translation

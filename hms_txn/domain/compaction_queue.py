@@ -7,7 +7,10 @@ A request for an object that is already queued is refused the way Hive 4 refuses
 (``CompactFunction``): id -1, state "refused", not accepted, and a message naming the
 queued entry. An entry blocks new requests while initiated or working, and while ready for
 cleaning if it compacted up to the table's current compactor high-water mark (nothing was
-written since that a new compaction could take).
+written since that a new compaction could take). A request for a table or partition that
+does not exist is queued all the same, as Hive 4's HMSHandler.compact2 -> TxnHandler
+.compact queues it (CompactFunction never looks at the table); the Worker refuses it
+(``service.compactor.worker``), and ``hms-txn compact`` checks before it asks.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from hms_txn.domain import column_stats, names, notifications
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.catalog import (DDL_TIME, Doc, dumps, is_external, now_s, partition_keys,
                                     partition_name, partition_rows, require_table)
+from hms_txn.domain.plain_form import stored_partition
 from hms_txn.domain.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import partitions
 
@@ -47,7 +48,7 @@ class Partitions:
            part.get("tableName") and names.lower(part["tableName"]) != table["tableName"]:
             raise InvalidObject(
                 f"partition names table {part.get('dbName')}.{part.get('tableName')}, not {label}")
-        doc = copy.deepcopy(part)
+        doc = copy.deepcopy(stored_partition(part, table))
         doc["dbName"], doc["tableName"] = table["dbName"], table["tableName"]
         doc["values"] = [str(v) for v in values]
         name = names.make_partition_name(keys, doc["values"])
@@ -121,7 +122,7 @@ class Partitions:
             if row is None:
                 raise InvalidOperation(f"partition {name} of table {db}.{table_name} does not exist")
             old = json.loads(row.doc)
-            doc = copy.deepcopy(part)
+            doc = copy.deepcopy(stored_partition(part, table))
             doc["dbName"], doc["tableName"] = db, table_name
             doc["values"] = old["values"]
             doc["createTime"] = old.get("createTime")

@@ -18,7 +18,7 @@ from hms_txn.common.errors import (AlreadyExists, ConcurrentModification, Invali
 from hms_txn.domain import column_stats, names, notifications
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.constraints import Constraints, delete_table_rows
-from hms_txn.domain.capabilities import stored_form
+from hms_txn.domain.plain_form import stored_table
 from hms_txn.domain.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
                                     database_row, dumps, is_external, is_true, now_s,
                                     require_database, require_table, table_row)
@@ -43,7 +43,7 @@ class Tables:
 
     def _prepare(self, conn: Connection, table: Doc) -> Doc:
         """Validate a new table document and fill in what the server owns."""
-        doc = copy.deepcopy(stored_form(table))
+        doc = copy.deepcopy(stored_table(table, None))
         doc["dbName"] = db = names.check_name("database", doc.get("dbName"))
         doc["tableName"] = names.check_name("table", doc.get("tableName"))
         db_doc = require_database(conn, db)
@@ -113,7 +113,7 @@ class Tables:
         tbl_id, old = require_table(conn, db, name, for_update=True)
         if expected is not None:
             _check_expected(old, new, *expected)
-        doc = copy.deepcopy(stored_form(new))
+        doc = copy.deepcopy(stored_table(new, old))
         if not doc.get("sd"):
             raise InvalidOperation(f"new definition of table {db}.{name} has no storage descriptor")
         new_db = names.check_name("database", doc.get("dbName") or db)

@@ -240,16 +240,14 @@ class CatalogService:
 
     def get_table_objects_by_name(self, dbname, tbl_names):
         docs = self.units.read(lambda c: catalog.get_tables(c, dbname, tbl_names or []))
-        self.access.require(docs, UNDECLARED, listing=True)
-        return [_table(d) for d in docs]
+        return self.access.listed(docs, UNDECLARED, _table)
 
     def get_table_objects_by_name_req(self, req):
         docs = self.units.read(lambda c: catalog.get_tables(c, req.dbName, req.tblNames))
         if req.tablesPattern:
             from hms_txn.domain.names import matches
             docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
-        self.access.require(docs, declared_by(req), listing=True)
-        return t.GetTablesResult(tables=[_table(d) for d in docs])
+        return t.GetTablesResult(tables=self.access.listed(docs, declared_by(req), _table))
 
     def get_tables_ext(self, req):
         def read(c):

@@ -122,6 +122,15 @@ IMPLEMENTED.update({
     "translate_table_dryrun": (
         "the table as sent: hms-txn has no metadata transformer (as Hive with "
         "`metastore.metadata.transformer.class` empty)"),
+    "get_table": (
+        "an ACID table in the plain form for a client that has not declared it understands "
+        "it (hms_txn/domain/plain_form.py; Hive hands a full-ACID table as stored and "
+        "refuses an insert-only one)"),
+    "get_table_req": (
+        "as get_table for a client that declared too little; processor capabilities get "
+        "Hive 4's translation (service/table_access.py)"),
+    "get_table_objects_by_name": "ACID tables as get_table gives them",
+    "get_table_objects_by_name_req": "ACID tables as get_table_req gives them, untranslated",
     "get_tables_ext": (
         "empty without processor capabilities or with MANAGERAWMETADATA, as Hive; the access "
         "type and required capabilities are Hive 4's default translation's "

@@ -51,7 +51,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
 from hms_txn.wire.client import tables_request
 from hms_txn.service.forwarding_table_form import (alter_without_stats, altered_table,
-                                                   client_tables, upstream_table)
+                                                   client_tables, sent_table, upstream_table)
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
@@ -307,15 +307,20 @@ class ForwardingService:
 
     def get_table_objects_by_name(self, dbname, tbl_names):
         tables = self._upstream_tables(dbname, tbl_names)
-        self.fwd.access.require([to_doc(x) for x in tables], UNDECLARED, listing=True)
-        return tables
+        return self._listed(tables, UNDECLARED)
 
     def get_table_objects_by_name_req(self, req):
         tables = self._upstream_tables(req.dbName, req.tblNames)
         if req.tablesPattern:
             tables = [x for x in tables if names.matches(req.tablesPattern, x.tableName)]
-        self.fwd.access.require([to_doc(x) for x in tables], declared_by(req), listing=True)
-        return t.GetTablesResult(tables=tables)
+        return t.GetTablesResult(tables=self._listed(tables, declared_by(req)))
+
+    def _listed(self, tables: list, client) -> list:
+        """The upstream's tables for this client (``TableAccess.listed``): the structs as
+        received, an ACID table in the plain form for a client that does not understand it."""
+        docs = [to_doc(x) for x in tables]
+        received = {id(d): x for d, x in zip(docs, tables)}
+        return self.fwd.access.listed(docs, client, lambda d: received[id(d)])
 
     def get_tables_ext(self, req):
         found = self.fwd.up("get_tables", req.database, req.tableNamePattern)
@@ -406,6 +411,7 @@ class ForwardingService:
 
     def _stored(self, tbl):
         """``tbl`` as the upstream must store it (its upstream form on a Hive 2.x one)."""
+        tbl = sent_table(tbl, None)
         return tbl if self.fwd.takes_hive3_acid() else upstream_table(tbl)
 
     def create_table(self, tbl):
@@ -438,6 +444,7 @@ class ForwardingService:
 
     def _alter(self, method: str, dbname, tbl_name, new_tbl, *rest):
         before = self.fwd.fetch_table(dbname, tbl_name)
+        new_tbl = sent_table(new_tbl, before)
         write_id = new_tbl.writeId if new_tbl is not None else None
         if new_tbl is not None and new_tbl.writeId is not None:
             new_tbl = copy.copy(new_tbl)    # our write ids mean nothing upstream

@@ -10,6 +10,7 @@ from hms_txn.domain import names
 from hms_txn.domain.upstream_catalog import UpstreamAnswer
 from hms_txn.service.catalog import converted
 from hms_txn.service.forwarding import Forwarder
+from hms_txn.service.forwarding_table_form import sent_partitions
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -42,12 +43,18 @@ class PartitionForwarding:
             self.fwd.record("ADD_PARTITION", db, name, self.fwd.events.partitions_added, table,
                             [to_doc(p) for p in parts])
 
+    def _sent(self, db: str, name: str, parts: list) -> list:
+        """``parts`` as a client sent them, without the plain form (``sent_partitions``)."""
+        return sent_partitions(parts, lambda: self._table(db, name))
+
     def add_partition(self, new_part):
+        new_part, = self._sent(new_part.dbName, new_part.tableName, [new_part])
         part = self.fwd.up("add_partition", new_part)
         self._parts_added(new_part.dbName, new_part.tableName, [part])
         return part
 
     def add_partition_with_environment_context(self, new_part, environment_context):
+        new_part, = self._sent(new_part.dbName, new_part.tableName, [new_part])
         part = self.fwd.up("add_partition_with_environment_context", new_part, environment_context)
         self._parts_added(new_part.dbName, new_part.tableName, [part])
         return part
@@ -56,6 +63,7 @@ class PartitionForwarding:
         if not new_parts:
             return 0
         first = new_parts[0]
+        new_parts = self._sent(first.dbName, first.tableName, list(new_parts))
         result = self.fwd.up("add_partitions_req", t.AddPartitionsRequest(
             dbName=first.dbName, tblName=first.tableName, parts=new_parts, ifNotExists=False,
             needResult=True))
@@ -65,6 +73,7 @@ class PartitionForwarding:
 
     def add_partitions_req(self, request):
         forwarded = copy.copy(request)
+        forwarded.parts = self._sent(request.dbName, request.tblName, list(request.parts or []))
         forwarded.needResult = True
         forwarded.validWriteIdList = None
         result = self.fwd.up("add_partitions_req", forwarded)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import Callable
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import names
+from hms_txn.domain import names, plain_form
 from hms_txn.domain import upstream_table_form as form
 from hms_txn.domain import upstream_write_ids as write_ids
+from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,26 @@ def alter_without_stats(method: str, rest: tuple) -> tuple[str, tuple]:
     if method == "alter_table_with_cascade" and rest[0]:
         props["CASCADE"] = "true"
     return "alter_table_with_environment_context", (t.EnvironmentContext(properties=props),)
+
+
+def sent_table(tbl, before: dict | None):
+    """A table a client sent (a new table: ``before`` None; an alter's new definition of
+    ``before``), without the plain form it may have been handed (``domain.plain_form``)."""
+    if tbl is None or tbl.sd is None or not plain_form.in_plain_form(to_doc(tbl.sd)):
+        return tbl
+    return from_doc(t.Table, plain_form.stored_table(to_doc(tbl), before))
+
+
+def sent_partitions(parts: list, table_of: Callable[[], dict | None]) -> list:
+    """Partitions a client sent, with their table's own storage (``table_of()``, asked
+    only then) where they carry the plain form's (``domain.plain_form.stored_partition``)."""
+    if not any(p is not None and p.sd is not None and plain_form.in_plain_form(to_doc(p.sd))
+               for p in parts):
+        return parts
+    table = table_of()
+    if table is None:
+        return parts
+    return [from_doc(t.Partition, plain_form.stored_partition(to_doc(p), table)) for p in parts]
 
 
 def client_table(tbl):

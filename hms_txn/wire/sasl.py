@@ -139,6 +139,24 @@ def _recv_message(sock: socket.socket) -> tuple[int, bytes]:
     return status, _recv_exact(sock, length)
 
 
+def begins_handshake(data: bytes) -> bool:
+    """Whether ``data``, the first bytes a client sent, begin a SASL handshake: START, the
+    mechanism name's length, and the name (PLAIN, DIGEST-MD5, GSSAPI). No Thrift message
+    begins so: an unframed one begins with 0x80 (binary) or 0x82 (compact), a framed one
+    of under 16 MiB with 0x00, and one of 16 MiB and a few bytes would be followed by one
+    of those, not by a letter."""
+    if len(data) < 6 or data[0] != START:
+        return False
+    (length,) = struct.unpack_from(">I", data, 1)
+    return 0 < length <= 64 and 0x41 <= data[5] <= 0x5A        # an upper-case letter
+
+
+def error_frame(message: str) -> bytes:
+    """A SASL ERROR message carrying ``message`` (a SASL client reports it and stops)."""
+    payload = message.encode("utf-8")
+    return struct.pack(">BI", ERROR, len(payload)) + payload
+
+
 def _send(sock: socket.socket, status: int, payload: bytes = b"") -> None:
     sock.sendall(struct.pack(">BI", status, len(payload)) + payload)
 

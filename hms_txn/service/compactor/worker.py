@@ -52,6 +52,16 @@ from hms_txn.service.units import UnitOfWork
 log = logging.getLogger(__name__)
 
 
+def _not_found(e: bk.Entry, err: NoSuchObject) -> str:
+    """Hive 4's Worker on a request whose table or partition is gone (compact2 queues one
+    without looking, as Hive's CompactFunction does): refused with its text
+    (Worker.findNextCompactionAndExecute, CompactionInfo.getFullPartitionName)."""
+    if e.partition is not None and str(err).startswith("partition"):
+        return (f"Unable to find partition {e.db}.{e.table}.{e.partition}, assuming it was "
+                f"dropped and moving on.")
+    return f"Unable to find table {e.db}.{e.table}, assuming it was dropped and moving on."
+
+
 class _Refused(Exception):
     pass
 
@@ -122,7 +132,7 @@ class Worker:
                 table, found = object_location(units, self.config, e.db, e.table,
                                                e.partition, self.tables)
             except NoSuchObject as err:
-                raise _Refused(f"{err}") from None
+                raise _Refused(_not_found(e, err)) from None
             if not is_acid_table(table):
                 raise _Refused(f"{e.db}.{e.table} is not a managed transactional table")
             if is_insert_only(table):
