@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import pyarrow as pa
 
 from . import fs as afs
+from .acid_file_writer import TEMP_SUFFIX
 from .compaction_events import pick_row_type
 from .compaction_tasks import (DELETE_EVENTS, INSERT_EVENTS, MAJOR, ORIGINAL, CompactionTask,
                                TaskInput)
@@ -16,9 +17,7 @@ from .splits import plan_splits_for_snapshot
 from .table_files import AcidSchemaError, TableFiles
 from .valid_ids import RangeResponse
 
-__all__ = ["group_tasks", "remove_stale_temporaries", "TEMP_SUFFIX"]
-
-TEMP_SUFFIX = ".tmp"
+__all__ = ["group_tasks", "remove_stale_temporaries"]
 
 
 def _minor_tasks(plan, staging_dir: str, files: TableFiles) -> List[CompactionTask]:
