@@ -79,16 +79,15 @@ def group_tasks(plan, staging_dir: str, files: TableFiles,
     return _minor_tasks(plan, staging_dir, files)
 
 
-def remove_stale_temporaries(fs, directory: str, prefix: str = ".") -> None:
+def remove_stale_temporaries(fs, directory: str) -> None:
     """Delete hidden temporaries (``.<name>.<random>.tmp``) left in an output directory by
-    task attempts that died; ``prefix`` narrows them to one file's."""
+    task attempts that died."""
     try:
         names = afs.list_names(fs, directory)
     except (FileNotFoundError, OSError):
         return
     for name, is_dir, _ in names:
-        if not is_dir and name.startswith(prefix) and name.startswith(".") \
-                and name.endswith(TEMP_SUFFIX):
+        if not is_dir and name.startswith(".") and name.endswith(TEMP_SUFFIX):
             try:
                 afs.delete_file(fs, afs.join(directory, name))
             except (FileNotFoundError, OSError):
