@@ -62,7 +62,7 @@ class Issue:
     renewer: str
     now_ms: int
     password: bytes
-    real_user: str = ""     # the proxy user who asked for ``owner``'s token
+    real_user: str = ""     # the proxy user who asked for ``owner``'s token (its principal)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class DelegationTokens:
                 self.proxy_users.authorize(user, owner, address, real_name=principal)
             except ImpersonationRefused as err:
                 raise DelegationTokenError(str(err)) from None
-            real_user = user
+            real_user = principal or user     # Hadoop records the real user's full name
         return Issue(owner=owner, renewer=self._name("renewer", renewer), now_ms=self._now_ms(),
                      password=secrets.token_bytes(PASSWORD_BYTES), real_user=real_user)
 

@@ -136,7 +136,10 @@ class SaslDigest:
     password: str
 
     def mechanism(self, host: str) -> "PureSaslClient":
-        return PureSaslClient(host, "DIGEST-MD5", self.user, self.password)
+        # Hive's client (HadoopThriftAuthBridge.Client) names no protocol and the server
+        # "default": digest-uri "null/default", which Hive's metastore insists on.
+        return PureSaslClient("default", "DIGEST-MD5", self.user, self.password,
+                              service="null")
 
 
 @dataclass(frozen=True)
@@ -285,10 +288,11 @@ class PureSaslClient:
     """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
     client (PLAIN, DIGEST-MD5) to it."""
 
-    def __init__(self, host: str, mechanism: str, user: str, password: str):
+    def __init__(self, host: str, mechanism: str, user: str, password: str, *,
+                 service: str = "hive"):
         from puresasl.client import SASLClient
         self.mechanism = mechanism
-        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
+        self.client = SASLClient(host, service, mechanism=mechanism, username=user,
                                  password=password)
 
     def start(self, mechanism: str):

@@ -340,7 +340,7 @@ def test_proxy_users(kserver, kdc):
                                                   f"impersonate bob"):
             c.get_delegation_token("bob", "oozie")
     ident = token.decode_identifier()
-    assert (ident.owner, ident.renewer, ident.real_user) == ("alice", "oozie", "oozie")
+    assert (ident.owner, ident.renewer, ident.real_user) == ("alice", "oozie", f"oozie@{REALM}")
     with connect(kserver.uri, options=ClientOptions(
             sasl=SaslDigest(token.sasl_username, token.sasl_password))) as c:
         assert c.set_ugi("x", []) == ["alice"]
@@ -434,7 +434,7 @@ def test_the_commands_with_kerberos(kserver, kdc, tmp_path, capsys):
                      "--output", output]) == 0
     [(_alias, token)] = read_credentials(open(output, "rb").read())
     ident = token.decode_identifier()
-    assert (ident.owner, ident.renewer, ident.real_user) == ("alice", "oozie", "oozie")
+    assert (ident.owner, ident.renewer, ident.real_user) == ("alice", "oozie", f"oozie@{REALM}")
     capsys.readouterr()
     # without a ticket: one line that says what to do
     assert cli_main(["show-transactions", "--conf", site]) == 2
