@@ -77,7 +77,7 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
                              serdeInfo=T.SerDeInfo(name=None, serializationLib=serde,
                                                    parameters={"serialization.format": "1"}),
                              bucketCols=bcols if buckets else [], sortCols=[], parameters={})
-    t = T.Table(tableName=name, dbName=db, owner=M.USER, createTime=int(time.time()),
+    t = T.Table(tableName=name, dbName=db, owner=_owner(session), createTime=int(time.time()),
                 lastAccessTime=0, retention=0, sd=sd, partitionKeys=pkeys, parameters=params,
                 tableType="MANAGED_TABLE")
     try:
@@ -85,6 +85,12 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
     except T.AlreadyExistsException:
         if not if_not_exists:
             raise HiveAcidError(f"table {db}.{name} already exists") from None
+
+
+def _owner(session: SparkSession) -> str:
+    """The owner of what the session creates: Spark's user, as Spark's own CREATE TABLE
+    records it (the short name of its Kerberos principal, else the login user)."""
+    return session.sparkContext.sparkUser() or M.USER
 
 
 def _orc_codec_of(session: SparkSession) -> Optional[str]:
@@ -103,7 +109,7 @@ def create_database(session: SparkSession, name: str, *, location: Optional[str]
     try:
         d.ms.create_database(T.Database(name=name.lower(), description="",
                                         locationUri=location, parameters={},
-                                        ownerName=M.USER, ownerType=1))
+                                        ownerName=_owner(session), ownerType=1))
     except T.AlreadyExistsException:
         pass
 
