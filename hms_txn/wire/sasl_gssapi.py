@@ -43,7 +43,8 @@ def _gssapi() -> Any:
     try:
         import gssapi
     except ImportError as err:       # pragma: no cover - a dependency of the package
-        raise KerberosFailure(f"Kerberos needs python-gssapi (pip install gssapi): {err}") from None
+        raise KerberosFailure(f"Kerberos needs python-gssapi: pip install 'hms-txn[kerberos]' "
+                              f"(it builds against Debian's libkrb5-dev) ({err})") from None
     return gssapi
 
 
@@ -159,7 +160,10 @@ class Acceptor:
     ``keytab``, acquired once (ConfigError naming the key when they cannot be)."""
 
     def __init__(self, principal: str, keytab: str, qops: tuple[str, ...]):
-        gssapi = _gssapi()
+        try:
+            gssapi = _gssapi()
+        except KerberosFailure as err:
+            raise ConfigError(str(err)) from None
         if not keytab:
             raise ConfigError("Kerberos is on but no keytab is given: set "
                               "hive.metastore.kerberos.keytab.file")

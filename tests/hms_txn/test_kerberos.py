@@ -289,6 +289,21 @@ except Exception as err:
 """
 
 
+def test_an_out_of_date_keytab_is_named(krb_env, tmp_path, server_log):
+    """The service's key changed on the KDC after its keytab was exported: clients get
+    tickets the server's keytab cannot decrypt."""
+    server = InProcessServer(str(tmp_path / "data"), kerberos_conf(krb_env, **{
+        "hive.metastore.kerberos.principal": f"hive/stale@{REALM}",
+        "hive.metastore.kerberos.keytab.file": krb_env.keytab("hive/stale")}))
+    try:
+        krb_env.new_key("hive/stale")
+        with pytest.raises(MetastoreUnreachable, match="keytab is out of date"):
+            kclient(server, krb_env, service=f"hive/stale@{REALM}")
+    finally:
+        server.stop()
+    assert any("keytab is out of date" in line for line in server_log), server_log
+
+
 def test_clock_skew_is_named(kserver, kdc, tmp_path, server_log):
     """A client whose clock runs 10 minutes ahead (libfaketime) presents a ticket the KDC
     issued before: the server refuses its authenticator for the skew and says so."""
