@@ -12,7 +12,8 @@ own ``hms_txn.upstream.*`` keys, with the same TLS keys).
   arguments, else ``hive.metastore.client.plain.username`` / ``hms_txn.client.plain.password``),
   else DIGEST-MD5 with the Hive delegation token of the Hadoop credentials file named by
   ``HADOOP_TOKEN_FILE_LOCATION`` whose service is ``hive.metastore.token.signature``, else
-  Kerberos (GSSAPI) when it is configured (``Config.kerberos_required``): the metastore's
+  Kerberos (GSSAPI) when it is configured (``Config.kerberos_required``, or the metastore's
+  principal given): the metastore's
   principal ``hive.metastore.kerberos.principal``, this client's ticket from the ticket
   cache or from ``hms_txn.client.kerberos.keytab`` (``principal``/``keytab`` arguments win),
   the protections of ``hadoop.rpc.protection`` -- the order Hive's own client follows.
@@ -67,7 +68,9 @@ def token_or_kerberos(config: Config, principal: str | None = None,
     Kerberos identity is given), else Kerberos when configured; ConfigError otherwise."""
     principal = principal or config["hms_txn.client.kerberos.principal"]
     keytab = keytab or config["hms_txn.client.kerberos.keytab"]
-    kerberos = bool(principal or keytab) or config.kerberos_required()
+    # Hive's client: SASL on and no token means Kerberos with hive.metastore.kerberos.principal
+    kerberos = (bool(principal or keytab) or config.kerberos_required()
+                or bool(config["hive.metastore.kerberos.principal"]))
     if os.environ.get(TOKEN_FILE_ENV) and not (principal or keytab):
         try:
             return token_sasl(config["hive.metastore.token.signature"])

@@ -73,6 +73,13 @@ def test_host_placeholder(monkeypatch):
     assert server_principal("hive/_HOST@R") == "hive/node-1.example.com@R"
 
 
+def test_hive_3_metastore_names_are_aliases():
+    conf = Config({"metastore.kerberos.principal": "hive/_HOST@R",
+                   "metastore.kerberos.keytab.file": "/k", "metastore.sasl.enabled": "true"})
+    assert (conf["hive.metastore.kerberos.principal"], conf["hive.metastore.kerberos.keytab.file"],
+            conf.kerberos_required()) == ("hive/_HOST@R", "/k", True)
+
+
 def test_rpc_protection_lists():
     assert parse_rpc_protection("authentication") == ("auth",)
     assert parse_rpc_protection(" Privacy, integrity ,authentication") == (
