@@ -26,7 +26,6 @@ import threading
 
 import pytest
 from thrift.Thrift import TApplicationException
-from thrift.transport.TTransport import TTransportException
 
 from hms_txn.cli import main as cli_main
 from hms_txn.common import logs
@@ -39,7 +38,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_streaming import create, ids
 from tests.hms_txn.test_compactor import Engine
-from tests.support.kerberos import REALM, SERVICE
+from tests.support.kerberos import REALM, SERVICE, realm_environment
 from tests.support.requirements import require, require_module
 from tests.support.servers import REPO_ROOT, InProcessServer, client_for
 
@@ -57,16 +56,9 @@ def kerberos_conf(realm, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def krb_env(kdc):
-    """This process uses the test realm (MIT reads KRB5_CONFIG at each use); no ticket
-    cache unless a test names one."""
-    saved = {k: os.environ.get(k) for k in kdc.env()}
-    os.environ.update(kdc.env())
-    yield kdc
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    """This process uses the test realm (tests/support/kerberos.py)."""
+    with realm_environment(kdc):
+        yield kdc
 
 
 @pytest.fixture(scope="module")

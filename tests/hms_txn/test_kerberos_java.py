@@ -19,7 +19,6 @@ authenticates as our principal from our keytab).
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 
 import pytest
@@ -29,7 +28,7 @@ from thrift.transport.TTransport import TTransportException
 from hms_txn.domain.token_codec import Token
 from hms_txn.wire.client import ClientOptions, MetastoreUnreachable, SaslDigest, connect
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
-from tests.hms_txn.test_kerberos import gssapi, kerberos_conf
+from tests.hms_txn.test_kerberos import gssapi, kerberos_conf, krb_env  # noqa: F401 (fixture)
 from tests.support.kerberos import REALM, SERVICE
 from tests.support.requirements import require
 from tests.support.servers import InProcessServer, client_for
@@ -41,19 +40,7 @@ PROXY = {"hadoop.proxyuser.oozie.users": "alice", "hadoop.proxyuser.oozie.hosts"
 
 
 @pytest.fixture(scope="module")
-def krb(kdc):
-    saved = {k: os.environ.get(k) for k in kdc.env()}
-    os.environ.update(kdc.env())
-    yield kdc
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
-@pytest.fixture(scope="module")
-def java_krb(krb, tmp_path_factory):
+def java_krb(krb_env, tmp_path_factory):
     """The Java metastore 2.3, Kerberized: keys in hive-site.xml, Hadoop's in core-site.xml."""
     require(shutil.which("java") is not None, "java is not installed")
     require(importlib.util.find_spec("pyspark") is not None, "pyspark (its jars) is not installed")
@@ -63,18 +50,18 @@ def java_krb(krb, tmp_path_factory):
         free_port(), str(tmp_path_factory.mktemp("javahms-krb")),
         extra_conf={"hive.metastore.sasl.enabled": "true",
                     "hive.metastore.kerberos.principal": SERVICE,
-                    "hive.metastore.kerberos.keytab.file": krb.keytab("hive/localhost")},
+                    "hive.metastore.kerberos.keytab.file": krb_env.keytab("hive/localhost")},
         core_site={"hadoop.security.authentication": "kerberos",
                    "hadoop.rpc.protection": PROTECTION, **PROXY},
-        jvm_options=tuple(krb.java_options()))
+        jvm_options=tuple(krb_env.java_options()))
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def ours(krb, tmp_path_factory):
+def ours(krb_env, tmp_path_factory):
     server = InProcessServer(str(tmp_path_factory.mktemp("ours-krb") / "data"), {
-        **kerberos_conf(krb, **{"hadoop.rpc.protection": PROTECTION, **PROXY}),
+        **kerberos_conf(krb_env, **{"hadoop.rpc.protection": PROTECTION, **PROXY}),
         "hive.metastore.authentication": "NOSASL"})        # the Hive 2.3 key set
     yield server
     server.stop()
@@ -98,13 +85,13 @@ def both(sequence, java, ours_):
     return sequence(java), sequence(ours_)
 
 
-def test_each_protection_level(krb, java_krb, ours):
+def test_each_protection_level(krb_env, java_krb, ours):
     def levels(server):
         out = []
         for qop in ("auth", "auth-int", "auth-conf"):
             def call():
                 name = f"level_{qop.replace('-', '_')}"
-                with connect(uri(server), options=gssapi(krb, qop=qop)) as c:
+                with connect(uri(server), options=gssapi(krb_env, qop=qop)) as c:
                     c.create_database(t.Database(name=name))
                     return name in c.get_all_databases(), c.get_database(name).ownerName
             out.append(outcome(call))
@@ -121,13 +108,13 @@ def test_each_protection_level(krb, java_krb, ours):
     assert [mine[0][1], mine[2][1]] == [(True, "alice")] * 2
 
 
-def test_the_same_refusals(krb, java_krb, ours, tmp_path, monkeypatch):
+def test_the_same_refusals(krb_env, java_krb, ours, tmp_path, monkeypatch):
     def refusals(server):
         monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path}/empty.ccache")
-        no_ticket = outcome(lambda: connect(uri(server), options=gssapi(krb, keytab=False)))
+        no_ticket = outcome(lambda: connect(uri(server), options=gssapi(krb_env, keytab=False)))
         monkeypatch.undo()
         wrong = outcome(lambda: connect(uri(server), options=gssapi(
-            krb, service=f"hive/otherhost@{REALM}")))
+            krb_env, service=f"hive/otherhost@{REALM}")))
 
         def plain():
             with client_for(server.port, timeout_ms=10000) as c:
@@ -135,7 +122,7 @@ def test_the_same_refusals(krb, java_krb, ours, tmp_path, monkeypatch):
         without_sasl = outcome(plain)
 
         def still():
-            with connect(uri(server), options=gssapi(krb)) as c:
+            with connect(uri(server), options=gssapi(krb_env)) as c:
                 return "default" in c.get_all_databases()
         return no_ticket, wrong, without_sasl, outcome(still)
 
@@ -150,10 +137,10 @@ def test_the_same_refusals(krb, java_krb, ours, tmp_path, monkeypatch):
     assert java[3] == mine[3] == ("ok", True)
 
 
-def test_delegation_tokens_and_proxy_users(krb, java_krb, ours):
+def test_delegation_tokens_and_proxy_users(krb_env, java_krb, ours):
     def tokens(server):
         out = []
-        with connect(uri(server), options=gssapi(krb)) as c:
+        with connect(uri(server), options=gssapi(krb_env)) as c:
             token_str = c.get_delegation_token("alice", f"alice@{REALM}")
             out.append(outcome(lambda: c.get_delegation_token("bob", "alice")))
         token = Token.decode_url_string(token_str)
@@ -166,12 +153,12 @@ def test_delegation_tokens_and_proxy_users(krb, java_krb, ours):
             with connect(uri(server), options=digest) as c:
                 return "default" in c.get_all_databases()
         out.append(outcome(use))
-        with connect(uri(server), options=gssapi(krb, "oozie")) as c:
+        with connect(uri(server), options=gssapi(krb_env, "oozie")) as c:
             proxied = Token.decode_url_string(c.get_delegation_token("alice", "oozie"))
             out.append(outcome(lambda: c.get_delegation_token("bob", "oozie")))
         p = proxied.decode_identifier()
         out.append((p.owner, p.renewer, p.real_user))
-        with connect(uri(server), options=gssapi(krb)) as c:
+        with connect(uri(server), options=gssapi(krb_env)) as c:
             renewed = outcome(lambda: c.renew_delegation_token(token_str) > ident.issue_date)
             out.append(outcome(lambda: c.cancel_delegation_token(token_str)))
         out.append(outcome(use)[0])
@@ -189,12 +176,12 @@ def test_delegation_tokens_and_proxy_users(krb, java_krb, ours):
     assert my_renew == ("ok", True)
 
 
-def test_extension_mode_in_front_of_the_kerberized_java_metastore(krb, java_krb, tmp_path):
+def test_extension_mode_in_front_of_the_kerberized_java_metastore(krb_env, java_krb, tmp_path):
     ext = InProcessServer(str(tmp_path / "ext"), {
         "hms_txn.upstream.uris": uri(java_krb), "hms_txn.upstream.sasl.enabled": "true",
         "hms_txn.upstream.kerberos.principal": f"hive/_HOST@{REALM}",
         "hive.metastore.kerberos.principal": SERVICE,
-        "hive.metastore.kerberos.keytab.file": krb.keytab("hive/localhost"),
+        "hive.metastore.kerberos.keytab.file": krb_env.keytab("hive/localhost"),
         "hadoop.rpc.protection": "privacy"})
     try:
         with ext.client() as c:
@@ -207,7 +194,7 @@ def test_extension_mode_in_front_of_the_kerberized_java_metastore(krb, java_krb,
                                        serdeInfo=t.SerDeInfo(serializationLib="x"),
                                        inputFormat="i", outputFormat="o")))
             assert c.get_table("through_ext", "t").owner == "alice"
-        with connect(uri(java_krb), options=gssapi(krb, qop="auth-conf")) as up:
+        with connect(uri(java_krb), options=gssapi(krb_env, qop="auth-conf")) as up:
             assert up.get_table("through_ext", "t").sd.cols[0].name == "id"
     finally:
         ext.stop()

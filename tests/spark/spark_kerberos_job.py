@@ -15,49 +15,23 @@ Writes ``{"user", "results", "acid_rows", "error", "error_chain"}`` to ``OUT_JSO
 
 from __future__ import annotations
 
-import json
 import sys
 
-from tests.spark.spark_sasl_job import DB, STATEMENTS, java_causes, jsonable, session
-
-KRB_DB = "krb_db"
-ACID_TABLE = f"{KRB_DB}.acid_orders"
+from tests.spark.spark_sasl_job import session
+from tests.spark.spark_tls_job import sql_then_hive_acid
 
 
 def main(argv: list[str]) -> int:
     uri, warehouse, out_json, principal, keytab, service = argv[1:7]
-    out = {"user": None, "results": [], "acid_rows": [], "error": None, "error_chain": []}
     spark = session(uri, warehouse, {
         "spark.kerberos.principal": principal,
         "spark.kerberos.keytab": keytab,
         "spark.hadoop.hive.metastore.sasl.enabled": "true",
         "spark.hadoop.hive.metastore.kerberos.principal": service,
     })
-    try:
-        ugi = spark.sparkContext._jvm.org.apache.hadoop.security.UserGroupInformation
-        out["user"] = str(ugi.getCurrentUser().getUserName())
-        for sql in [s.replace(DB, KRB_DB) for s in STATEMENTS]:
-            df = spark.sql(sql)
-            rows = [[jsonable(v) for v in row] for row in df.collect()]
-            out["results"].append({"sql": sql, "columns": list(df.columns), "rows": rows})
-        from spark import hive_acid
-        hive_acid.register(spark)
-        hive_acid.create_table(spark, ACID_TABLE, "id INT, qty INT")
-        spark.createDataFrame([(1, 10), (2, 20)], "id INT, qty INT").write \
-            .format("hive_acid").mode("append").save(ACID_TABLE)
-        hive_acid.sql(spark, f"UPDATE {ACID_TABLE} SET qty = qty + 1 WHERE id = 2")
-        rows = spark.read.format("hive_acid").load(ACID_TABLE).orderBy("id").collect()
-        out["acid_rows"] = [[r.id, r.qty] for r in rows]
-        hive_acid.shutdown()
-    except Exception as err:  # the caller decides whether this failure was expected
-        out["error"] = f"{type(err).__name__}: {err}"
-        out["error_chain"] = java_causes(err)
-    finally:
-        with open(out_json, "w") as f:
-            json.dump(out, f, indent=1)
-        spark.stop()
-    print("DONE", flush=True)
-    return 0
+    ugi = spark.sparkContext._jvm.org.apache.hadoop.security.UserGroupInformation
+    return sql_then_hive_acid(spark, "krb_db", out_json,
+                              {"user": str(ugi.getCurrentUser().getUserName())})
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import pytest
 
 from hms_txn.wire.client import connect
 from tests.hms_txn.test_kerberos import Lines, gssapi, kerberos_conf
-from tests.support.kerberos import REALM
+from tests.support.kerberos import REALM, realm_environment
 from tests.support.requirements import require
 from tests.support.servers import REPO_ROOT, InProcessServer
 
@@ -46,24 +46,20 @@ CORE_SITE = """<configuration>
 def krb_server(kdc, tmp_path):
     require(shutil.which("java") is not None, "java is not installed (Spark needs Java 17)")
     require(importlib.util.find_spec("pyspark") is not None, "pyspark is not installed")
-    saved = {k: os.environ.get(k) for k in kdc.env()}
-    os.environ.update(kdc.env())
-    server = InProcessServer(str(tmp_path / "data"), kerberos_conf(kdc, **{
-        "hadoop.rpc.protection": "privacy",
-        "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"),
-        "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite"}))
     handler, logger = Lines(), logging.getLogger("hms_txn.wire.server")
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)
-    server.log = handler.lines
-    yield server
-    logger.removeHandler(handler)
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with realm_environment(kdc):
+        server = InProcessServer(str(tmp_path / "data"), kerberos_conf(kdc, **{
+            "hadoop.rpc.protection": "privacy",
+            "hive.metastore.warehouse.dir": str(tmp_path / "warehouse"),
+            "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/metastore.sqlite"}))
+        server.log = handler.lines
+        try:
+            yield server
+        finally:
+            logger.removeHandler(handler)
+            server.stop()
 
 
 def test_spark_sql_and_hive_acid_from_a_keytab(krb_server, kdc, tmp_path):
