@@ -48,7 +48,13 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
         params["orc.compress"] = codec
     create_acid_table(d.ms, table, columns, partition_by=partition_by, buckets=buckets,
                       bucket_by=bucket_by, insert_only=insert_only, file_format=file_format,
-                      if_not_exists=if_not_exists, properties=params)
+                      if_not_exists=if_not_exists, properties=params, owner=_owner(session))
+
+
+def _owner(session: SparkSession) -> str:
+    """The owner of what the session creates: Spark's user, as Spark's own CREATE TABLE
+    records it (the short name of its Kerberos principal, else the login user)."""
+    return session.sparkContext.sparkUser() or M.USER
 
 
 def _orc_codec_of(session: SparkSession) -> Optional[str]:
@@ -63,7 +69,8 @@ def _orc_codec_of(session: SparkSession) -> Optional[str]:
 def create_database(session: SparkSession, name: str, *, location: Optional[str] = None
                     ) -> None:
     """CREATE DATABASE IF NOT EXISTS ``name`` in the metastore."""
-    acid_create_database(registered_driver(session).ms, name, location=location)
+    acid_create_database(registered_driver(session).ms, name, location=location,
+                         owner=_owner(session))
 
 
 def drop_table(session: SparkSession, table: str, *, if_exists: bool = True) -> None:

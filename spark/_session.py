@@ -46,17 +46,32 @@ def _session_uri(session: SparkSession, uri: Optional[str] = None) -> str:
 HADOOP_PREFIX = "spark.hadoop."
 
 
+# Spark's Kerberos identity (spark-submit --principal/--keytab) -> our clients' keys
+SPARK_KERBEROS = {"spark.kerberos.principal": "hms_txn.client.kerberos.principal",
+                  "spark.kerberos.keytab": "hms_txn.client.kerberos.keytab"}
+
+
 def connection_options(session: SparkSession):
     """How the driver connects to the metastore: the hive-site keys the session gives
     Spark's own Hive client (``spark.hadoop.<key>``: ``hive.metastore.use.SSL``,
-    ``hive.metastore.truststore.path``, ``hive.metastore.sasl.enabled``, the framed and
-    compact keys, ...), read by the one mapping every client of the project uses
-    (``hms_txn.clients.connection.client_options``)."""
+    ``hive.metastore.truststore.path``, ``hive.metastore.sasl.enabled``,
+    ``hive.metastore.kerberos.principal``, the framed and compact keys, ...) over the
+    Hadoop keys of ``$HADOOP_CONF_DIR/core-site.xml`` (``hadoop.security.authentication``,
+    ``hadoop.rpc.protection``), with Spark's Kerberos identity (``spark.kerberos.principal``
+    / ``.keytab``; else the ticket cache), read by the one mapping every client of the
+    project uses (``hms_txn.clients.connection.client_options``)."""
     from hms_txn.clients.connection import client_options
-    from hms_txn.common.config import Config, ConfigError
+    from hms_txn.common.config import Config, ConfigError, core_site_files, read_site_xml
 
-    raw = {k[len(HADOOP_PREFIX):]: v for k, v in session.sparkContext.getConf().getAll()
-           if k.startswith(HADOOP_PREFIX)}
+    conf = session.sparkContext.getConf().getAll()
+    raw: Dict[str, str] = {}
+    try:
+        for path in core_site_files():
+            raw.update(read_site_xml(path))
+    except ConfigError as err:
+        raise HiveAcidError(f"cannot connect to the metastore: {err}") from None
+    raw.update({k[len(HADOOP_PREFIX):]: v for k, v in conf if k.startswith(HADOOP_PREFIX)})
+    raw.update({SPARK_KERBEROS[k]: v for k, v in conf if k in SPARK_KERBEROS and v})
     try:
         return client_options(Config(raw, source="the Spark session's spark.hadoop.* keys"))
     except ConfigError as err:

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hms_txn.common.kerberos_names import parse_auth_to_local, parse_rpc_protection
+
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message names the file or key."""
@@ -175,8 +177,36 @@ _key("hive.metastore.sasl.enabled", False, parse_bool,
      "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "
      "delegation tokens).", "metastore.sasl.enabled")
 _key("hive.metastore.authentication", "NOSASL", lambda v: _choice(v, AUTH_MODES),
-     "NOSASL, NONE or CONFIG (SASL PLAIN against configured users). KERBEROS and LDAP are "
-     "not supported yet.", "metastore.authentication")
+     "NOSASL, NONE, CONFIG (SASL PLAIN against configured users) or KERBEROS (SASL GSSAPI, "
+     "with DIGEST-MD5 for delegation tokens). LDAP and CUSTOM are not supported.",
+     "metastore.authentication")
+# Kerberos (hms_txn.wire.sasl_gssapi; docs/security.md, "Kerberos")
+_key("hive.metastore.kerberos.principal", None, parse_str,
+     "Server: its Kerberos principal (hive/_HOST@REALM: _HOST becomes this host's canonical "
+     "name). Clients: the metastore's principal (_HOST becomes the host of the URI).",
+     "metastore.kerberos.principal")
+_key("hive.metastore.kerberos.keytab.file", None, parse_str,
+     "Server: the keytab holding the key of hive.metastore.kerberos.principal.",
+     "metastore.kerberos.keytab.file")
+_key("hadoop.security.authentication", "simple",
+     lambda v: _choice(v, ("SIMPLE", "KERBEROS")).lower(),
+     "kerberos: with hive.metastore.sasl.enabled the metastore authenticates clients with "
+     "Kerberos (SASL GSSAPI), Hive 2.3's way of saying it (usually in core-site.xml).")
+_key("hadoop.security.auth_to_local", "DEFAULT", parse_auth_to_local,
+     "Rules mapping Kerberos principals to the short user names the metastore records and "
+     "checks (Hadoop's syntax: DEFAULT, RULE:[n:fmt](regex)s/from/to/g/L).")
+_key("hadoop.security.auth_to_local.mechanism", "hadoop",
+     lambda v: _choice(v, ("HADOOP", "MIT")).lower(),
+     "hadoop: a principal no rule maps is refused; mit: it is used as it is.")
+_key("hadoop.rpc.protection", ("auth",), parse_rpc_protection,
+     "SASL GSSAPI protection, a comma-separated list of authentication, integrity, "
+     "privacy: the server offers each, a client chooses the first the server offers.")
+_key("hms_txn.client.kerberos.principal", None, parse_str,
+     "Clients (the hms-txn commands, hive_acid, the streaming client): authenticate with "
+     "Kerberos as this principal, from hms_txn.client.kerberos.keytab (--principal).")
+_key("hms_txn.client.kerberos.keytab", None, parse_str,
+     "Clients: the keytab of hms_txn.client.kerberos.principal (--keytab); unset: the "
+     "ticket cache (kinit).")
 _key("hive.metastore.authentication.config.username", None, parse_str,
      "User accepted by CONFIG authentication.", "metastore.authentication.config.username")
 _key("hive.metastore.authentication.config.password", None, lambda v: v,
@@ -374,7 +404,12 @@ _key("hms_txn.upstream.uris", None, parse_str,
      "turns on extension mode (catalog calls forwarded there; transactions, write ids, "
      "locks, notifications and the cache served here).")
 _key("hms_txn.upstream.sasl.enabled", False, parse_bool,
-     "Authenticate to the upstream with SASL PLAIN (thrift-sasl).")
+     "Authenticate to the upstream with SASL: PLAIN (thrift-sasl), or Kerberos when "
+     "hms_txn.upstream.kerberos.principal is set.")
+_key("hms_txn.upstream.kerberos.principal", None, parse_str,
+     "The upstream metastore's Kerberos principal (hive/_HOST@REALM: _HOST becomes the "
+     "upstream's host): authenticate to it with SASL GSSAPI, as hive.metastore.kerberos."
+     "principal from its keytab (else the ticket cache).")
 _key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the upstream.")
 _key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
 _key("hms_txn.upstream.framed", False, parse_bool,

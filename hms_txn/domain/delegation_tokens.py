@@ -1,9 +1,12 @@
 """Hive delegation tokens: issuing, renewing and cancelling them, and the DIGEST-MD5 look-up.
 
-A delegation token lets a job that has no password (a Spark driver or executor, a YARN
-container) authenticate to the metastore with SASL DIGEST-MD5. Someone who can
-authenticate with a password (SASL PLAIN) calls ``get_delegation_token``; the string it
-returns is a Hadoop ``Token`` (formats in ``token_codec``).
+A delegation token lets a job that has no password or ticket (a Spark driver or executor,
+a YARN container) authenticate to the metastore with SASL DIGEST-MD5. Someone who
+authenticated with Kerberos (SASL GSSAPI) or a password (SASL PLAIN) calls
+``get_delegation_token``; the string it returns is a Hadoop ``Token`` (formats in
+``token_codec``). A token for another user is issued to a proxy user only
+(``proxy_users``, Hadoop's ``hadoop.proxyuser.*``), as Hive's ``HadoopThriftAuthBridge``
+does; owners and renewers are short names (``hadoop.security.auth_to_local``).
 
 In DIGEST-MD5 the client's user name is base64(identifier) and its password base64(token
 password), realm ``default`` (Hive's ``SaslClientCallbackHandler``). The server keeps only
@@ -34,12 +37,13 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import MetastoreError
 from hms_txn.domain.token_codec import (KIND, MAX_INT32, Token, TokenIdentifier, digest_secret,
                                         short_name)
+from hms_txn.domain.proxy_users import ImpersonationRefused, ProxyUsers
 from hms_txn.store.schema import delegation_tokens, next_delegation_token_id
 from hms_txn.store.sql import reserve_ids
 
 DIGEST_REALM = "default"           # Hive's SaslRpcServer.SASL_DEFAULT_REALM
 PASSWORD_BYTES = 20
-PLAIN, DIGEST = "PLAIN", "DIGEST-MD5"
+PLAIN, DIGEST, GSSAPI = "PLAIN", "DIGEST-MD5", "GSSAPI"
 
 
 class DelegationTokenError(MetastoreError):
@@ -58,6 +62,7 @@ class Issue:
     renewer: str
     now_ms: int
     password: bytes
+    real_user: str = ""     # the proxy user who asked for ``owner``'s token (its principal)
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,20 @@ class DelegationTokens:
     """The token rules: lifetimes, who may issue, renew and cancel, and the token rows."""
 
     def __init__(self, *, renew_interval: float = 86400.0, max_lifetime: float = 7 * 86400.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time,
+                 short_name: Callable[[str], str] = short_name,
+                 proxy_users: ProxyUsers | None = None):
         self.renew_interval_ms = int(renew_interval * 1000)
         self.max_lifetime_ms = int(max_lifetime * 1000)
         self.clock = clock
+        self.short_name = short_name
+        self.proxy_users = proxy_users or ProxyUsers({})
 
     @classmethod
-    def from_config(cls, config: Any) -> "DelegationTokens":
+    def from_config(cls, config: Any, **kwargs: Any) -> "DelegationTokens":
         return cls(renew_interval=config["hive.cluster.delegation.token.renew-interval"],
-                   max_lifetime=config["hive.cluster.delegation.token.max-lifetime"])
+                   max_lifetime=config["hive.cluster.delegation.token.max-lifetime"],
+                   proxy_users=ProxyUsers.from_config(config.raw), **kwargs)
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -100,26 +110,37 @@ class DelegationTokens:
     # ------------------------------------------------------------- checks (no database)
 
     def check_issue(self, owner: str | None, renewer: str | None, *, user: str | None,
-                    mechanism: str | None) -> Issue:
-        """``get_delegation_token`` by ``user`` (authenticated with ``mechanism``)."""
+                    mechanism: str | None, address: str | None = None,
+                    principal: str | None = None) -> Issue:
+        """``get_delegation_token`` by ``user`` (authenticated with ``mechanism`` as
+        ``principal``, from ``address``)."""
         if user is None:
             raise DelegationTokenError(
                 "get_delegation_token needs an authenticated connection: this metastore does "
                 "not require SASL (set hive.metastore.sasl.enabled=true) or the client did not "
-                "authenticate; connect with SASL PLAIN to obtain a delegation token")
-        if mechanism != PLAIN:
+                "authenticate; connect with Kerberos or SASL PLAIN to obtain a delegation token")
+        if mechanism not in (GSSAPI, PLAIN):
             raise DelegationTokenError(
                 f"get_delegation_token: a connection authenticated with {mechanism} (a "
-                f"delegation token) cannot obtain another delegation token; connect with SASL "
-                f"PLAIN (user and password)")
-        owner = (owner or "").strip() or user
-        if owner != user:
-            raise DelegationTokenError(
-                f"get_delegation_token: user {user!r} may not obtain a delegation token owned "
-                f"by {owner!r} (tokens are issued to the authenticated user; proxy users are "
-                f"not supported)")
-        return Issue(owner=owner, renewer=short_name((renewer or "").strip()),
-                     now_ms=self._now_ms(), password=secrets.token_bytes(PASSWORD_BYTES))
+                f"delegation token) cannot obtain another delegation token; connect with "
+                f"Kerberos or SASL PLAIN")
+        owner = self._name("owner", owner) or user
+        real_user = ""
+        if owner != user:          # Hive compares short names, then asks the proxy rules
+            try:
+                self.proxy_users.authorize(user, owner, address, real_name=principal)
+            except ImpersonationRefused as err:
+                raise DelegationTokenError(str(err)) from None
+            real_user = principal or user     # Hadoop records the real user's full name
+        return Issue(owner=owner, renewer=self._name("renewer", renewer), now_ms=self._now_ms(),
+                     password=secrets.token_bytes(PASSWORD_BYTES), real_user=real_user)
+
+    def _name(self, what: str, name: str | None) -> str:
+        name = (name or "").strip()
+        try:
+            return self.short_name(name) if name else ""
+        except ValueError as err:          # no auth_to_local rule maps it
+            raise DelegationTokenError(f"get_delegation_token: {what} {name}: {err}") from None
 
     def check_use(self, method: str, token_str: str, *, user: str | None) -> TokenUse:
         """``method`` (renew or cancel) of the token ``token_str`` by ``user``."""
@@ -146,14 +167,16 @@ class DelegationTokens:
         seq = reserve_ids(conn, next_delegation_token_id, 1)
         if seq > MAX_INT32:
             raise DelegationTokenError("delegation token sequence numbers are exhausted")
-        ident = TokenIdentifier(owner=request.owner, renewer=request.renewer, real_user="",
+        ident = TokenIdentifier(owner=request.owner, renewer=request.renewer,
+                                real_user=request.real_user,
                                 issue_date=now, max_date=now + self.max_lifetime_ms,
                                 sequence_number=seq)
         token = Token(ident.to_bytes(), request.password)
         secret = digest_secret(token.sasl_username, DIGEST_REALM, token.sasl_password)
         conn.execute(delegation_tokens.insert().values(
             sequence_number=seq, identifier=token.sasl_username, owner=request.owner,
-            renewer=request.renewer, real_user="", issue_ms=now, max_date_ms=ident.max_date,
+            renewer=request.renewer, real_user=request.real_user, issue_ms=now,
+            max_date_ms=ident.max_date,
             expiry_ms=min(now + self.renew_interval_ms, ident.max_date),
             digest_secret=secret.hex()))
         return token

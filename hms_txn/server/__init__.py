@@ -16,7 +16,8 @@ from hms_txn.server.metastore import Metastore
 from hms_txn.server.observability import MetricsServer
 from hms_txn.service.handler import ServiceRouter, build_dispatcher
 from hms_txn.wire.codec import object_json
-from hms_txn.wire.sasl import PasswordBook, SaslServer
+from hms_txn.server.authentication import kerberos_server, sasl_server
+from hms_txn.wire.sasl import KerberosServer
 from hms_txn.wire.server import ThriftServer, TransportOptions
 from hms_txn.wire.tls import TlsServer, TlsSetupError
 
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 class MetastoreServer:
-    def __init__(self, ms: Metastore, *, host: str | None = None, port: int | None = None):
+    def __init__(self, ms: Metastore, *, host: str | None = None, port: int | None = None,
+                 kerberos: KerberosServer | None = None):
         self.ms = ms
         config = ms.config
         idle = config["hms_txn.connection.idle.timeout"]
@@ -41,8 +43,8 @@ class MetastoreServer:
             # hms_txn.wire.event_loop); with PostgreSQL a thread per connection.
             event_loop=config["hms_txn.server.txn.loop"] and ms.store.is_sqlite,
             spin=config["hms_txn.server.txn.loop.spin"], tls=tls)
-        sasl = (SaslServer(PasswordBook.from_config(config), ms.token_service.sasl_credential)
-                if config.sasl_required() else None)
+        sasl = sasl_server(config, ms.token_service.sasl_credential,
+                           kerberos if kerberos is not None else kerberos_server(config))
         handler = ms.handler()
         self.dispatcher = build_dispatcher(
             handler, metrics=ms.observability.calls,
@@ -154,13 +156,15 @@ def create_server(config: Config, *, data_dir: str = "metastore_data", host: str
                   port: int | None = None) -> MetastoreServer:
     server_tls(config)       # an unusable certificate stops start-up before the database
     iceberg_rest.check(config, extension_mode=bool(config["hms_txn.upstream.uris"]))
+    kerberos = kerberos_server(config)        # and so does an unusable keytab,
+    sasl_server(config, None, kerberos)       # SASL with framed transport or without users
     upstream = None
     if config["hms_txn.upstream.uris"]:   # extension mode (docs/extension-mode.md)
         from hms_txn.clients.upstream import UpstreamPool
         upstream = UpstreamPool.from_config(config)
     ms = Metastore(config, data_dir=data_dir, object_json=object_json, upstream=upstream)
     try:
-        return MetastoreServer(ms, host=host, port=port)
+        return MetastoreServer(ms, host=host, port=port, kerberos=kerberos)
     except BaseException:      # a configuration error of the transport: nothing started
         ms.close()
         raise

@@ -52,6 +52,7 @@ from hms_txn.service.table_access import TableAccess
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn import TxnManager
+from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService
 from hms_txn.service.token_store import TokenStoreService
@@ -127,7 +128,8 @@ class Metastore:
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
-        self.token_service = TokenService(self.units, DelegationTokens.from_config(config))
+        self.token_service = TokenService(
+            self.units, DelegationTokens.from_config(config, short_name=user_names(config)))
         self.observability = Observability()
         # The metadata cache; in extension mode it reads the catalog from the upstream.
         if upstream is None:

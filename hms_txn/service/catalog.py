@@ -22,6 +22,7 @@ from hms_txn.domain.databases import Databases
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.service.owners import owned_database, owned_table
 from hms_txn.service.constraints import request_constraint_docs
 from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import Route, UnitOfWork, policy
@@ -155,6 +156,7 @@ class CatalogService:
     # ---------------------------------------------------------------- databases
 
     def create_database(self, database):
+        owned_database(database)
         self._apply(self.units.write(lambda c: self.databases.create(c, to_doc(database))))
 
     @policy(route=Route.INLINE)
@@ -189,12 +191,14 @@ class CatalogService:
     # ---------------------------------------------------------------- tables
 
     def create_table(self, tbl):
+        owned_table(tbl)
         self._apply(self.units.write(lambda c: self.tables.create(c, to_doc(tbl))))
 
     def create_table_with_environment_context(self, tbl, environment_context):
         self.create_table(tbl)
 
     def create_table_req(self, request):
+        owned_table(request.table)
         self._apply(self.units.write(lambda c: self.tables.create(
             c, to_doc(request.table), constraints=request_constraint_docs(request))))
 

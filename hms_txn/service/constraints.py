@@ -18,6 +18,7 @@ from hms_txn.domain.constraints import Constraints
 from hms_txn.domain.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.tables import Tables
 from hms_txn.domain.warehouse import Warehouse
+from hms_txn.service.owners import owned_table
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -68,6 +69,7 @@ class ConstraintService:
                                       notNullConstraints, defaultConstraints, checkConstraints):
         lists = constraint_docs(primaryKeys, foreignKeys, uniqueConstraints, notNullConstraints,
                                 defaultConstraints, checkConstraints)
+        owned_table(tbl)
         files = self.units.write(lambda c: self.tables.create(c, to_doc(tbl), constraints=lists))
         files.apply(self.warehouse)
 

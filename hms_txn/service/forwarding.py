@@ -44,6 +44,7 @@ from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain import catalog, names
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents
+from hms_txn.service.owners import owned_database, owned_table
 from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
@@ -229,7 +230,7 @@ class ForwardingService:
     # ---------------------------------------------------------------- databases
 
     def create_database(self, database):
-        self.fwd.up("create_database", database)
+        self.fwd.up("create_database", owned_database(database))
         self.fwd.cache.databases.invalidate(database.name)
         doc = self.fwd.fetch_database(database.name) or to_doc(database)
         self.fwd.record("CREATE_DATABASE", database.name, None, self.fwd.events.database_created,
@@ -411,7 +412,7 @@ class ForwardingService:
 
     def _stored(self, tbl):
         """``tbl`` as the upstream must store it (its upstream form on a Hive 2.x one)."""
-        tbl = sent_table(tbl, None)
+        tbl = owned_table(sent_table(tbl, None))
         return tbl if self.fwd.takes_hive3_acid() else upstream_table(tbl)
 
     def create_table(self, tbl):

@@ -2,8 +2,9 @@
 the DIGEST-MD5 credential look-up the SASL server is given.
 
 Who may call them depends on how the connection authenticated (``hms_txn.wire.session``):
-tokens are issued over SASL PLAIN only, to the authenticated user; renew and cancel also
-work over a DIGEST-MD5 (token) connection, for the token's renewer / owner. Refusals are
+tokens are issued over Kerberos (SASL GSSAPI) or SASL PLAIN, to the authenticated user or,
+for a proxy user, to the user it may act for; renew and cancel also work over a DIGEST-MD5
+(token) connection, for the token's renewer / owner. Refusals are
 MetaException.
 """
 
@@ -14,7 +15,8 @@ import logging
 from hms_txn.domain.delegation_tokens import DelegationTokenError, DelegationTokens
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.sasl import CredentialRefused, DigestCredential
-from hms_txn.wire.session import authenticated_user, authentication_mechanism
+from hms_txn.wire.session import (authenticated_principal, authenticated_user,
+                                  authentication_mechanism, remote_address)
 
 # The logger these messages always had (before the service layer, the token manager logged
 # them itself): logging configurations that name it keep working.
@@ -32,7 +34,8 @@ class TokenService:
 
     def get_delegation_token(self, token_owner, renewer_kerberos_principal_name):
         return self.issue(token_owner, renewer_kerberos_principal_name,
-                          user=authenticated_user(), mechanism=authentication_mechanism())
+                          user=authenticated_user(), mechanism=authentication_mechanism(),
+                          address=remote_address(), principal=authenticated_principal())
 
     def renew_delegation_token(self, token_str_form):
         return self.renew(token_str_form, user=authenticated_user(),
@@ -45,12 +48,15 @@ class TokenService:
     # -- the same for a given user --------------------------------------------------------------
 
     def issue(self, owner: str | None, renewer: str | None, *, user: str | None,
-              mechanism: str | None) -> str:
-        """A new token of ``user``, as its URL string."""
-        request = self.tokens.check_issue(owner, renewer, user=user, mechanism=mechanism)
+              mechanism: str | None, address: str | None = None,
+              principal: str | None = None) -> str:
+        """A new token of ``user`` (or of ``owner``, for a proxy user), as its URL string."""
+        request = self.tokens.check_issue(owner, renewer, user=user, mechanism=mechanism,
+                                          address=address, principal=principal)
         token = self.units.write(lambda conn: self.tokens.issue(conn, request))
-        log.info("issued delegation token %d to %s (renewer %r)",
-                 token.decode_identifier().sequence_number, request.owner, request.renewer)
+        log.info("issued delegation token %d to %s (renewer %r%s)",
+                 token.decode_identifier().sequence_number, request.owner, request.renewer,
+                 f", asked by proxy user {request.real_user}" if request.real_user else "")
         return token.encode_url_string()
 
     def renew(self, token_str: str, *, user: str | None, mechanism: str | None) -> int:

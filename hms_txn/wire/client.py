@@ -9,8 +9,9 @@ transports, SASL and failover behave the same everywhere:
   connection (Hive's client does the same; it shuffles only when asked to). A URI without
   a port means Hive's default, 9083.
 * Transports as the Java metastore offers them: buffered (the default), framed
-  (``framed=True``), SASL (``sasl=SaslPlain(...)`` or ``SaslDigest(...)``: every message in
-  a length-prefixed SASL frame after the handshake); binary protocol (the accelerated C
+  (``framed=True``), SASL (``sasl=SaslPlain(...)``, ``SaslDigest(...)`` or
+  ``SaslGssapi(...)``, Kerberos: every message in a length-prefixed SASL frame after the
+  handshake, GSS-wrapped with a security layer); binary protocol (the accelerated C
   codec) or compact (``compact=True``); any of them over TLS (``tls=TlsClient(...)``,
   ``wire.tls``: the server's certificate and host name are verified).
 * ``timeout`` bounds every socket operation, the connect included; a SASL negotiation gets
@@ -45,7 +46,11 @@ from urllib.parse import urlsplit
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.protocol.TCompactProtocol import TCompactProtocolAccelerated
 from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
 
+from hms_txn.common.kerberos_names import server_principal
+from hms_txn.wire.sasl_gssapi import ClientNegotiation, KerberosFailure, client_credentials
+from hms_txn.wire.sasl_layer import GssapiMechanism, client_transport
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.tls import TlsClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -150,10 +155,35 @@ class SaslDigest:
     password: str
 
     def mechanism(self, host: str) -> "PureSaslClient":
-        return PureSaslClient(host, "DIGEST-MD5", self.user, self.password)
+        # Hive's client (HadoopThriftAuthBridge.Client) names no protocol and the server
+        # "default": digest-uri "null/default", which Hive's metastore insists on.
+        return PureSaslClient("default", "DIGEST-MD5", self.user, self.password,
+                              service="null")
 
 
-Sasl = SaslPlain | SaslDigest
+@dataclass(frozen=True)
+class SaslGssapi:
+    """SASL GSSAPI (Kerberos) with the metastore's service principal ``service``
+    (``hive/_HOST@REALM``: ``_HOST`` becomes the host of the URI, as Hive's client does).
+    The client's identity: a ticket for ``principal`` from ``keytab``, else the ticket
+    cache (kinit's). ``qops``: the protections this client accepts, preferred first
+    (``hadoop.rpc.protection``: ``auth``, ``auth-int``, ``auth-conf``)."""
+    service: str
+    principal: str | None = None
+    keytab: str | None = None
+    qops: tuple[str, ...] = ("auth",)
+
+    def mechanism(self, host: str) -> "GssapiMechanism":
+        try:
+            credentials = client_credentials(self.principal, self.keytab)
+        except KerberosFailure as err:
+            raise TTransportException(TTransportException.NOT_OPEN, str(err)) from None
+        return GssapiMechanism(ClientNegotiation(server_principal(self.service, host),
+                                                 credentials, self.qops))
+
+
+Sasl = SaslPlain | SaslDigest | SaslGssapi
+_MECHANISM_NAMES = {SaslPlain: "PLAIN", SaslDigest: "DIGEST-MD5", SaslGssapi: "GSSAPI"}
 
 
 @dataclass(frozen=True)
@@ -213,11 +243,9 @@ def open_endpoint(endpoint: Endpoint, options: ClientOptions = ClientOptions()) 
             else TSocket.TSocket(endpoint.host, endpoint.port))
     sock.setTimeout(int(options.timeout * 1000))
     if options.sasl is not None:
-        from thrift_sasl import TSaslClientTransport
         sasl, host = options.sasl, endpoint.host
-        transport = TSaslClientTransport(lambda: sasl.mechanism(host),
-                                         "DIGEST-MD5" if isinstance(sasl, SaslDigest) else "PLAIN",
-                                         sock)
+        transport = client_transport(lambda: sasl.mechanism(host),
+                                     _MECHANISM_NAMES[type(sasl)], sock)
     elif options.framed:
         transport = TTransport.TFramedTransport(sock)
     else:
@@ -305,10 +333,11 @@ class PureSaslClient:
     """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
     client (PLAIN, DIGEST-MD5) to it."""
 
-    def __init__(self, host: str, mechanism: str, user: str, password: str):
+    def __init__(self, host: str, mechanism: str, user: str, password: str, *,
+                 service: str = "hive"):
         from puresasl.client import SASLClient
         self.mechanism = mechanism
-        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
+        self.client = SASLClient(host, service, mechanism=mechanism, username=user,
                                  password=password)
 
     def start(self, mechanism: str):

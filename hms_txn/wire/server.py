@@ -36,6 +36,8 @@ from hms_txn.wire.event_loop import CallLoop, CallRouter
 from hms_txn.wire.sasl import COMPLETE as SASL_COMPLETE
 from hms_txn.wire.sasl import START as SASL_START
 from hms_txn.wire.sasl import AuthenticationFailed, SaslServer, begins_handshake, error_frame
+from hms_txn.wire.sasl_gssapi import KerberosFailure
+from hms_txn.wire.sasl_layer import SecurityLayerTransport
 from hms_txn.wire.session import set_authenticated_user
 from hms_txn.wire.tls import TLS_HANDSHAKE_RECORD, TlsServer
 
@@ -215,8 +217,7 @@ class ThriftServer:
         log.warning("refused a connection from %s that does not use SASL "
                     "(hive.metastore.sasl.enabled is on)", _peer(peer))
         refuse(sock, "this metastore requires SASL (hive.metastore.sasl.enabled=true on the "
-                     "server): authenticate with SASL PLAIN (user and password) or DIGEST-MD5 "
-                     "(a Hive delegation token)")
+                     f"server): authenticate with SASL {self.sasl.describe_offer()}")
         return False
 
     def _begins_sasl_unasked(self, sock: socket.socket, peer: Any) -> bool:
@@ -270,17 +271,24 @@ class ThriftServer:
                 who = self.sasl.handshake(sock)
                 log.info("%s authenticated as %s with SASL %s%s", _peer(peer), who.user,
                          who.mechanism, f" ({who.detail})" if who.detail else "")
-                set_authenticated_user(who.user, who.mechanism)
+                set_authenticated_user(who.user, who.mechanism, principal=who.principal,
+                                       address=_address(peer))
             else:
+                who = None
                 set_authenticated_user(None)
             set_idle_timeout(sock, self.idle_timeout)
-            itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
+            if who is not None and who.layer is not None:
+                itrans = otrans = SecurityLayerTransport(client, who.layer, self.max_message)
+            else:
+                itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
             iprot = self.protocol_factory.getProtocol(itrans)
             oprot = self.protocol_factory.getProtocol(otrans)
             while not self._stopping.is_set():
                 self.dispatcher.process(iprot, oprot)
         except AuthenticationFailed as err:
             log.warning("refused connection from %s: %s", _peer(peer), err)
+        except KerberosFailure as err:       # a wrapped message that does not unwrap
+            log.warning("closing connection from %s: %s", _peer(peer), err)
         except TTransport.TTransportException:
             pass  # the client hung up, or was idle past the timeout
         except (ConnectionError, OSError):
@@ -420,6 +428,13 @@ def set_idle_timeout(sock: socket.socket, seconds: float | None) -> None:
     value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def _address(peer: Any) -> str | None:
+    try:
+        return str(peer[0])
+    except (TypeError, IndexError):
+        return None
 
 
 def _peer(peer: Any) -> str:

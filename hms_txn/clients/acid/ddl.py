@@ -18,7 +18,8 @@ def create_acid_table(ms: M.MetastoreConnection, table: str,
                       buckets: Optional[int] = None, bucket_by: Sequence[str] = (),
                       insert_only: bool = False, file_format: str = "orc",
                       if_not_exists: bool = False,
-                      properties: Optional[Dict[str, str]] = None) -> None:
+                      properties: Optional[Dict[str, str]] = None,
+                      owner: Optional[str] = None) -> None:
     """CREATE a transactional table; ``columns`` (name, Hive type) include the partition
     columns named by ``partition_by``."""
     db, name = M.split_name(table)
@@ -56,7 +57,7 @@ def create_acid_table(ms: M.MetastoreConnection, table: str,
                              serdeInfo=T.SerDeInfo(name=None, serializationLib=serde,
                                                    parameters={"serialization.format": "1"}),
                              bucketCols=bcols if buckets else [], sortCols=[], parameters={})
-    t = T.Table(tableName=name, dbName=db, owner=M.USER, createTime=int(time.time()),
+    t = T.Table(tableName=name, dbName=db, owner=owner or M.USER, createTime=int(time.time()),
                 lastAccessTime=0, retention=0, sd=sd, partitionKeys=pkeys, parameters=params,
                 tableType="MANAGED_TABLE")
     try:
@@ -67,10 +68,11 @@ def create_acid_table(ms: M.MetastoreConnection, table: str,
 
 
 def create_database(ms: M.MetastoreConnection, name: str, *,
-                    location: Optional[str] = None) -> None:
-    """CREATE DATABASE IF NOT EXISTS ``name``."""
+                    location: Optional[str] = None, owner: Optional[str] = None) -> None:
+    """CREATE DATABASE IF NOT EXISTS ``name``, owned by ``owner`` (default: the login
+    user)."""
     try:
         ms.create_database(T.Database(name=name.lower(), description="", locationUri=location,
-                                      parameters={}, ownerName=M.USER, ownerType=1))
+                                      parameters={}, ownerName=owner or M.USER, ownerType=1))
     except T.AlreadyExistsException:
         pass
