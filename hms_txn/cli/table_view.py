@@ -58,7 +58,7 @@ def _count(text: str) -> int:
 
 
 def cmd_table_view(args: argparse.Namespace) -> int:
-    from hms_txn.cli import load_config
+    from hms_txn.cli.options import load_config
     from hms_txn.tables import HiveAcidError, connect
 
     if bool(args.user) != bool(args.password_file):

@@ -296,3 +296,41 @@ def test_hive_written_tables_read_as_hive_reads_them(ms, client, tmp_path):
     t = ms.read(name)
     assert t.num_rows == 24 and 24 not in t.column("n_nationkey").to_pylist()
     assert "UNITED STATES" not in t.column("n_name").to_pylist()
+
+
+def test_cat_and_head_print_the_snapshot_without_spark(ms, hms, tmp_path):
+    """``hms-txn cat`` / ``head`` read through hms_txn.tables: a row deleted at the snapshot
+    stays out, --where prunes, --limit bounds, every format round-trips, a missing table is
+    one line and exit 2."""
+    import csv
+    import json
+    import pyarrow.parquet as pq
+
+    name = orders(ms)
+    ms.delete(name, "id = 3")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "hms_txn.cli", *args, "--uri", hms.uri],
+                              capture_output=True, text=True, timeout=120)
+
+    out = cli("cat", name)
+    assert out.returncode == 0, out.stderr
+    got = list(csv.DictReader(out.stdout.splitlines()))
+    assert sorted(int(r["id"]) for r in got) == [i for i in range(20) if i != 3]
+    out = cli("cat", name, "--where", "day = '2024-01-02' AND qty >= 150", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert sorted(json.loads(line)["id"] for line in out.stdout.splitlines()) == [15, 16, 17,
+                                                                                18, 19]
+    target = tmp_path / "rows.parquet"
+    out = cli("cat", name, "--columns", "id,note", "--format", "parquet", "--output",
+              str(target))
+    assert out.returncode == 0 and "19 row(s) written" in out.stderr, out.stderr
+    assert pq.read_table(target).column_names == ["id", "note"]
+    out = cli("head", name, "--limit", "4")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()       # header, rule, 4 rows, the count
+    assert len(lines) == 7 and lines[-1] == "(4 row(s))", out.stdout
+    assert [line.split()[0] for line in lines[2:6]] == ["0", "1", "2", "4"]
+    out = cli("cat", "default.no_such_table")
+    assert out.returncode == 2 and out.stdout == "", (out.returncode, out.stdout)
+    assert len(out.stderr.strip().splitlines()) == 1 and "no_such_table" in out.stderr
