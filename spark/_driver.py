@@ -88,11 +88,13 @@ class Driver:
     """Transactions and locks of one driver process against one metastore."""
 
     def __init__(self, uri: str, *, bind_host: str = "127.0.0.1",
-                 advertised_host: Optional[str] = None, options=None):
+                 advertised_host: Optional[str] = None, options=None,
+                 ports: Tuple[int, int] = (0, 0)):
         """``bind_host``: where the coordinator listens (loopback unless executors run on
         other hosts); ``advertised_host``: the address tasks are told to call, by default
         ``bind_host`` (it must be given when that is a wildcard such as 0.0.0.0);
-        ``options``: how to connect to the metastore (``MetastoreConnection``)."""
+        ``options``: how to connect to the metastore (``MetastoreConnection``);
+        ``ports``: the coordinator's port range (``_coordinator.coordinator_ports``)."""
         self.uri = uri
         self.ms = M.MetastoreConnection(uri, options=options)
         try:
@@ -109,7 +111,12 @@ class Driver:
         self._stop = threading.Event()
         self._local = threading.local()
         self.authkey = secrets.token_bytes(16)
-        self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host)
+        try:
+            self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host,
+                                           ports)
+        except BaseException:       # e.g. no free port in the configured range
+            self.ms.close()
+            raise
         self.address = self.coordinator.address
         threading.Thread(target=self._heartbeat_loop, name="hive-acid-heartbeat",
                          daemon=True).start()

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from orc_acid.fs import hadoop_options
 
-from ._coordinator import coordinator_hosts
+from ._coordinator import coordinator_hosts, coordinator_ports
 from ._datasource import HiveAcidDataSource
 from ._driver import Driver
 from ._errors import HiveAcidError
@@ -69,9 +69,11 @@ def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
     with _drivers_mu:
         d = _drivers.get(uri)
         if d is None:
-            bind, advertised = coordinator_hosts(session.sparkContext.getConf())
+            conf = session.sparkContext.getConf()
+            bind, advertised = coordinator_hosts(conf)
             d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised,
-                                       options=connection_options(session))
+                                       options=connection_options(session),
+                                       ports=coordinator_ports(conf))
         d.ms.fs_options = session_fs_options(session)
         return d
 
