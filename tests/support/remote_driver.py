@@ -40,6 +40,10 @@ def _serve(conn, spark, stop: threading.Event) -> None:
                 stop.set()
                 return
             try:
+                # this thread's JVM thread (py4j pins one per Python thread) looks data
+                # sources up in its active session, which a new thread may not have
+                spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(
+                    spark._jsparkSession)
                 reply = ("ok", fn(spark, *args))
             except BaseException as err:       # noqa: BLE001 - reported to the test
                 reply = ("error", (type(err).__name__, str(err), traceback.format_exc()))
