@@ -254,7 +254,6 @@ def test_minor_compaction_on_spark_survives_a_killed_application_and_is_retried(
         cluster, hms, client, table, worker):
     from hms_txn.service.compactor.initiator import Initiator
     opts = cluster.s3_options()
-    check_every_snapshot(hms, table, opts, MINOR_T)
     init = Initiator(hms.ms.config, hms.ms.units, hms.ms.txns)
     queued = init.run_once()["requested"]
     # both tables are due a minor compaction (more than 10 deltas): the second is left
@@ -305,7 +304,6 @@ def test_major_compaction_on_spark_then_the_master_and_the_cleaner(cluster, hms,
     from hms_txn.service.compactor.cleaner import Cleaner
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
     opts = cluster.s3_options()
-    check_every_snapshot(hms, table, opts, MAJOR_T)
     ids = set()
     for part in PARTS:
         r = client.compact2(T.CompactionRequest(dbname=DB, tablename=MAJOR_T,
