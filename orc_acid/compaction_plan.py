@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import pyarrow as pa
 
 from . import fs as afs
+from .acid_file_writer import TEMP_SUFFIX
 from .compaction_events import pick_row_type
 from .compaction_tasks import (DELETE_EVENTS, INSERT_EVENTS, MAJOR, ORIGINAL, CompactionTask,
                                TaskInput)
@@ -16,9 +17,7 @@ from .splits import plan_splits_for_snapshot
 from .table_files import AcidSchemaError, TableFiles
 from .valid_ids import RangeResponse
 
-__all__ = ["group_tasks", "remove_stale_temporaries", "TEMP_SUFFIX"]
-
-TEMP_SUFFIX = ".tmp"
+__all__ = ["group_tasks", "remove_stale_temporaries"]
 
 
 def _minor_tasks(plan, staging_dir: str, files: TableFiles) -> List[CompactionTask]:
@@ -80,16 +79,15 @@ def group_tasks(plan, staging_dir: str, files: TableFiles,
     return _minor_tasks(plan, staging_dir, files)
 
 
-def remove_stale_temporaries(fs, directory: str, prefix: str = ".") -> None:
+def remove_stale_temporaries(fs, directory: str) -> None:
     """Delete hidden temporaries (``.<name>.<random>.tmp``) left in an output directory by
-    task attempts that died; ``prefix`` narrows them to one file's."""
+    task attempts that died."""
     try:
         names = afs.list_names(fs, directory)
     except (FileNotFoundError, OSError):
         return
     for name, is_dir, _ in names:
-        if not is_dir and name.startswith(prefix) and name.startswith(".") \
-                and name.endswith(TEMP_SUFFIX):
+        if not is_dir and name.startswith(".") and name.endswith(TEMP_SUFFIX):
             try:
                 afs.delete_file(fs, afs.join(directory, name))
             except (FileNotFoundError, OSError):

@@ -1,85 +1,105 @@
-"""Running one compaction task (``orc_acid.compaction_tasks.run_task``)."""
+"""Running one compaction task (:func:`run_task`): its inputs merged as sorted streams
+(``orc_acid.event_merge``), read batch by batch (``orc_acid.compaction_events``), written
+as they come (``orc_acid.acid_file_writer``). The task's contract is in
+``orc_acid.compaction_tasks``."""
 
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
 from . import fs as afs
-from .compaction_events import live_rows_as_events, read_events, sort_events
-from .compaction_tasks import DELETE_EVENTS, MAJOR, ORIGINAL, CompactionTask, TaskResult
+from .acid_file_writer import AcidFileWriter
+from .compaction_events import (DEFAULT_BATCH_ROWS, EVENTS, KEYS, LIVE, acid_input,
+                                original_input)
+from .compaction_tasks import (DELETE_EVENTS, INSERT_EVENTS, MAJOR, ORIGINAL, CompactionTask,
+                               TaskResult)
+from .event_merge import MergeStats, drop_deleted, merge_sorted
 from .layout import format_bucket_file
-from .reader import read_split
-from .splits import DataFile, DeleteFile, Split
 from .table_files import TableFiles
 from .valid_ids import as_valid_write_ids
-from .writer import WriterOptions, write_acid_file
+from .writer import WriterOptions
 
 __all__ = ["run_task"]
 
 
-def _replaceable(fs, path: str) -> None:
-    """An earlier attempt's output is replaced (staging: invisible to readers)."""
-    if afs.exists(fs, path):
-        afs.delete_file(fs, path)
-
-
-def _execute(task: CompactionTask, fs, options, batch_rows, start: float) -> TaskResult:
-    files = TableFiles(task.location, fs)
-    wids = as_valid_write_ids(task.valid_write_ids)
-    name = format_bucket_file(task.bucket_id)
-    written, rows, deletes = [], 0, 0
-    bytes_read = sum(files.size(i.path) for i in task.inputs)
-    if task.kind == MAJOR:
-        data = tuple(DataFile(i.path, "original" if i.role == ORIGINAL else "delta",
-                              task.bucket_id, 0, 0, i.filter_invalid, i.side_file)
-                     for i in task.inputs if i.role != DELETE_EVENTS)
-        dels = tuple(DeleteFile(i.path, task.bucket_id, i.filter_invalid)
-                     for i in task.inputs if i.role == DELETE_EVENTS)
-        schema = pa.schema(list(task.row_type))
-        t = read_split(Split(task.location, task.bucket_id, data, dels, task.valid_write_ids),
-                       schema=schema, with_row_id=True, filesystem=fs)
-        if t.num_rows:
-            events = sort_events(live_rows_as_events(t, schema))
-            rel = f"{task.insert_dir}/{name}"
-            _replaceable(fs, afs.join(task.staging_dir, rel))
-            write_acid_file(afs.join(task.staging_dir, rel), events, inserts=t.num_rows,
-                            options=options, filesystem=fs)
-            written.append(rel)
-            rows = t.num_rows
-    else:
-        for is_delete, out in ((False, task.insert_dir), (True, task.delete_dir)):
-            parts = [read_events(files, i.path, i.side_file, i.filter_invalid, wids,
-                                 task.row_type)
-                     for i in task.inputs if (i.role == DELETE_EVENTS) == is_delete]
-            parts = [p for p in parts if p.num_rows]
-            if not out or not parts:
-                continue
-            events = sort_events(pa.concat_tables(parts).combine_chunks())
-            n = events.num_rows
-            rel = f"{out}/{name}"
-            _replaceable(fs, afs.join(task.staging_dir, rel))
-            write_acid_file(afs.join(task.staging_dir, rel), events,
-                            inserts=0 if is_delete else n, deletes=n if is_delete else 0,
-                            options=options, filesystem=fs)
-            written.append(rel)
-            if is_delete:
-                deletes += n
-            else:
-                rows += n
-    return TaskResult(task.bucket_id, tuple(written), rows, deletes, bytes_read,
-                      time.perf_counter() - start)
-
-
 def run_task(task: CompactionTask, *, options: Optional[WriterOptions] = None,
-             filesystem=None, batch_rows: Optional[int] = None) -> TaskResult:
+             filesystem=None, batch_rows: Optional[int] = None,
+             spill_dir: Optional[str] = None) -> TaskResult:
     """Do one task: merge its inputs and write its output files under ``task.staging_dir``
     (replacing those of an earlier attempt). ``options``: ORC writer settings (default:
     Hive's delta writer's); ``filesystem``: overrides ``task.filesystem``; ``batch_rows``:
-    rows read per input file at a time (default ``DEFAULT_BATCH_ROWS``; smaller: less
-    memory, more steps)."""
+    rows read from an input file at a time (default
+    ``orc_acid.compaction_events.DEFAULT_BATCH_ROWS``: less is less memory and more
+    steps); ``spill_dir``: where output for a remote file system is encoded before it is
+    streamed there (default: the system's temporary directory)."""
     start = time.perf_counter()
     fs = filesystem if filesystem is not None else task.filesystem
-    return _execute(task, fs, options, batch_rows, start)
+    files = TableFiles(task.location, fs)
+    wids = as_valid_write_ids(task.valid_write_ids)
+    rows_at_once = int(batch_rows or DEFAULT_BATCH_ROWS)
+    name = format_bucket_file(task.bucket_id)
+
+    def inputs(role: str, mode: str) -> list:
+        found = [acid_input(files, i.path, i.side_file, i.filter_invalid, wids, task.row_type,
+                            mode, rows_at_once) for i in task.inputs if i.role == role]
+        return [m for m in found if m is not None]
+
+    stats: List[MergeStats] = []
+
+    def merged(found: list, with_current_txn: bool = True) -> Iterator[pa.Table]:
+        st = MergeStats()
+        stats.append(st)
+        return merge_sorted(found, with_current_txn=with_current_txn, stats=st)
+
+    def write(rel_dir: Optional[str], chunks, is_delete: bool) -> Tuple[Optional[str], int]:
+        if rel_dir is None:
+            return None, 0
+        rel = f"{rel_dir}/{name}"
+        n, writer = 0, None
+        try:
+            for chunk in chunks:
+                if chunk.num_rows == 0:
+                    continue
+                if writer is None:
+                    writer = AcidFileWriter(afs.join(task.staging_dir, rel), task.row_type,
+                                            options=options, filesystem=fs,
+                                            spill_dir=spill_dir)
+                writer.write(chunk)
+                n += chunk.num_rows
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is None:
+            return None, 0
+        writer.close(inserts=0 if is_delete else n, deletes=n if is_delete else 0)
+        return rel, n
+
+    written, rows, deletes = [], 0, 0
+    if task.kind == MAJOR:
+        data = inputs(INSERT_EVENTS, LIVE)
+        originals = [i.path for i in task.inputs if i.role == ORIGINAL]
+        if originals:
+            orig = original_input(files, originals, task.row_type, task.bucket_id,
+                                  rows_at_once)
+            if orig is not None:
+                data.append(orig)
+        chunks = merged(data)
+        dels = inputs(DELETE_EVENTS, KEYS)
+        if dels:
+            chunks = drop_deleted(chunks, merged(dels, with_current_txn=False))
+        rel, rows = write(task.insert_dir, chunks, False)
+        written += [rel] if rel else []
+    else:
+        rel, rows = write(task.insert_dir, merged(inputs(INSERT_EVENTS, EVENTS)), False)
+        written += [rel] if rel else []
+        rel, deletes = write(task.delete_dir, merged(inputs(DELETE_EVENTS, EVENTS)), True)
+        written += [rel] if rel else []
+    return TaskResult(task.bucket_id, tuple(written), rows, deletes,
+                      sum(files.size(i.path) for i in task.inputs),
+                      time.perf_counter() - start,
+                      max_open_inputs=sum(s.max_open_inputs for s in stats),
+                      max_buffered_rows=sum(s.max_buffered_rows for s in stats))

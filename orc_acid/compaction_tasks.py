@@ -24,11 +24,15 @@ A task's contract:
   a speculative duplicate). Each file is written whole under a hidden temporary name
   (``.bucket_NNNNN.<random>.tmp`` in the output directory) and renamed over any file of an
   earlier attempt; on object stores (no rename) it is one upload under the final name, which
-  replaces an earlier attempt's object whole. A half-written file of a dead attempt is thus
-  never taken for output; its hidden temporary is removed when the compaction is published
-  (``publish_compaction``) or discarded. Two attempts running at once write identical bytes.
-* **Memory**: bounded by the merge (``orc_acid.event_merge``), independent of the group's
-  size; see ``orc_acid.compaction`` for the bound.
+  replaces an earlier attempt's object (an upload that failed part way may have left a
+  partial object there: it is invisible -- the compaction has not committed -- and the
+  re-run replaces it). A half-written file of a dead attempt is thus never taken for
+  output; hidden temporaries are removed when the compaction is published
+  (``publish_compaction``) or discarded. Two attempts running at once write identical
+  bytes. Publish only after the engine's job has ended (no attempt still running).
+* **Memory**: bounded independently of the group's size (a batch and a stripe per open
+  input file, plus the writer's stripe): stated in ``orc_acid.compaction`` and
+  docs/compaction.md.
 
 What a task does, by kind:
 

@@ -84,15 +84,26 @@ class WriterOptions:
 DEFAULT_OPTIONS = WriterOptions()
 
 
+def orc_writer_kwargs(opts: WriterOptions) -> dict:
+    """pyarrow ORC writer arguments for ``opts`` (no padding between stripes, so the
+    stripes' offsets are what the footer says)."""
+    return dict(compression=opts.compression, stripe_size=opts.stripe_size,
+                compression_block_size=opts.compression_block_size,
+                row_index_stride=opts.row_index_stride, batch_size=opts.batch_size,
+                padding_tolerance=0.0)
+
+
+def acid_footer_items(key_index: str, inserts: int, updates: int, deletes: int) -> list:
+    """The footer user metadata of an ACID file, as Hive's writers put it."""
+    return [("hive.acid.key.index", key_index.encode("utf-8")),
+            ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
+            ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii"))]
+
+
 def encode_orc(events: pa.Table, opts: WriterOptions) -> pa.Buffer:
-    """``events`` as one ORC file in memory, written with ``opts`` (no padding between
-    stripes, so the stripes' offsets are what the footer says)."""
+    """``events`` as one ORC file in memory, written with ``opts``."""
     sink = pa.BufferOutputStream()
-    orc.write_table(events, sink, compression=opts.compression,
-                    stripe_size=opts.stripe_size,
-                    compression_block_size=opts.compression_block_size,
-                    row_index_stride=opts.row_index_stride,
-                    batch_size=opts.batch_size, padding_tolerance=0.0)
+    orc.write_table(events, sink, **orc_writer_kwargs(opts))
     return sink.getvalue()
 
 
@@ -228,11 +239,8 @@ def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: i
         key_index = "".join(f"{o},{b},{r};" for o, b, r in zip(otid, bkt, rid))
     else:
         key_index = ""
-    data = OrcTail.of_bytes(data, path).with_user_metadata([
-        ("hive.acid.key.index", key_index.encode("utf-8")),
-        ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
-        ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii")),
-    ])
+    data = OrcTail.of_bytes(data, path).with_user_metadata(
+        acid_footer_items(key_index, inserts, updates, deletes))
     publish_bytes(fs, path, data)
     return path
 
