@@ -74,7 +74,8 @@ def compact(table_dir: str, kind: str, valid_write_ids: str, visibility_txn_id: 
             for r in results.get(0, []):
                 record_task(staged, r)
             return {"rows": staged.rows, "deletes": staged.deletes, "files": staged.files,
-                    "tasks": len(tasks), "app_id": app.app_id, "seconds": round(seconds, 2),
+                    "tasks": len(tasks), "app_id": app.app_id,
+                    "application_seconds": round(seconds, 2),
                     "task_seconds": round(sum(r.seconds for r in results.get(0, [])), 2)}
         finally:
             discard_staged(staged)

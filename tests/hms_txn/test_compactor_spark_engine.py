@@ -7,7 +7,6 @@ test cluster: tests/spark/test_cluster_compaction.py."""
 from __future__ import annotations
 
 import os
-import pickle
 import stat
 import sys
 import time

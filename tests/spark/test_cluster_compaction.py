@@ -1,19 +1,21 @@
 """Compaction as a Spark job (``hms_txn.compactor.engine=SPARK``) on the test cluster: two
 workers with one core each in network namespaces of their own, the warehouse on S3.
 
-Two tables of 4 partitions written by the same transactions (so with the same rows and ROW__IDs):
-a base, then 20 insert transactions and 5 delete transactions, each writing every partition
-(deltas and delete deltas alternating between bucket ids 0 and 1, so each partition is two
-tasks). One is minor-compacted, the other major-compacted (a partition waiting for cleaning
-takes no new request, and cleaning would take away the files of the older snapshots). What every reader snapshot (one per committed
-transaction) holds is computed here, in Python, as the table is written; it is read back
-with ``orc_acid`` from the files before and after every compaction. The metastore's worker
-runs the compactions; its Initiator, Worker and Cleaner are driven by the test (``run_once``
-of the server's own classes, on its configuration and database) so that it decides when they
-look: the worker then claims the four requests of a step together.
+Two tables of 4 partitions written by the same transactions (so with the same rows and
+ROW__IDs): a base, then 20 insert transactions and 5 delete transactions, each writing every
+partition (deltas and delete deltas alternating between bucket ids 0 and 1, so each
+partition is two tasks). One is minor-compacted, the other major-compacted (a partition
+waiting for cleaning takes no new request, and cleaning would take away the files of the
+older snapshots). What every reader snapshot (one per committed transaction) holds is
+computed here, in Python, as the tables are written; it is read back with ``orc_acid`` from
+the files after every compaction. The metastore's worker runs the compactions; its
+Initiator, Worker and Cleaner are driven by the test (``run_once`` of the server's own
+classes, on its configuration and database) so that it decides when they look: the worker
+then claims the four requests of a step together.
 
-1. The Initiator queues a minor compaction of each partition of the first table (a per-table override keeps
-   the delta/base size ratio from asking for a major one); the worker claims the four
+1. The Initiator queues a minor compaction of each partition of the first table (a
+   per-table override keeps the delta/base size ratio from asking for a major one); the
+   worker claims the four
    together and runs one Spark application, which the test kills through the master's
    web UI while it runs: the requests fail, their transactions abort, and what the tasks
    wrote is removed by the worker (or, written after that, aborted ``_vC`` output that no
@@ -28,7 +30,6 @@ look: the worker then claims the four requests of a step together.
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.parse
 import urllib.request
