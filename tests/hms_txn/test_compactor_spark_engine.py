@@ -38,18 +38,27 @@ def settings(submit: str, **extra) -> SparkSettings:
 
 def test_the_application_gets_hive_site_s_spark_keys(tmp_path):
     s = settings(fake_submit(tmp_path, ""), **{"spark.executor.memory": "3g",
-                                                "hive.compactor.job.queue": "compactions"})
-    argv = s.argv("hms-txn compaction 7", "/jobs/x")
+                                                "hive.compactor.job.queue": "compactions",
+                                                "spark.hadoop.fs.s3a.secret.key": " s3cr=t\\"})
+    job = tmp_path / "job"
+    job.mkdir()
+    argv = s.argv("hms-txn compaction 7", str(job))
     assert argv[:7] == [s.submit, "--master", "spark://m:7077", "--deploy-mode", "client",
                         "--name", "hms-txn compaction 7"]
-    confs = {argv[i + 1] for i, a in enumerate(argv) if a == "--conf"}
-    assert {"spark.executor.memory=3g", "spark.yarn.queue=compactions",
-            f"spark.pyspark.python={sys.executable}"} <= confs
-    assert not any(c.startswith("spark.master=") for c in confs)
+    # the keys are in a properties file (on top of spark-defaults.conf), never on the
+    # command line, where every user of the host could read a secret
+    props = argv[argv.index("--properties-file") + 1]
+    assert "--load-spark-defaults" in argv and not any("s3cr" in a for a in argv)
+    with open(props) as f:
+        lines = f.read().splitlines()
+    assert {"spark.executor.memory 3g", "spark.yarn.queue compactions",
+            f"spark.pyspark.python {sys.executable}",
+            "spark.hadoop.fs.s3a.secret.key \\ s3cr=t\\\\"} <= set(lines)
+    assert not any(line.startswith("spark.master") for line in lines)
     # executors get orc_acid from --py-files; the program is spark/compaction_job.py
     py_files = argv[argv.index("--py-files") + 1]
     assert "orc_acid/compaction.py" in zipfile.ZipFile(py_files).namelist()
-    assert argv[-2].endswith(os.path.join("spark", "compaction_job.py")) and argv[-1] == "/jobs/x"
+    assert argv[-2].endswith(os.path.join("spark", "compaction_job.py")) and argv[-1] == str(job)
     assert s.fs_options == {"fs.s3a.endpoint": "http://s3:9000"}
 
 

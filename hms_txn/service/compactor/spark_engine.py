@@ -148,11 +148,22 @@ class SparkSettings:
         self.fs_options = config.filesystem_options()
 
     def argv(self, name: str, job_dir: str) -> List[str]:
-        args = [self.submit, "--master", self.master, "--deploy-mode", "client",
-                "--name", name]
-        for k, v in sorted(self.conf.items()):
-            args += ["--conf", f"{k}={v}"]
-        return args + ["--py-files", orc_acid_zip(), self.program, job_dir]
+        """spark-submit's arguments. The ``spark.*`` keys go in a properties file of the
+        job directory, not on the command line (which every user of the host can read:
+        ``spark.hadoop.fs.s3a.secret.key`` and the like), loaded on top of
+        ``spark-defaults.conf``."""
+        props = os.path.join(job_dir, "spark.properties")
+        with open(props, "w") as f:
+            f.writelines(f"{k} {_escape(v)}\n" for k, v in sorted(self.conf.items()))
+        return [self.submit, "--master", self.master, "--deploy-mode", "client",
+                "--name", name, "--properties-file", props, "--load-spark-defaults",
+                "--py-files", orc_acid_zip(), self.program, job_dir]
+
+
+def _escape(value: str) -> str:
+    """A value as a Java properties file reads it back."""
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + out if out[:1] in (" ", "\t") else out
 
 
 Item = Tuple[int, str, object]      # (request id, table/partition location, CompactionTask)
@@ -173,8 +184,8 @@ class SparkApplication:
             poll_s: float = 0.5) -> Dict[int, list]:
         """Run the application to its end; -> request id -> its tasks' results. Raises
         SparkJobFailed, or SparkJobStopped when ``should_stop()`` said so (then the
-        application is killed first). The job directory is removed after success and kept
-        (its log) after a failure."""
+        application is killed first). The job directory is removed after success; after a
+        failure its log stays (the job and the properties, which hold credentials, go)."""
         with open(os.path.join(self.job_dir, JOB), "wb") as f:
             pickle.dump({"tasks": self.items, "fs_options": self.settings.fs_options}, f)
         env = dict(os.environ)
@@ -196,6 +207,11 @@ class SparkApplication:
         finally:
             if proc.poll() is None:
                 _kill_group(proc)
+            for secret in (JOB, "spark.properties"):     # they hold the fs.* / spark keys
+                try:
+                    os.unlink(os.path.join(self.job_dir, secret))
+                except FileNotFoundError:
+                    pass
         self._read_app_id(on_app_id)
         results = self._results(proc.returncode)
         shutil.rmtree(self.job_dir, ignore_errors=True)
