@@ -30,7 +30,6 @@ then claims the four requests of a step together.
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +40,7 @@ import pytest
 import orc_acid
 from orc_acid import fs as afs
 from orc_acid.layout import encode_bucket
-from tests.support.cluster import cluster_metastore, snapshot_rows, start_cluster
+from tests.support.cluster import cluster_metastore, poll_until, snapshot_rows
 
 pytestmark = [pytest.mark.spark]
 
@@ -50,13 +49,6 @@ PARTS = ("p=a", "p=b", "p=c", "p=d")
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 MINOR, MAJOR = 1, 2
 SHARED_WRITE, PARTITION_LEVEL, OP_INSERT, OP_UPDATE, OP_DELETE = 2, 3, 2, 3, 4
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(str(tmp_path_factory.mktemp("cluster")))
-    yield c
-    assert c.stop() == []
 
 
 @pytest.fixture(scope="module")
@@ -211,18 +203,6 @@ def compactions(client, name):
     return client.show_compact(T.ShowCompactRequest(tbName=name)).compacts or []
 
 
-def wait_for(predicate, timeout, what, every=0.5, job=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if job is not None and job.done():
-            raise AssertionError(f"the worker returned ({job.result()}) before: {what}")
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"not within {timeout:.0f}s: {what}")
-
-
 def outcomes(client, name, ids):
     """State of each compaction id once none of them is initiated or working, else None."""
     got = {e.id: e for e in compactions(client, name) if e.id in ids}
@@ -265,10 +245,10 @@ def test_minor_compaction_on_spark_survives_a_killed_application_and_is_retried(
     # the worker claims the four for one application; kill it while it runs
     with ThreadPoolExecutor(1) as pool:
         run = pool.submit(worker.run_once)
-        app = wait_for(lambda: next((e.hadoopJobId for e in compactions(client, MINOR_T)
+        app = poll_until(lambda: next((e.hadoopJobId for e in compactions(client, MINOR_T)
                                      if e.id in ids and (e.hadoopJobId or "").startswith("app-")),
                                     None), 240, "the application started", job=run)
-        wait_for(lambda: any(a["id"] == app and a["state"] == "RUNNING"
+        poll_until(lambda: any(a["id"] == app and a["state"] == "RUNNING"
                              for a in cluster.master_state()["activeapps"]), 120,
                  "the application runs on the master", job=run)
         kill_application(cluster, app)
@@ -329,7 +309,7 @@ def test_major_compaction_on_spark_then_the_master_and_the_cleaner(cluster, hms,
     # cleaning: what the compactions replaced and any aborted output go; the newest
     # snapshot reads the same from what is left
     cleaner = Cleaner(hms.ms.config, hms.ms.units, hms.ms.txns)
-    wait_for(lambda: (cleaner.run_once(), not any(
+    poll_until(lambda: (cleaner.run_once(), not any(
         e.state == "ready for cleaning" for name in TABLES
         for e in compactions(client, name)))[1], 120, "cleaning")
     for part in PARTS:

@@ -18,21 +18,14 @@ import time
 import pytest
 
 from tests.support.cluster import (REPO_ROOT, RemoteDriver, RemoteError, cluster_metastore,
-                                   executor_task_hosts, listening_addresses, snapshot_rows,
-                                   start_cluster)
+                                   executor_task_hosts, listening_addresses, poll_until,
+                                   snapshot_rows)
 
 pytestmark = [pytest.mark.spark]
 
 TXN_TIMEOUT_S = 8
 SCHEMA = "id INT, qty BIGINT, note STRING, day STRING"
 DAYS = ("d1", "d2", "d3", "d4")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = start_cluster(str(tmp_path_factory.mktemp("cluster")))
-    yield c
-    assert c.stop() == []
 
 
 @pytest.fixture(scope="module")
@@ -240,28 +233,15 @@ def _write_tagged(spark, table, total, marker):
                   .selectExpr("id", "attempt").collect())
 
 
-def _until(predicate, timeout: float, what: str, every: float = 0.05, job=None):
-    """Poll ``predicate`` to a deadline; a ``job`` (future) that ends meanwhile ends it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if job is not None and job.done():
-            raise AssertionError(f"the driver's call ended before: {what}: {job.result()}")
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"not within {timeout:.0f}s: {what}")
-
-
 def test_a_killed_executor_s_files_never_become_visible(driver, cluster, client, tmp_path):
     import pyarrow.fs as pafs
     from orc_acid import fs as afs
     table, total = "default.killed_executor", 1_000_000
     marker = str(tmp_path / "executor.pid")
     job = driver.submit(_write_tagged, table, total, marker)
-    pid = int(_until(lambda: os.path.exists(marker) and open(marker).read(), 240,
+    pid = int(poll_until(lambda: os.path.exists(marker) and open(marker).read(), 240,
                      "task 0's first attempt started", job=job))
-    location = _until(lambda: _location(client, table), 60, "the table exists")
+    location = poll_until(lambda: _location(client, table), 60, "the table exists")
     fs, root = afs.filesystem_for(location, cluster.s3_options())
 
     def first_file_of_task_0():
@@ -269,7 +249,7 @@ def test_a_killed_executor_s_files_never_become_visible(driver, cluster, client,
         return [f.path for f in found if f.path.endswith("/bucket_00000")]
     # task 0 has published a file (d1 is written first) and is writing the rest: kill its
     # executor now (the task is retried, in a new attempt, on an executor still alive)
-    written = _until(first_file_of_task_0, 240, "task 0 published a file", every=0.02,
+    written = poll_until(first_file_of_task_0, 240, "task 0 published a file", every=0.02,
                      job=job)
     os.kill(pid, 9)
     rows = job.result(timeout=300)
@@ -355,7 +335,7 @@ def test_a_killed_driver_s_transaction_is_aborted_after_the_timeout(driver, clus
     more = [(i, f"w{i}") for i in range(40, 60)]
     flag = str(tmp_path / "txn")
     call = driver.submit(_hang_in_a_transaction, table, rows, more, flag)
-    txn_id = int(_until(lambda: os.path.exists(flag) and open(flag).read(), 240,
+    txn_id = int(poll_until(lambda: os.path.exists(flag) and open(flag).read(), 240,
                         "the transaction wrote", job=call))
 
     def state():
@@ -370,7 +350,7 @@ def test_a_killed_driver_s_transaction_is_aborted_after_the_timeout(driver, clus
     with pytest.raises(RemoteError):
         call.result(timeout=60)
     # nothing heartbeats it now: the metastore's reaper aborts it after hive.txn.timeout
-    _until(lambda: state() != T.TxnState.OPEN, TXN_TIMEOUT_S * 3 + 30,
+    poll_until(lambda: state() != T.TxnState.OPEN, TXN_TIMEOUT_S * 3 + 30,
            "the transaction was aborted", every=0.5)
     assert state() in (T.TxnState.ABORTED, None)
     assert time.monotonic() - killed_at >= TXN_TIMEOUT_S / 2

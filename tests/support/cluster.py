@@ -1,10 +1,10 @@
 """The Spark cluster of the tests (``hms_bench.cluster``), a metastore its hosts reach, and
 drivers on it in processes of their own (``remote_driver``).
 
-A test module that needs the cluster starts one for itself (module scope: a master, two
-workers with one core each, in their own network namespaces, and an S3 server on the
-bridge) with :func:`start_cluster` and stops it at the end; at most two modules of the suite
-do, to keep its time.
+A test module that needs the cluster starts one for itself through the module-scoped
+``cluster`` fixture of ``tests/spark/conftest.py`` (a master, two workers with one core each,
+in their own network namespaces, and an S3 server on the bridge: :func:`start_cluster`),
+stopped at the module's end; at most two modules of the suite do, to keep its time.
 """
 
 from __future__ import annotations
@@ -144,6 +144,21 @@ class RemoteDriver:
                 return f.read()[-chars:]
         except OSError:
             return ""
+
+
+def poll_until(predicate, timeout: float, what: str, every: float = 0.2, job=None):
+    """``predicate()``'s first true value, polled to a deadline; a ``job`` (a future: a call
+    running meanwhile) that ends first ends the wait with what it returned or raised."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if job is not None and job.done():
+            raise AssertionError(f"the call running meanwhile ended ({job.result()!r}) "
+                                 f"before: {what}")
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"not within {timeout:.0f}s: {what}")
 
 
 # -- independent observations ----------------------------------------------------------------

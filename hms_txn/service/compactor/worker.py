@@ -152,25 +152,13 @@ class Worker:
         outcomes: Dict[int, str] = {}
         jobs = [_Job(e) for e in entries]
         try:
-            ready = []
-            for job in jobs:
-                outcome = self._guard(job, self._prepare)
-                if outcome is None:
-                    ready.append(job)
-                else:
-                    outcomes[job.entry.id] = outcome
+            ready = self._each(jobs, self._prepare, outcomes)
             if self.spark is None:
                 for job in ready:
                     outcomes[job.entry.id] = (self._guard(job, self._stage_local) or
                                               self._guard(job, self._finish))
             else:
-                staged = []
-                for job in ready:
-                    outcome = self._guard(job, self._begin_staging)
-                    if outcome is None:
-                        staged.append(job)
-                    else:
-                        outcomes[job.entry.id] = outcome
+                staged = self._each(ready, self._begin_staging, outcomes)
                 outcomes.update(self._run_on_spark(staged))
         finally:
             for job in jobs:
@@ -308,6 +296,18 @@ class Worker:
         return "ready for cleaning"
 
     # -- failures -----------------------------------------------------------------------------
+
+    def _each(self, jobs: List[_Job], step, outcomes: Dict[int, str]) -> List[_Job]:
+        """``step`` on each job (``_guard``); -> the jobs that go on, the others' outcomes
+        recorded in ``outcomes``."""
+        going = []
+        for job in jobs:
+            outcome = self._guard(job, step)
+            if outcome is None:
+                going.append(job)
+            else:
+                outcomes[job.entry.id] = outcome
+        return going
 
     def _guard(self, job: _Job, step) -> Optional[str]:
         """``step(job)``: None to go on, or the request's outcome (also after a failure)."""
