@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from hms_txn.clients.acid import metastore as M
 from hms_txn.clients.acid.statement_dirs import sweep
@@ -41,18 +41,21 @@ class Driver(Transactions):
     """Transactions and locks of one driver process against one metastore."""
 
     def __init__(self, uri: str, *, bind_host: str = "127.0.0.1",
-                 advertised_host: Optional[str] = None, options=None):
+                 advertised_host: Optional[str] = None, options=None,
+                 ports: Tuple[int, int] = (0, 0)):
         """``bind_host``: where the coordinator listens (loopback unless executors run on
         other hosts); ``advertised_host``: the address tasks are told to call, by default
         ``bind_host`` (it must be given when that is a wildcard such as 0.0.0.0);
-        ``options``: how to connect to the metastore (``MetastoreConnection``)."""
+        ``options``: how to connect to the metastore (``MetastoreConnection``);
+        ``ports``: the coordinator's port range (``_coordinator.coordinator_ports``)."""
         self.uri = uri
         super().__init__(M.MetastoreConnection(uri, options=options), attempts=Attempts())
         self._local = threading.local()
         self.authkey = secrets.token_bytes(16)
         try:
-            self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host)
-        except BaseException:
+            self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host,
+                                           ports)
+        except BaseException:       # e.g. no free port in the configured range
             super().close()
             raise
         self.address = self.coordinator.address

@@ -319,16 +319,23 @@ _key("hive.compactor.history.reaper.interval", 120.0, _seconds("ms"),
      "metastore.compactor.history.reaper.interval")
 
 
-def _compactor_engine(text: str) -> str:
-    value = text.strip().upper()
-    if value == "SPARK":
-        raise ValueError("SPARK (compaction as a Spark job) is not implemented yet; use LOCAL")
-    return _choice(value, ("LOCAL",))
-
-
-_key("hms_txn.compactor.engine", "LOCAL", _compactor_engine,
-     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid). A Spark "
-     "job variant (SPARK) is not implemented yet.")
+_key("hms_txn.compactor.engine", "LOCAL", lambda text: _choice(text, ("LOCAL", "SPARK")),
+     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid) or SPARK "
+     "(a Spark application per claimed batch of requests, one task per partition and bucket "
+     "id; hms_txn.service.compactor.spark_engine). SPARK needs spark.master.")
+_key("spark.master", "", str,
+     "engine=SPARK: the cluster the compaction applications run on (Spark's own key; every "
+     "other spark.* key of hive-site.xml is passed to the application as well, as Hive on "
+     "Spark does: spark.executor.memory, spark.executor.cores, spark.cores.max, ...).")
+_key("hive.compactor.job.queue", "", str,
+     "The queue compaction jobs run in (Hive's key): on YARN, the Spark application's "
+     "spark.yarn.queue unless that is set.", "metastore.compactor.job.queue")
+_key("hms_txn.compactor.spark.submit", "", str,
+     "engine=SPARK: the spark-submit to run (default: $SPARK_HOME/bin/spark-submit, else the "
+     "one of the installed pyspark).")
+_key("hms_txn.compactor.spark.requests.per.application", 16, parse_positive_int,
+     "engine=SPARK: a worker claims up to this many queued requests of one table and type "
+     "together and runs them in one application (one Spark task per partition and bucket).")
 _key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),
      "Test hook: a worker sleeps this long after writing the (invisible) output and before "
      "committing the compaction transaction (crash-safety tests).")

@@ -88,16 +88,22 @@ def any_initiated(conn: Connection) -> bool:
 
 
 def claim_next(conn: Connection, worker_id: str, worker_version: str, *,
-               pool_name: str | None = None, pool_timeout_ms: int | None = None) -> Entry | None:
+               pool_name: str | None = None, pool_timeout_ms: int | None = None,
+               like: Entry | None = None) -> Entry | None:
     """Take the oldest initiated request: state working, owned by ``worker_id``.
 
     The one claim of the queue: our Workers and a Hive Worker running elsewhere
     (``find_next_compact2``) both take entries here, under the "compaction" mutex and only
     from state initiated, so no two ever take the same entry. ``pool_name``: only requests
     of that pool; ``pool_timeout_ms`` (without a pool): only requests of no pool or
-    enqueued longer ago than that (Hive's NextCompactionFunction)."""
+    enqueued longer ago than that (Hive's NextCompactionFunction); ``like``: only requests
+    of the same table and type as that entry (a worker that runs several in one Spark
+    application)."""
     lock_mutex(conn, "compaction")
     query = select(compaction_queue).where(Q.state == INITIATED)
+    if like is not None:
+        query = query.where((Q.db_name == like.db) & (Q.tbl_name == like.table) &
+                            (Q.ctype == like.ctype))
     if pool_name:
         query = query.where(Q.pool_name == pool_name)
     elif pool_timeout_ms is not None:

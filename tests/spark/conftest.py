@@ -66,6 +66,17 @@ def ms(acid_hms):
     m.close()
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A Spark standalone cluster for the module: a master and two workers with one core
+    each, in network namespaces of their own, and an S3 server on the bridge
+    (``tests/support/cluster.py``)."""
+    from tests.support.cluster import start_cluster
+    c = start_cluster(str(tmp_path_factory.mktemp("cluster")))
+    yield c
+    assert c.stop() == []
+
+
 _table_numbers = itertools.count(1)
 
 
