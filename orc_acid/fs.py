@@ -349,16 +349,20 @@ def read_bytes(fs, path: str) -> bytes:
         return fh.read()
 
 
-def write_bytes(fs, path: str, data: bytes) -> None:
+def write_bytes(fs, path: str, data) -> None:
     """Write a whole object (one upload on object stores: it appears complete or not at
-    all). Local files are written in place; callers wanting atomic local publication use a
-    temporary name."""
+    all) from ``data``: bytes, or a list of buffers written one after the other (a file
+    assembled from pieces is not copied into one). Local files are written in place;
+    callers wanting atomic local publication use a temporary name."""
+    parts = data if isinstance(data, list) else [data]
     if fs is None:
         with open(path, "wb") as fh:
-            fh.write(data)
+            for part in parts:
+                fh.write(part)
         return
     with fs.open_output_stream(path) as out:
-        out.write(data)
+        for part in parts:
+            out.write(part)
 
 
 def delete_tree(fs, path: str) -> bool:

@@ -13,9 +13,12 @@ A read is planned at a snapshot the caller holds (a read lock's, or its transact
   by stripe, before rows are cut into batches (pyarrow's ORC reader takes no predicate and
   exposes no stripe statistics, so stripes are decoded, never skipped).
 
-Reading runs the units on a thread pool (pyarrow decodes ORC without the GIL), in order,
-with at most ``threads`` units decoded ahead of the consumer: memory stays bounded by that
-many data files.
+Reading runs the units on a thread pool (pyarrow decodes ORC without the GIL), in order.
+A stream (``iter_batches``) has at most ``threads + 1`` units decoded ahead of its
+consumer: memory stays bounded by that many data files, and a worker that finishes before
+the unit ahead of it has the next one to decode instead of waiting for the consumer. A
+whole-table read (``read_all``) keeps every unit anyway, so it queues them all: no worker
+ever waits for another's unit to be consumed.
 """
 
 from __future__ import annotations
@@ -125,10 +128,12 @@ def _targets(ms, info: M.TableInfo, full: pa.Schema, txn_partitions, part_terms,
     return scan_targets(ms, info, txn_partitions, lambda v: tuple(v) in kept, listed)
 
 
-def iter_batches(plan: ReadPlan, threads: Optional[int] = None) -> Iterator[pa.RecordBatch]:
-    """The plan's rows, unit after unit, ``threads`` units decoded ahead (see the module
-    docstring)."""
+def iter_batches(plan: ReadPlan, threads: Optional[int] = None, *,
+                 ahead: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """The plan's rows, unit after unit, decoded by ``threads`` threads at most ``ahead``
+    units (default ``threads + 1``) ahead of the consumer (see the module docstring)."""
     threads = max(1, threads or os.cpu_count() or 1)
+    ahead = max(1, ahead or threads + 1)
     project = plan.out_names != plan.read_schema.names
 
     def run(unit: ReadUnit) -> List[pa.RecordBatch]:
@@ -143,7 +148,7 @@ def iter_batches(plan: ReadPlan, threads: Optional[int] = None) -> Iterator[pa.R
         try:
             for unit in units:
                 pending.append(ex.submit(run, unit))
-                if len(pending) >= threads:
+                if len(pending) >= ahead:
                     break
             while pending:
                 batches = pending.popleft().result()
@@ -158,5 +163,6 @@ def iter_batches(plan: ReadPlan, threads: Optional[int] = None) -> Iterator[pa.R
 
 
 def read_all(plan: ReadPlan, threads: Optional[int] = None) -> pa.Table:
-    """The plan's rows as one table."""
-    return pa.Table.from_batches(list(iter_batches(plan, threads)), schema=plan.out_schema)
+    """The plan's rows as one table (every unit queued at once: all are kept anyway)."""
+    return pa.Table.from_batches(list(iter_batches(plan, threads, ahead=len(plan.units))),
+                                 schema=plan.out_schema)
