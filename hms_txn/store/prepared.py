@@ -236,6 +236,27 @@ def run_fixed(conn: Connection, sql: str) -> None:
         conn.exec_driver_sql(sql)
 
 
+class DriverSQL(_PsycopgPlan):
+    """SQL text with psycopg's named placeholders (``%(name)s``), run like a prepared
+    statement's plan on psycopg's reused cursor, inside the caller's SQLAlchemy transaction
+    or autocommit block: the store's one-statement calls (hms_txn.store.txn_functions),
+    whose SQL is a function call written by hand rather than a Core statement."""
+    __slots__ = ()
+
+    def __init__(self, sql: str):
+        super().__init__(sql, {})
+
+    def _args(self, params: dict | None) -> dict | None:
+        return params
+
+    def execute(self, conn: Connection, params: dict) -> "_Result":
+        return self.run(conn, params, False)
+
+    def rows(self, conn: Connection, params: dict) -> list:
+        """The rows as the driver's plain tuples."""
+        return self.run(conn, params, False)._plain()
+
+
 class _FixedStatement(_PsycopgPlan):
     __slots__ = ()
 
