@@ -63,13 +63,13 @@ def _call(name: str, params: str) -> DriverSQL:
 
 _OPEN = _call("hms_open_txns", "%(count)s::int, %(type)s::int, %(now)s::bigint, %(user)s::text, "
               "%(host)s::text, %(agent)s::text, %(lazy)s::boolean, %(ahead)s::bigint, "
-              "%(refuse_at)s::bigint, %(event)s::text[], %(format)s::text")
+              "%(refuse_at)s::bigint, %(event)s::text, %(format)s::text")
 _COMMIT = _call("hms_commit_txn", "%(txn)s::bigint, %(now)s::bigint, %(check)s::boolean, "
-                "%(lazy)s::boolean, %(commit_event)s::text[], %(abort_event)s::text[], "
-                "%(compaction_event)s::text[], %(format)s::text")
+                "%(lazy)s::boolean, %(commit_event)s::text, %(abort_event)s::text, "
+                "%(compaction_event)s::text, %(format)s::text")
 _ABORT = _call("hms_abort_txn", "%(txn)s::bigint, %(now)s::bigint, %(reason)s::text, "
-               "%(event)s::text[], %(format)s::text")
-_ABORT_MANY = _call("hms_abort_txns", "%(txns)s::bigint[], %(now)s::bigint, %(event)s::text[], "
+               "%(event)s::text, %(format)s::text")
+_ABORT_MANY = _call("hms_abort_txns", "%(txns)s::bigint[], %(now)s::bigint, %(event)s::text, "
                     "%(format)s::text")
 _HEARTBEAT = _call("hms_heartbeat", "%(lock)s::bigint, %(txn)s::bigint, %(now)s::bigint")
 _HEARTBEAT_RANGE = _call("hms_heartbeat_txn_range", "%(min)s::bigint, %(max)s::bigint, "
@@ -77,7 +77,7 @@ _HEARTBEAT_RANGE = _call("hms_heartbeat_txn_range", "%(min)s::bigint, %(max)s::b
 _SNAPSHOT = _call("hms_open_txns_snapshot", "")
 _INFO = _call("hms_open_txns_info", "")
 _ALLOCATE = _call("hms_allocate_write_ids", "%(db)s::text, %(tbl)s::text, %(txns)s::bigint[], "
-                  "%(now)s::bigint, %(event)s::text[], %(format)s::text")
+                  "%(now)s::bigint, %(event)s::text, %(format)s::text")
 _SNAPSHOT_WRITE_IDS = _call("hms_snapshot_write_ids", "%(dbs)s::text[], %(tbls)s::text[]")
 _LOCK = _call("hms_lock", "%(txn)s::bigint, %(user)s::text, %(host)s::text, %(agent)s::text, "
               "%(now)s::bigint, %(zero_wait_read)s::boolean, %(exclusive_ctas)s::boolean, "
@@ -105,7 +105,7 @@ class TxnFunctions:
     @staticmethod
     def open_txns(conn: Connection, *, count: int, txn_type: int, now: int, user: str,
                   host: str, agent: str, reserve_ahead: int, refuse_at: int | None,
-                  event: Sequence[str] | None, message_format: str) -> Opened:
+                  event: str | None, message_format: str) -> Opened:
         [row] = _rows(conn, _OPEN, {
             "count": count, "type": txn_type, "now": now, "user": user, "host": host,
             "agent": agent, "lazy": is_lazy(conn), "ahead": reserve_ahead,
@@ -114,8 +114,8 @@ class TxnFunctions:
 
     @staticmethod
     def commit_txn(conn: Connection, *, txn_id: int, now: int, check_conflicts: bool,
-                   commit_event: Sequence[str], abort_event: Sequence[str],
-                   compaction_event: Sequence[str], message_format: str) -> Committed:
+                   commit_event: str, abort_event: str, compaction_event: str,
+                   message_format: str) -> Committed:
         [row] = _rows(conn, _COMMIT, {
             "txn": txn_id, "now": now, "check": check_conflicts, "lazy": is_lazy(conn),
             "commit_event": commit_event, "abort_event": abort_event,
@@ -124,14 +124,14 @@ class TxnFunctions:
 
     @staticmethod
     def abort_txn(conn: Connection, *, txn_id: int, now: int, reason: str | None,
-                  event: Sequence[str], message_format: str) -> tuple[bool, list[int]]:
+                  event: str, message_format: str) -> tuple[bool, list[int]]:
         [row] = _rows(conn, _ABORT, {"txn": txn_id, "now": now, "reason": reason,
                                      "event": event, "format": message_format})
         return row[0], row[1]
 
     @staticmethod
     def abort_txns(conn: Connection, *, txn_ids: Sequence[int], now: int,
-                   event: Sequence[str], message_format: str) -> tuple[list[int], list[int]]:
+                   event: str, message_format: str) -> tuple[list[int], list[int]]:
         [row] = _rows(conn, _ABORT_MANY, {"txns": list(txn_ids), "now": now, "event": event,
                                           "format": message_format})
         return row[0], row[1]
@@ -160,7 +160,7 @@ class TxnFunctions:
 
     @staticmethod
     def allocate_write_ids(conn: Connection, *, db: str, table: str, txn_ids: Sequence[int],
-                           now: int, event: Sequence[str], message_format: str) -> Allocated:
+                           now: int, event: str, message_format: str) -> Allocated:
         [(txns, write_ids, event_id)] = _rows(conn, _ALLOCATE, {
             "db": db, "tbl": table, "txns": list(txn_ids), "now": now, "event": event,
             "format": message_format})

@@ -11,8 +11,8 @@
 -- o_outcome: 'c' committed, 'a' was committed already (o_commit_id its commit id), 'x' a
 -- lost write-write conflict aborted it (o_conflict the message; the abort is committed).
 CREATE FUNCTION hms_commit_txn(p_txn bigint, p_now bigint, p_check_conflicts boolean,
-                               p_lazy boolean, p_commit_event text[], p_abort_event text[],
-                               p_compaction_event text[], p_format text)
+                               p_lazy boolean, p_commit_event text, p_abort_event text,
+                               p_compaction_event text, p_format text)
 RETURNS TABLE (o_outcome text, o_commit_id bigint, o_conflict text, o_events bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -40,12 +40,15 @@ BEGIN
     END IF;
 END $$;
 
--- A message template filled: parts[1] || vals[1] || parts[2] || ... || parts[n+1]. The
--- parts are the JSON text of a Hive 4 message built in Python (hms_txn.domain.event_messages)
--- with a hole where each value only the database knows goes; each value is JSON text.
-CREATE FUNCTION hms_fill(p_parts text[], p_vals text[]) RETURNS text
+-- A message template filled: parts[1] || vals[1] || parts[2] || ... || parts[n+1], where the
+-- parts are the template's text cut at each U+001F (a control character, which JSON text
+-- never holds unescaped). The template is the JSON text of a Hive 4 message built in
+-- Python (hms_txn.domain.event_messages.templates) with a hole where each value only the
+-- database knows goes; each value is JSON text.
+CREATE FUNCTION hms_fill(p_template text, p_vals text[]) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
+    p_parts text[] := string_to_array(p_template, E'\x1f');
     v text := p_parts[1];
 BEGIN
     FOR i IN 1 .. coalesce(array_length(p_vals, 1), 0) LOOP

@@ -9,7 +9,7 @@
 -- and toTxnId.
 CREATE FUNCTION hms_open_txns(p_count int, p_txn_type int, p_now bigint, p_user text,
                               p_host text, p_agent text, p_lazy boolean,
-                              p_reserve_ahead bigint, p_refuse_at bigint, p_event text[],
+                              p_reserve_ahead bigint, p_refuse_at bigint, p_event text,
                               p_format text)
 RETURNS TABLE (o_first bigint, o_raised boolean, o_open bigint, o_event bigint)
 LANGUAGE plpgsql AS $$
@@ -70,7 +70,7 @@ END $$;
 -- Abort those of p_txns (ascending, distinct) that are open: their locks released, an
 -- ABORT_TXN event each but for READ_ONLY ones (p_event: the message's parts around txnid).
 -- The ids aborted and the events' ids (hms_txn.domain.txn_records.abort_in).
-CREATE FUNCTION hms_abort(p_txns bigint[], p_now bigint, p_reason text, p_event text[],
+CREATE FUNCTION hms_abort(p_txns bigint[], p_now bigint, p_reason text, p_event text,
                           p_format text, OUT o_aborted bigint[], OUT o_events bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -100,7 +100,7 @@ BEGIN
 END $$;
 
 -- abort_txn: false when it was aborted already.
-CREATE FUNCTION hms_abort_txn(p_txn bigint, p_now bigint, p_reason text, p_event text[],
+CREATE FUNCTION hms_abort_txn(p_txn bigint, p_now bigint, p_reason text, p_event text,
                               p_format text)
 RETURNS TABLE (o_aborted boolean, o_events bigint[])
 LANGUAGE plpgsql AS $$
@@ -123,7 +123,7 @@ BEGIN
 END $$;
 
 -- abort_txns: best effort, the open ones (as Hive).
-CREATE FUNCTION hms_abort_txns(p_txns bigint[], p_now bigint, p_event text[], p_format text)
+CREATE FUNCTION hms_abort_txns(p_txns bigint[], p_now bigint, p_event text, p_format text)
 RETURNS TABLE (o_aborted bigint[], o_events bigint[])
 LANGUAGE sql AS $$
     SELECT a.o_aborted, a.o_events FROM hms_abort(p_txns, p_now, NULL, p_event, p_format) a

@@ -5,7 +5,7 @@
 -- ALLOC_WRITE_ID_EVENT (p_event: its parts around txnIdList and writeIdList). The pairs in
 -- p_txns' order, and the event's id (NULL: nothing was fresh).
 CREATE FUNCTION hms_allocate_write_ids(p_db text, p_tbl text, p_txns bigint[], p_now bigint,
-                                       p_event text[], p_format text)
+                                       p_event text, p_format text)
 RETURNS TABLE (o_txns bigint[], o_write_ids bigint[], o_event bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
