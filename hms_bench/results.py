@@ -60,11 +60,23 @@ ISSUE31_TARGETS = (
 )
 
 
-def issue31_targets(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 31's targets: two server processes on one PostgreSQL database with 16 clients
-    spread over them, and one server with one client, against Java in the same run."""
+# Issue 42 (PostgreSQL, one statement per transaction call; Java on the same PostgreSQL).
+ISSUE42_TARGETS = (
+    ("open_commit", "hms-postgres-x2", 16, 2.5, None),
+    ("writer", "hms-postgres-x2", 16, 2.0, None),
+    ("open_commit", "hms-postgres", 1, 1.5, None),
+    ("get_table", "hms-postgres-x2-nocache", 16, 3.0, None),
+    ("valid_write_ids", "hms-postgres-x2", 16, None, 2000.0),
+)
+
+
+def issue31_targets(cells: list[dict[str, Any]],
+                    table: tuple = ISSUE31_TARGETS) -> list[dict[str, Any]]:
+    """Issue 31's targets (or another issue's ``table`` of the same form): two server
+    processes on one PostgreSQL database with 16 clients spread over them, and one server
+    with one client, against Java in the same run."""
     out = []
-    for wl, server, n, times_java, ops_goal in ISSUE31_TARGETS:
+    for wl, server, n, times_java, ops_goal in table:
         c = _cell(cells, wl, server, n)
         if c is None:
             continue
