@@ -214,9 +214,6 @@ _key("hms_txn.sqlite.synchronous", "FULL", lambda v: _choice(v, ("FULL", "NORMAL
      "crashes or power fails; several times more writes per second.")
 _key("hms_txn.db.pool.size", 10, parse_positive_int,
      "Connections kept open to a client/server database (PostgreSQL).")
-_key("hms_txn.postgres.group.commit", True, parse_bool,
-     "PostgreSQL: transaction calls that arrive together at one server process share one "
-     "database transaction and its WAL flush (each is still answered only once committed).")
 _key("hms_txn.schema.auto.upgrade", True, parse_bool,
      "Upgrade an older metastore schema at start-up (false: refuse to start).")
 # Transactions

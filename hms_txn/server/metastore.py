@@ -91,8 +91,7 @@ class Metastore:
         if url.startswith("sqlite"):
             os.makedirs(os.path.dirname(url[len("sqlite:///"):]) or ".", exist_ok=True)
         self.store = Store(url, pool_size=config["hms_txn.db.pool.size"],
-                           sqlite_synchronous=config["hms_txn.sqlite.synchronous"],
-                           pg_group_commit=config["hms_txn.postgres.group.commit"])
+                           sqlite_synchronous=config["hms_txn.sqlite.synchronous"])
         self.schema_found = ensure_schema(self.store, auto_upgrade=config["hms_txn.schema.auto.upgrade"])
         self.warehouse = Warehouse(config.warehouse_dir(self.data_dir),
                                    config.filesystem_options())

@@ -164,8 +164,7 @@ class TxnService:
     def _open_txns_response(self, exclude):
         fns = self.units.functions
         if fns is not None:
-            ot = self.units.call(lambda conn: one.get_open_txns(conn, fns, exclude),
-                                 writes=False)
+            ot = self.units.call(lambda conn: one.get_open_txns(conn, fns, exclude))
         else:
             ot = self.units.read(lambda conn: self.txns.get_open_txns(conn, exclude))
         return ttypes.GetOpenTxnsResponse(
@@ -183,8 +182,7 @@ class TxnService:
     def get_open_txns_info(self):
         fns = self.units.functions
         if fns is not None:
-            hwm, infos = self.units.call(lambda conn: one.get_open_txns_info(conn, fns),
-                                         writes=False)
+            hwm, infos = self.units.call(lambda conn: one.get_open_txns_info(conn, fns))
         else:
             hwm, infos = self.units.read(self.txns.get_open_txns_info)
         return ttypes.GetOpenTxnsInfoResponse(txn_high_water_mark=hwm, open_txns=[
@@ -258,7 +256,7 @@ class TxnService:
         fns = self.units.functions
         if fns is not None and rqst.validTxnList is None and rqst.writeId is None:
             tables = self.units.call(lambda conn: one.get_valid_write_ids(
-                conn, fns, rqst.fullTableNames or []), writes=False)
+                conn, fns, rqst.fullTableNames or []))
         else:
             tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
                 conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId),

@@ -123,12 +123,10 @@ class UnitOfWork:
         return self.store.functions
 
     def call(self, work: Callable[[Connection], T],
-             durability: Durability = Durability.DURABLE, *, writes: bool = True) -> T:
+             durability: Durability = Durability.DURABLE) -> T:
         """Run ``work(conn)``, which sends one statement (a call of ``functions``), as a
         transaction of its own (autocommit), committed as ``durability`` says (see the
-        module docstring); retried on deadlocks and serialization failures. A call that
-        ``writes`` may share its transaction with concurrent ones of this process (group
-        commit, hms_txn.store.pg_group); it is answered only once that one committed."""
+        module docstring); retried on deadlocks and serialization failures."""
         written: list[notifications.Written] = []
 
         def unit(conn: Connection) -> T:
@@ -137,8 +135,7 @@ class UnitOfWork:
             finally:
                 written[:] = notifications.take_written(conn)
 
-        result = self.store.one_statement(unit, lazy=durability is Durability.MAY_BE_LAZY,
-                                          writes=writes)
+        result = self.store.one_statement(unit, lazy=durability is Durability.MAY_BE_LAZY)
         if written and self.on_commit is not None:
             self.on_commit(written)
         return result

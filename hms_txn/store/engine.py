@@ -65,7 +65,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hms_txn.store import postgres
-from hms_txn.store.pg_group import GroupCommit
 from hms_txn.store.prepared import run_fixed
 from hms_txn.store.txn_functions import TxnFunctions
 
@@ -84,8 +83,7 @@ class Store:
     """An SQLAlchemy engine plus the transaction discipline the domain modules rely on."""
 
     def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False,
-                 sqlite_synchronous: str = "FULL", group_commit: bool = True,
-                 pg_group_commit: bool = True):
+                 sqlite_synchronous: str = "FULL", group_commit: bool = True):
         self.url = url
         self.engine: Engine = _make_engine(url, pool_size=pool_size, echo=echo,
                                            synchronous=sqlite_synchronous)
@@ -114,10 +112,6 @@ class Store:
         self.functions: TxnFunctions | None = (
             TxnFunctions() if self.dialect == "postgresql"
             and self.engine.dialect.driver == "psycopg" else None)
-        # PostgreSQL: concurrent one-statement calls share a transaction (pg_group).
-        self._group = (GroupCommit(self.engine, self._restarts,
-                                   lambda: self.on_database_restart, self._retryable)
-                       if pg_group_commit and self.functions is not None else None)
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -232,19 +226,12 @@ class Store:
         raise AssertionError("unreachable")
 
     def one_statement(self, fn: Callable[[Connection], T], *, lazy: bool = False,
-                      writes: bool = True, attempts: int = 8) -> T:
+                      attempts: int = 8) -> T:
         """PostgreSQL: ``fn(conn)`` sends one statement (a call of hms_txn.store.
         txn_functions), in autocommit: the statement is the transaction. Retried as
         ``transaction`` retries deadlocks and serialization failures (the statement then
-        rolled back); ``lazy``: it may commit without a flush (hms_txn.store.postgres).
-        A call that ``writes`` and finds others of this process running joins them in one
-        transaction (group commit: hms_txn.store.pg_group)."""
+        rolled back); ``lazy``: it may commit without a flush (hms_txn.store.postgres)."""
         lazy = lazy and self.lazy_commits
-        if self._group is None or not writes:
-            return self._statement(fn, lazy, attempts)
-        return self._group.run(fn, lazy, lambda: self._statement(fn, lazy, attempts))
-
-    def _statement(self, fn: Callable[[Connection], T], lazy: bool, attempts: int) -> T:
         for attempt in range(1, attempts + 1):
             try:
                 with postgres.statement_connection(self.engine, self._restarts,

@@ -52,9 +52,7 @@ from hms_txn.store.prepared import run_fixed
 log = logging.getLogger(__name__)
 
 _LAZY = "SET LOCAL synchronous_commit TO off"
-# With the flag the transaction functions read, so that no later call of a shared
-# transaction (hms_txn.store.pg_group) sets it back to off (pg_functions/common.sql).
-_DURABLE = "SELECT hms_commit_lazily(false)"
+_DURABLE = "SET LOCAL synchronous_commit TO on"
 _IS_LAZY = "hms_txn.pg_lazy"        # Connection.info: this transaction is at _LAZY
 # Whether WAL written so far may not be flushed yet (by a lazy commit of any process).
 _WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
@@ -65,29 +63,18 @@ def is_lazy(conn: Connection) -> bool:
     return conn.info.get(_IS_LAZY, False)
 
 
-def live_connection(engine: Engine) -> Connection:
-    """A pooled connection that the server has not closed while it was idle (see the
-    module docstring: nothing is sent to find out)."""
-    while True:
-        conn = engine.connect()
-        if not _closed_by_server(conn):
-            return conn
-        conn.invalidate()
-        conn.close()
-
-
-def mark_lazy(conn: Connection, lazy: bool) -> None:
-    """The call (or calls) about to run on ``conn`` may commit without a flush."""
-    conn.info[_IS_LAZY] = lazy
-
-
 @contextlib.contextmanager
 def statement_connection(engine: Engine, restarts: "RestartWatch | None",
                          recover: Callable[[Connection], None] | None,
                          lazy: bool) -> Iterator[Connection]:
     """A pooled connection in autocommit for one statement (see the module docstring),
     alive when handed out, after the restart recovery if the database server restarted."""
-    conn = live_connection(engine)
+    while True:
+        conn = engine.connect()
+        if not _closed_by_server(conn):
+            break
+        conn.invalidate()
+        conn.close()
     try:
         if restarts is not None:
             restarts.recover_if_restarted(conn, recover)
@@ -97,11 +84,11 @@ def statement_connection(engine: Engine, restarts: "RestartWatch | None",
         # direct path, hms_txn.store.prepared), so nothing there assumes a transaction.
         driver = conn.connection.driver_connection
         driver.autocommit = True
-        mark_lazy(conn, lazy)
+        conn.info[_IS_LAZY] = lazy
         try:
             yield conn
         finally:
-            end_transaction(conn)
+            conn.info.pop(_IS_LAZY, None)
             if not conn.invalidated:
                 driver.autocommit = False      # as the pool hands connections out
     finally:

@@ -29,7 +29,6 @@ DECLARE
     v_aborted record;
     e record;
 BEGIN
-    PERFORM hms_lock_calls();
     IF p_lazy THEN
         PERFORM hms_commit_lazily(true);
     END IF;

@@ -158,28 +158,9 @@ BEGIN
     RETURN v_id;
 END $$;
 
--- The durability of the call's commit (hms_txn.service.units decides: p_lazy, the call may
--- commit without a flush). true: off for the transaction, unless a call in it (group commit
--- puts several in one: hms_txn.store.pg_group) already insisted; false, from a call that
--- finds it must be durable after all: on, and no later call of the transaction turns it off.
+-- The durability of the call's commit (hms_txn.service.units decides; SET LOCAL, for the
+-- transaction of the one statement that called the function).
 CREATE FUNCTION hms_commit_lazily(p_lazy boolean) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NOT p_lazy THEN
-        PERFORM set_config('hms.must_be_durable', 'on', true);
-        PERFORM set_config('synchronous_commit', 'on', true);
-    ELSIF coalesce(current_setting('hms.must_be_durable', true), '') <> 'on' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-END $$;
-
--- The transaction-call lock: every function that writes takes it first, before any row,
--- and holds it to its transaction's end, so the transaction calls of every server process
--- on the database run one transaction at a time. That is what keeps group commit
--- deadlock-free (hms_txn.store.pg_group, "Lock order"); its cost is nothing a call did not
--- pay before: each one already held a row every other writer needs (the notification
--- sequence, the locks mutex, the id counter) to the end of its commit.
-CREATE FUNCTION hms_lock_calls() RETURNS void
 LANGUAGE sql AS $$
-    SELECT pg_advisory_xact_lock(7311911042)
+    SELECT set_config('synchronous_commit', CASE WHEN p_lazy THEN 'off' ELSE 'on' END, true)
 $$;

@@ -10,7 +10,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_id bigint;
 BEGIN
-    PERFORM hms_lock_calls();
     PERFORM hms_lock_mutex('compaction');
     SELECT id INTO v_id FROM compaction_queue
         WHERE state = 'i'

@@ -85,7 +85,6 @@ DECLARE
     v_state text;
     v_ext bigint;
 BEGIN
-    PERFORM hms_lock_calls();
     PERFORM hms_lock_mutex('locks');
     IF p_txn <> 0 THEN
         -- The heartbeat also marks the transaction as one that may hold locks (commit_txn
@@ -134,7 +133,6 @@ DECLARE
     v_acquired boolean;
     v_state text;
 BEGIN
-    PERFORM hms_lock_calls();
     PERFORM hms_lock_mutex('locks');
     SELECT min(txn_id), count(*), bool_and(state = 1) INTO v_owner, v_count, v_acquired
         FROM hive_locks WHERE ext_id = p_ext;

@@ -21,7 +21,6 @@ DECLARE
     v_raised boolean := false;
     v_event bigint;
 BEGIN
-    PERFORM hms_lock_calls();
     IF p_lazy THEN
         PERFORM hms_commit_lazily(true);
     END IF;
@@ -110,7 +109,6 @@ DECLARE
     v_done bigint[];
     v_events bigint[];
 BEGIN
-    PERFORM hms_lock_calls();
     SELECT state INTO v_state FROM txns WHERE txn_id = p_txn FOR UPDATE;
     IF v_state IS NULL OR v_state = 'c' THEN
         PERFORM hms_raise_not_open(v_state, p_txn);
@@ -128,8 +126,7 @@ END $$;
 CREATE FUNCTION hms_abort_txns(p_txns bigint[], p_now bigint, p_event text, p_format text)
 RETURNS TABLE (o_aborted bigint[], o_events bigint[])
 LANGUAGE sql AS $$
-    SELECT hms_lock_calls();
-    SELECT a.o_aborted, a.o_events FROM hms_abort(p_txns, p_now, NULL, p_event, p_format) a;
+    SELECT a.o_aborted, a.o_events FROM hms_abort(p_txns, p_now, NULL, p_event, p_format) a
 $$;
 
 -- heartbeat: a lock's (txn-less locks), then a transaction's.
@@ -138,7 +135,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_state text;
 BEGIN
-    PERFORM hms_lock_calls();
     IF p_lock IS NOT NULL AND p_lock <> 0 THEN
         UPDATE hive_locks SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
             WHERE ext_id = p_lock;
@@ -162,7 +158,6 @@ CREATE FUNCTION hms_heartbeat_txn_range(p_min bigint, p_max bigint, p_now bigint
 RETURNS TABLE (o_txn bigint, o_state text)
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM hms_lock_calls();
     UPDATE txns SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
         WHERE txn_id BETWEEN p_min AND p_max AND state = 'o';
     RETURN QUERY SELECT t.txn_id, t.state::text FROM txns t

@@ -21,7 +21,6 @@ DECLARE
     v_new bigint[];
     v_event bigint;
 BEGIN
-    PERFORM hms_lock_calls();
     FOR r IN SELECT txn_id, state, txn_type FROM txns WHERE txn_id = ANY (p_txns)
              ORDER BY txn_id FOR UPDATE LOOP
         v_found := v_found || r.txn_id;
