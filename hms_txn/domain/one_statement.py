@@ -185,35 +185,45 @@ def allocate_table_write_ids(conn: Connection, fns: TxnFunctions, txns: TxnManag
     return answer.pairs
 
 
-def get_valid_write_ids(conn: Connection, fns: TxnFunctions,
-                        full_table_names: Sequence[str]) -> list[writeids.TableWriteIds]:
-    """``writeids.get_valid_write_ids`` without the reader's snapshot (with it, that call
-    is one statement already): the current snapshot and the tables' write ids in one."""
+def get_valid_write_ids(conn: Connection, fns: TxnFunctions, full_table_names: Sequence[str],
+                        snapshot: ValidTxnList | None = None) -> list[writeids.TableWriteIds]:
+    """``writeids.get_valid_write_ids`` for the reader's ``snapshot`` (at most
+    ``writeids.MAX_EXCEPTIONS_LOOKED_UP`` exceptions: beyond, the Python path reads the
+    tables instead) or, None, the current one, read in the same statement."""
     names = list(full_table_names or ())
     if not names:
         raise InvalidInput("get_valid_write_ids needs at least one table name")
     split = [writeids.split_table_name(n) for n in names]
     wanted = set(split)
-    rows = fns.snapshot_write_ids(conn, sorted({db for db, _ in wanted}),
-                                  sorted({table for _, table in wanted}))
-    hwm = 0
-    open_ids: list[int] = []
-    aborted_ids: list[int] = []
+    dbs, tables = sorted({db for db, _ in wanted}), sorted({table for _, table in wanted})
     allocated: dict[tuple[str, str], int] = {}
     relevant: dict[tuple[str, str], set[tuple[int, int]]] = {key: set() for key in wanted}
-    for kind, db, table, txn_id, value, state in rows:
-        if kind == "h":
-            hwm = int(value)
-        elif kind == "s":
-            (aborted_ids if state == ABORTED else open_ids).append(int(txn_id))
-        elif (db, table) in wanted:
-            if kind == "n":
-                allocated[(db, table)] = int(value) - 1
-            else:
-                relevant[(db, table)].add((int(value), int(txn_id)))
-    snapshot = ValidTxnList(hwm, open_ids=sorted(open_ids), aborted_ids=sorted(aborted_ids))
+    if snapshot is not None:
+        for db, table, nxt, txn_id, wid in fns.valid_write_ids(
+                conn, dbs, tables, snapshot.high_watermark, snapshot.exceptions):
+            if (db, table) in wanted:
+                if txn_id is None:
+                    allocated[(db, table)] = nxt - 1
+                else:
+                    relevant[(db, table)].add((wid, txn_id))
+    else:
+        hwm = 0
+        open_ids: list[int] = []
+        aborted_ids: list[int] = []
+        for kind, db, table, txn_id, value, state in fns.snapshot_write_ids(conn, dbs, tables):
+            if kind == "h":
+                hwm = int(value)
+            elif kind == "s":
+                (aborted_ids if state == ABORTED else open_ids).append(int(txn_id))
+            elif (db, table) in wanted:
+                if kind == "n":
+                    allocated[(db, table)] = int(value) - 1
+                else:
+                    relevant[(db, table)].add((int(value), int(txn_id)))
+        snapshot = ValidTxnList(hwm, open_ids=sorted(open_ids), aborted_ids=sorted(aborted_ids))
     found = writeids.snapshot_lists(
-        writeids.high_watermarks(allocated, relevant, hwm), relevant, snapshot)
+        writeids.high_watermarks(allocated, relevant, snapshot.high_watermark), relevant,
+        snapshot)
     return [writeids.TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
 
 

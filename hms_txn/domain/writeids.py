@@ -75,7 +75,7 @@ _WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.tx
                                {"p_txns": BigInteger})
 # Beyond this many exceptions in a snapshot, reading each table's ids up to its high
 # watermark beats looking each exception up.
-_MAX_EXCEPTIONS_LOOKED_UP = 1000
+MAX_EXCEPTIONS_LOOKED_UP = 1000
 _WRITE_IDS_UP_TO = Prepared(_write_ids.where(_t2w.write_id <= bindparam("p_wid")))
 
 
@@ -222,16 +222,21 @@ def get_valid_write_ids(conn: Connection, full_table_names: Sequence[str],
         raise InvalidInput("get_valid_write_ids needs at least one table name")
     split = [split_table_name(n) for n in names]
     if valid_txn_list is not None:
-        try:
-            snapshot = ValidTxnList.parse(valid_txn_list)
-        except ValidIdListError as err:
-            raise InvalidInput(f"invalid validTxnList: {err}") from None
+        snapshot = parse_valid_txn_list(valid_txn_list)
     elif write_id is not None:
         snapshot = _snapshot_for_write_id(conn, split[0], names[0], write_id)
     else:
         snapshot = _current_snapshot(conn)
     found = _snapshot_write_ids(conn, split, snapshot)
     return [TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
+
+
+def parse_valid_txn_list(valid_txn_list: str) -> ValidTxnList:
+    """A reader's ValidTxnList string, or InvalidInput."""
+    try:
+        return ValidTxnList.parse(valid_txn_list)
+    except ValidIdListError as err:
+        raise InvalidInput(f"invalid validTxnList: {err}") from None
 
 
 def _current_snapshot(conn: Connection) -> ValidTxnList:
@@ -337,7 +342,7 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
 
     params = {**lists, "p_txn": txn_hwm}
     exceptions = snapshot.exceptions
-    looked_up = len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP
+    looked_up = len(exceptions) <= MAX_EXCEPTIONS_LOOKED_UP
     one_statement = statements_are_round_trips(conn)
     if one_statement:
         # One statement: the counters (a counter's row is the one without a write id), the

@@ -250,13 +250,17 @@ class TxnService:
         if self.write_id_recovery is not None:
             self.write_id_recovery.ensure(writeids.split_table_name(n)
                                           for n in rqst.fullTableNames or [] if "." in n)
-        # With the reader's snapshot given, the tables' write ids are one statement on
-        # PostgreSQL (writeids.get_valid_write_ids), which needs no transaction around it;
-        # without it, the snapshot and the write ids are one function's statement.
+        # One statement on PostgreSQL (a function, domain.one_statement), with the reader's
+        # snapshot or the current one; the Python path for a snapshot of a given write id
+        # or with more exceptions than are worth looking up one by one.
         fns = self.units.functions
-        if fns is not None and rqst.validTxnList is None and rqst.writeId is None:
+        snapshot = (None if rqst.validTxnList is None
+                    else writeids.parse_valid_txn_list(rqst.validTxnList))
+        if fns is not None and rqst.writeId is None and (
+                snapshot is None
+                or len(snapshot.exceptions) <= writeids.MAX_EXCEPTIONS_LOOKED_UP):
             tables = self.units.call(lambda conn: one.get_valid_write_ids(
-                conn, fns, rqst.fullTableNames or []))
+                conn, fns, rqst.fullTableNames or [], snapshot))
         else:
             tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
                 conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId),

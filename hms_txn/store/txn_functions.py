@@ -18,6 +18,7 @@ psycopg 3), None elsewhere: the store, which knows the dialect, makes that choic
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple, Sequence
 
 from sqlalchemy.engine import Connection
@@ -78,15 +79,20 @@ _SNAPSHOT = _call("hms_open_txns_snapshot", "")
 _INFO = _call("hms_open_txns_info", "")
 _ALLOCATE = _call("hms_allocate_write_ids", "%(db)s::text, %(tbl)s::text, %(txns)s::bigint[], "
                   "%(now)s::bigint, %(event)s::text, %(format)s::text")
-_SNAPSHOT_WRITE_IDS = _call("hms_snapshot_write_ids", "%(dbs)s::text[], %(tbls)s::text[]")
+_SNAPSHOT_WRITE_IDS = _call("hms_snapshot_write_ids", "%(dbs)s::text, %(tbls)s::text")
+_VALID_WRITE_IDS = _call("hms_valid_write_ids", "%(dbs)s::text, %(tbls)s::text, %(hwm)s::bigint, "
+                        "%(txns)s::bigint[]")
 _LOCK = _call("hms_lock", "%(txn)s::bigint, %(user)s::text, %(host)s::text, %(agent)s::text, "
               "%(now)s::bigint, %(zero_wait_read)s::boolean, %(exclusive_ctas)s::boolean, "
-              "%(types)s::int[], %(dbs)s::text[], %(tbls)s::text[], %(parts)s::text[], "
-              "%(ops)s::int[], %(rec_dbs)s::text[], %(rec_tbls)s::text[], "
-              "%(rec_parts)s::text[], %(rec_ops)s::int[]")
+              "%(components)s::text, %(records)s::text")
 _CHECK_LOCK = _call("hms_check_lock", "%(lock)s::bigint, %(now)s::bigint")
 _CLAIM = _call("hms_claim_compaction", "%(worker)s::text, %(version)s::text, %(pool)s::text, "
                "%(before)s::bigint, %(now)s::bigint")
+
+
+# Lists of names travel as JSON text: psycopg dumps a text array with a regular
+# expression per element, which cost more of our CPU than the call's statement.
+_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _rows(conn: Connection, statement: DriverSQL, params: dict) -> list:
@@ -170,7 +176,17 @@ class TxnFunctions:
     def snapshot_write_ids(conn: Connection, dbs: Sequence[str],
                            tables: Sequence[str]) -> list[tuple]:
         """(kind, db, table, txn id, id, state) rows (pg_functions/write_ids.sql)."""
-        return _rows(conn, _SNAPSHOT_WRITE_IDS, {"dbs": list(dbs), "tbls": list(tables)})
+        return _rows(conn, _SNAPSHOT_WRITE_IDS, {"dbs": _json(list(dbs)),
+                                                 "tbls": _json(list(tables))})
+
+    @staticmethod
+    def valid_write_ids(conn: Connection, dbs: Sequence[str], tables: Sequence[str],
+                        hwm: int, exceptions: Sequence[int]) -> list[tuple]:
+        """(db, table, next write id, txn id, write id) rows: a table's counter (no txn) or
+        a write id of a transaction above ``hwm`` or among ``exceptions``."""
+        return _rows(conn, _VALID_WRITE_IDS, {"dbs": _json(list(dbs)),
+                                              "tbls": _json(list(tables)), "hwm": hwm,
+                                              "txns": list(exceptions)})
 
     @staticmethod
     def lock(conn: Connection, *, txn_id: int, user: str, host: str, agent: str, now: int,
@@ -179,13 +195,10 @@ class TxnFunctions:
              records: Sequence[tuple[str, str | None, str | None, int]]) -> LockAnswer:
         """``components``: (type, db, table, partition, operation type); ``records``: the
         transaction's written components (db, table, partition, operation type)."""
-        types, dbs, tbls, parts, ops = (list(c) for c in zip(*components))
-        rec = [list(c) for c in zip(*records)] if records else [[], [], [], []]
         [row] = _rows(conn, _LOCK, {
             "txn": txn_id, "user": user, "host": host, "agent": agent, "now": now,
             "zero_wait_read": zero_wait_read, "exclusive_ctas": exclusive_ctas,
-            "types": types, "dbs": dbs, "tbls": tbls, "parts": parts, "ops": ops,
-            "rec_dbs": rec[0], "rec_tbls": rec[1], "rec_parts": rec[2], "rec_ops": rec[3]})
+            "components": _json(components), "records": _json(records)})
         return LockAnswer(*row)
 
     @staticmethod

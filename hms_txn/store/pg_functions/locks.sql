@@ -71,13 +71,14 @@ BEGIN
     END IF;
 END $$;
 
--- lock: the components (parallel arrays, names lower-cased by the caller), and the ones
--- the transaction records as written (txn_components; chosen and deduplicated by the
--- caller, hms_txn.domain.locks.components_to_record).
+-- lock: the components, a JSON array of [type, db, table, partition, operation type]
+-- (names lower-cased by the caller), and the ones the transaction records as written
+-- (txn_components), [db, table, partition, operation type] each (chosen and deduplicated by
+-- the caller, hms_txn.domain.locks.written_components). JSON text: one parameter, which
+-- costs the driver a fraction of eight arrays.
 CREATE FUNCTION hms_lock(p_txn bigint, p_user text, p_host text, p_agent text, p_now bigint,
                          p_zero_wait_read boolean, p_exclusive_ctas boolean,
-                         p_types int[], p_dbs text[], p_tbls text[], p_parts text[], p_ops int[],
-                         p_rec_dbs text[], p_rec_tbls text[], p_rec_parts text[], p_rec_ops int[])
+                         p_components text, p_records text)
 RETURNS TABLE (o_lock bigint, o_state int, o_message text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -104,18 +105,17 @@ BEGIN
     INSERT INTO hive_locks (ext_id, int_id, txn_id, db_name, tbl_name, part_name, state,
                             lock_type, operation_type, last_heartbeat_ms, heartbeat_count,
                             user_name, host, agent_info)
-        SELECT v_ext, u.n, p_txn, u.db, u.tbl, u.part, 2, u.type, u.op,
-               CASE WHEN p_txn <> 0 THEN 0 ELSE p_now END, 0, p_user, p_host, p_agent
-        FROM unnest(p_types, p_dbs, p_tbls, p_parts, p_ops)
-             WITH ORDINALITY AS u(type, db, tbl, part, op, n)
+        SELECT v_ext, u.n, p_txn, u.c->>1, u.c->>2, u.c->>3, 2, (u.c->>0)::int,
+               (u.c->>4)::int, CASE WHEN p_txn <> 0 THEN 0 ELSE p_now END, 0, p_user, p_host,
+               p_agent
+        FROM json_array_elements(p_components::json) WITH ORDINALITY AS u(c, n)
         ORDER BY u.n;
-    IF p_txn <> 0 AND v_type <> 2 AND cardinality(p_rec_dbs) > 0 THEN
+    IF p_txn <> 0 AND v_type <> 2 AND p_records <> '[]' THEN
         INSERT INTO txn_components (txn_id, db_name, tbl_name, part_name, operation_type, write_id)
-            SELECT p_txn, u.db, u.tbl, u.part, u.op,
+            SELECT p_txn, u.c->>0, u.c->>1, u.c->>2, (u.c->>3)::int,
                    (SELECT w.write_id FROM txn_to_write_id w
-                    WHERE w.txn_id = p_txn AND w.db_name = u.db AND w.tbl_name = u.tbl)
-            FROM unnest(p_rec_dbs, p_rec_tbls, p_rec_parts, p_rec_ops)
-                 WITH ORDINALITY AS u(db, tbl, part, op, n)
+                    WHERE w.txn_id = p_txn AND w.db_name = u.c->>0 AND w.tbl_name = u.c->>1)
+            FROM json_array_elements(p_records::json) WITH ORDINALITY AS u(c, n)
             ORDER BY u.n;
     END IF;
     RETURN QUERY SELECT * FROM hms_lock_decide(v_ext, p_txn, p_zero_wait_read,

@@ -83,26 +83,57 @@ END $$;
 -- current snapshot (kind 'h': the high watermark in o_id; 's': an open or aborted
 -- transaction below it, not READ_ONLY, in o_txn with its state), each table's counter
 -- ('n': o_id the next write id) and the write ids that can matter ('w': of transactions
--- above the high watermark, and of the snapshot's exceptions). The tables are the pairs of
--- p_dbs x p_tbls the caller picks out (hms_txn.domain.writeids._snapshot_write_ids).
-CREATE FUNCTION hms_snapshot_write_ids(p_dbs text[], p_tbls text[])
+-- above the high watermark, and of the snapshot's exceptions). p_dbs, p_tbls: JSON arrays
+-- of names; the tables are the pairs of p_dbs x p_tbls the caller picks out
+-- (hms_txn.domain.writeids._snapshot_write_ids).
+CREATE FUNCTION hms_snapshot_write_ids(p_dbs text, p_tbls text)
 RETURNS TABLE (o_kind text, o_db text, o_tbl text, o_txn bigint, o_id bigint, o_state text)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    dbs text[] := ARRAY(SELECT json_array_elements_text(p_dbs::json));
+    tbls text[] := ARRAY(SELECT json_array_elements_text(p_tbls::json));
+BEGIN
+    RETURN QUERY
     WITH hwm AS (SELECT next_id - 1 AS h FROM next_txn_id WHERE id = 1),
     snap AS (SELECT t.txn_id, t.state FROM txns t, hwm
              WHERE t.state IN ('o', 'a') AND t.txn_id <= hwm.h AND t.txn_type <> 2)
-    SELECT 'h', NULL, NULL, NULL::bigint, h, NULL FROM hwm
+    SELECT 'h'::text, NULL::text, NULL::text, NULL::bigint, h, NULL::text FROM hwm
     UNION ALL
     SELECT 's', NULL, NULL, txn_id, NULL::bigint, state::text FROM snap
     UNION ALL
-    SELECT 'n', db_name, tbl_name, NULL::bigint, next_id, NULL FROM next_write_id
-        WHERE db_name = ANY (p_dbs) AND tbl_name = ANY (p_tbls)
+    SELECT 'n', db_name::text, tbl_name::text, NULL::bigint, next_id, NULL FROM next_write_id
+        WHERE db_name = ANY (dbs) AND tbl_name = ANY (tbls)
     UNION ALL
-    SELECT 'w', w.db_name, w.tbl_name, w.txn_id, w.write_id, NULL FROM txn_to_write_id w
-        WHERE w.db_name = ANY (p_dbs) AND w.tbl_name = ANY (p_tbls)
+    SELECT 'w', w.db_name::text, w.tbl_name::text, w.txn_id, w.write_id, NULL
+        FROM txn_to_write_id w
+        WHERE w.db_name = ANY (dbs) AND w.tbl_name = ANY (tbls)
           AND w.txn_id > coalesce((SELECT h FROM hwm), 0)
     UNION ALL
-    SELECT 'w', w.db_name, w.tbl_name, w.txn_id, w.write_id, NULL
+    SELECT 'w', w.db_name::text, w.tbl_name::text, w.txn_id, w.write_id, NULL
         FROM txn_to_write_id w JOIN snap s ON s.txn_id = w.txn_id
-        WHERE w.db_name = ANY (p_dbs) AND w.tbl_name = ANY (p_tbls)
-$$;
+        WHERE w.db_name = ANY (dbs) AND w.tbl_name = ANY (tbls);
+END $$;
+
+-- get_valid_write_ids with the reader's snapshot (its high watermark and its exceptions):
+-- each table's counter (o_next) and the write ids that can matter (o_txn, o_write_id: of
+-- transactions above the snapshot, and of its exceptions), one statement's snapshot.
+-- p_dbs, p_tbls: JSON arrays of the names (a text parameter costs the driver less than a
+-- text array); the tables are the pairs of p_dbs x p_tbls the caller picks out.
+CREATE FUNCTION hms_valid_write_ids(p_dbs text, p_tbls text, p_hwm bigint, p_txns bigint[])
+RETURNS TABLE (o_db text, o_tbl text, o_next bigint, o_txn bigint, o_write_id bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    dbs text[] := ARRAY(SELECT json_array_elements_text(p_dbs::json));
+    tbls text[] := ARRAY(SELECT json_array_elements_text(p_tbls::json));
+BEGIN
+    RETURN QUERY
+        SELECT n.db_name::text, n.tbl_name::text, n.next_id, NULL::bigint, NULL::bigint
+        FROM next_write_id n WHERE n.db_name = ANY (dbs) AND n.tbl_name = ANY (tbls)
+        UNION ALL
+        SELECT w.db_name::text, w.tbl_name::text, NULL::bigint, w.txn_id, w.write_id
+        FROM txn_to_write_id w
+        WHERE w.db_name = ANY (dbs) AND w.tbl_name = ANY (tbls) AND w.txn_id > p_hwm
+        UNION ALL
+        SELECT w.db_name::text, w.tbl_name::text, NULL::bigint, w.txn_id, w.write_id
+        FROM txn_to_write_id w WHERE w.txn_id = ANY (p_txns);
+END $$;
