@@ -225,24 +225,12 @@ class Store:
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
         raise AssertionError("unreachable")
 
-    def one_statement(self, fn: Callable[[Connection], T], *, lazy: bool = False,
-                      attempts: int = 8) -> T:
+    def one_statement(self, fn: Callable[[Connection], T], *, lazy: bool = False) -> T:
         """PostgreSQL: ``fn(conn)`` sends one statement (a call of hms_txn.store.
-        txn_functions), in autocommit: the statement is the transaction. Retried as
-        ``transaction`` retries deadlocks and serialization failures (the statement then
-        rolled back); ``lazy``: it may commit without a flush (hms_txn.store.postgres)."""
-        lazy = lazy and self.lazy_commits
-        for attempt in range(1, attempts + 1):
-            try:
-                with postgres.statement_connection(self.engine, self._restarts,
-                                                   self.on_database_restart, lazy) as conn:
-                    return fn(conn)
-            except DBAPIError as err:
-                if attempt == attempts or not self._retryable(err):
-                    raise
-                log.debug("retrying statement after %s (attempt %d)", err.orig, attempt)
-                time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
-        raise AssertionError("unreachable")
+        txn_functions), in autocommit: the statement is the transaction; ``lazy``: it may
+        commit without a flush. Retried as ``transaction`` retries (hms_txn.store.postgres)."""
+        return postgres.one_statement(self.engine, self._restarts, self.on_database_restart,
+                                      fn, lazy and self.lazy_commits, self._retryable)
 
     @contextlib.contextmanager
     def batch(self, lazy: bool = False, wait: bool = True) -> Iterator[None]:

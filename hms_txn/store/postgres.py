@@ -40,16 +40,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import select
 import threading
-from typing import Callable, Iterator
+import time
+from typing import Callable, Iterator, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from hms_txn.store.prepared import run_fixed
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _LAZY = "SET LOCAL synchronous_commit TO off"
 _DURABLE = "SET LOCAL synchronous_commit TO on"
@@ -61,6 +66,24 @@ _WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
 def is_lazy(conn: Connection) -> bool:
     """Whether the call on ``conn`` may commit without a flush (its unit of work said so)."""
     return conn.info.get(_IS_LAZY, False)
+
+
+def one_statement(engine: Engine, restarts: "RestartWatch | None",
+                  recover: Callable[[Connection], None] | None, fn: Callable[[Connection], T],
+                  lazy: bool, retryable: Callable[[DBAPIError], bool], attempts: int = 8) -> T:
+    """``Store.one_statement``: ``fn(conn)`` on a ``statement_connection``, run again on a
+    deadlock or serialization failure (the statement then rolled back), never after the
+    statement may have committed."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with statement_connection(engine, restarts, recover, lazy) as conn:
+                return fn(conn)
+        except DBAPIError as err:
+            if attempt == attempts or not retryable(err):
+                raise
+            log.debug("retrying statement after %s (attempt %d)", err.orig, attempt)
+            time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
+    raise AssertionError("unreachable")
 
 
 @contextlib.contextmanager

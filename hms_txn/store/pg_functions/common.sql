@@ -23,6 +23,29 @@ BEGIN
         MESSAGE = format('No such transaction txnid:%s', p_txn);
 END $$;
 
+-- Heartbeat an open transaction (which also row-locks it); its type. Refused as Hive does
+-- when it is not open (hms_txn.domain.txn_records.require_open_heartbeat).
+CREATE FUNCTION hms_heartbeat_txn(p_txn bigint, p_now bigint) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_type int;
+    v_state text;
+BEGIN
+    UPDATE txns SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
+        WHERE txn_id = p_txn AND state = 'o' RETURNING txn_type INTO v_type;
+    IF NOT FOUND THEN
+        SELECT state INTO v_state FROM txns WHERE txn_id = p_txn;
+        PERFORM hms_raise_not_open(v_state, p_txn);
+    END IF;
+    RETURN v_type;
+END $$;
+
+-- The names of a JSON array (lists of names travel as JSON text: hms_txn.store.txn_functions).
+CREATE FUNCTION hms_names(p_json text) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ARRAY(SELECT json_array_elements_text(p_json::json))
+$$;
+
 -- "txnid:1, txnid:2" (hms_txn.domain.writeids._txns).
 CREATE FUNCTION hms_txn_list(p_ids bigint[]) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$

@@ -83,19 +83,13 @@ RETURNS TABLE (o_lock bigint, o_state int, o_message text)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_type int;
-    v_state text;
     v_ext bigint;
 BEGIN
     PERFORM hms_lock_mutex('locks');
     IF p_txn <> 0 THEN
         -- The heartbeat also marks the transaction as one that may hold locks (commit_txn
         -- releases locks only of a heartbeated transaction).
-        UPDATE txns SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
-            WHERE txn_id = p_txn AND state = 'o' RETURNING txn_type INTO v_type;
-        IF NOT FOUND THEN
-            SELECT state INTO v_state FROM txns WHERE txn_id = p_txn;
-            PERFORM hms_raise_not_open(v_state, p_txn);
-        END IF;
+        v_type := hms_heartbeat_txn(p_txn, p_now);
     END IF;
     UPDATE next_lock_id SET next_id = next_id + 1 WHERE id = 1 RETURNING next_id - 1 INTO v_ext;
     IF NOT FOUND THEN
@@ -131,7 +125,6 @@ DECLARE
     v_owner bigint;
     v_count bigint;
     v_acquired boolean;
-    v_state text;
 BEGIN
     PERFORM hms_lock_mutex('locks');
     SELECT min(txn_id), count(*), bool_and(state = 1) INTO v_owner, v_count, v_acquired
@@ -140,12 +133,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'HM003', MESSAGE = format('No such lock lockid:%s', p_ext);
     END IF;
     IF v_owner <> 0 THEN
-        UPDATE txns SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
-            WHERE txn_id = v_owner AND state = 'o';
-        IF NOT FOUND THEN
-            SELECT state INTO v_state FROM txns WHERE txn_id = v_owner;
-            PERFORM hms_raise_not_open(v_state, v_owner);
-        END IF;
+        PERFORM hms_heartbeat_txn(v_owner, p_now);
     ELSE
         UPDATE hive_locks SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
             WHERE ext_id = p_ext;

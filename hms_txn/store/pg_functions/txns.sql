@@ -132,8 +132,6 @@ $$;
 -- heartbeat: a lock's (txn-less locks), then a transaction's.
 CREATE FUNCTION hms_heartbeat(p_lock bigint, p_txn bigint, p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_state text;
 BEGIN
     IF p_lock IS NOT NULL AND p_lock <> 0 THEN
         UPDATE hive_locks SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
@@ -144,12 +142,7 @@ BEGIN
         END IF;
     END IF;
     IF p_txn IS NOT NULL AND p_txn <> 0 THEN
-        UPDATE txns SET last_heartbeat_ms = p_now, heartbeat_count = heartbeat_count + 1
-            WHERE txn_id = p_txn AND state = 'o';
-        IF NOT FOUND THEN
-            SELECT state INTO v_state FROM txns WHERE txn_id = p_txn;
-            PERFORM hms_raise_not_open(v_state, p_txn);
-        END IF;
+        PERFORM hms_heartbeat_txn(p_txn, p_now);
     END IF;
 END $$;
 

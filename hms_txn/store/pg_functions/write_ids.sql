@@ -90,8 +90,8 @@ CREATE FUNCTION hms_snapshot_write_ids(p_dbs text, p_tbls text)
 RETURNS TABLE (o_kind text, o_db text, o_tbl text, o_txn bigint, o_id bigint, o_state text)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    dbs text[] := ARRAY(SELECT json_array_elements_text(p_dbs::json));
-    tbls text[] := ARRAY(SELECT json_array_elements_text(p_tbls::json));
+    dbs text[] := hms_names(p_dbs);
+    tbls text[] := hms_names(p_tbls);
 BEGIN
     RETURN QUERY
     WITH hwm AS (SELECT next_id - 1 AS h FROM next_txn_id WHERE id = 1),
@@ -123,8 +123,8 @@ CREATE FUNCTION hms_valid_write_ids(p_dbs text, p_tbls text, p_hwm bigint, p_txn
 RETURNS TABLE (o_db text, o_tbl text, o_next bigint, o_txn bigint, o_write_id bigint)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    dbs text[] := ARRAY(SELECT json_array_elements_text(p_dbs::json));
-    tbls text[] := ARRAY(SELECT json_array_elements_text(p_tbls::json));
+    dbs text[] := hms_names(p_dbs);
+    tbls text[] := hms_names(p_tbls);
 BEGIN
     RETURN QUERY
         SELECT n.db_name::text, n.tbl_name::text, n.next_id, NULL::bigint, NULL::bigint
