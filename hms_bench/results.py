@@ -182,7 +182,7 @@ def format_targets(targets: list[dict[str, Any]]) -> str:
         unit = "MB" if "RSS" in tg["target"] else "/s" if "ops/s" in tg["target"] else "x"
         shown = "n/a" if m is None else (f"{m:.0f} {unit}" if unit != "x" else f"{m:.1f}x")
         goal = (f"< {tg['goal']:.0f} MB" if unit == "MB"
-                else f">= {tg['goal']:.0f}{'' if unit == 'x' else ' '}{unit}")
+                else f">= {tg['goal']:g}{'' if unit == 'x' else ' '}{unit}")
         lines.append(f"{'MET ' if tg['met'] else 'MISS'} {tg['target']:<48} {tg['server']:<16} "
                      f"{shown:>9} (goal {goal}; {tg['detail']})")
     return "\n".join(lines)
