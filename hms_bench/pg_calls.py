@@ -126,41 +126,48 @@ def _operations(ms):
     }
 
 
+def _measure(ms, names, count: int, rounds: int, out: dict) -> None:
+    ops = _operations(ms)
+    trips = _RoundTrips(ms.store.engine)
+    for name in names:
+        calls, op = ops[name]
+        for _ in range(min(count, 300)):      # warm: psycopg prepares after 5 runs
+            op()
+        gc.collect()
+        best_wall = best_cpu = float("inf")
+        per_op = 0.0
+        for _ in range(rounds):
+            trips.count = 0
+            w0, c0 = time.perf_counter(), time.thread_time()
+            for _ in range(count):
+                op()
+            best_wall = min(best_wall, (time.perf_counter() - w0) / count * 1e6)
+            best_cpu = min(best_cpu, (time.thread_time() - c0) / count * 1e6)
+            per_op = trips.count / count
+        out[name] = {"calls": calls, "cpu_us": round(best_cpu), "wall_us": round(best_wall),
+                     "round_trips": round(per_op, 2)}
+        print(f"{name:24} {calls} call(s)  CPU {best_cpu:7.0f} us  wall {best_wall:7.0f} us"
+              f"  round trips {per_op:5.2f}", flush=True)
+
+
 def measure(names, count: int, rounds: int) -> dict:
     from hms_bench.servers import BenchPostgres
     from hms_txn.common.config import Config
     from hms_txn.server.metastore import Metastore
     pg = BenchPostgres().start()
-    data = tempfile.mkdtemp(prefix="hms-pg-calls-")
-    ms = Metastore(Config({"hive.metastore.warehouse.dir": data + "/wh",
-                           "javax.jdo.option.ConnectionURL": pg.create_database(),
-                           "javax.jdo.option.ConnectionUserName": pg.user,
-                           "hive.compactor.initiator.on": "false"}), data_dir=data)
-    ms.start()
     out = {}
     try:
-        ops = _operations(ms)
-        trips = _RoundTrips(ms.store.engine)
-        for name in names:
-            calls, op = ops[name]
-            for _ in range(min(count, 300)):      # warm: psycopg prepares after 5 runs
-                op()
-            gc.collect()
-            best_wall = best_cpu = float("inf")
-            for _ in range(rounds):
-                trips.count = 0
-                w0, c0 = time.perf_counter(), time.thread_time()
-                for _ in range(count):
-                    op()
-                best_wall = min(best_wall, (time.perf_counter() - w0) / count * 1e6)
-                best_cpu = min(best_cpu, (time.thread_time() - c0) / count * 1e6)
-                per_op = trips.count / count
-            out[name] = {"calls": calls, "cpu_us": round(best_cpu), "wall_us": round(best_wall),
-                         "round_trips": round(per_op, 2)}
-            print(f"{name:24} {calls} call(s)  CPU {best_cpu:7.0f} us  wall {best_wall:7.0f} us"
-                  f"  round trips {per_op:5.2f}", flush=True)
+        data = tempfile.mkdtemp(prefix="hms-pg-calls-")
+        ms = Metastore(Config({"hive.metastore.warehouse.dir": data + "/wh",
+                               "javax.jdo.option.ConnectionURL": pg.create_database(),
+                               "javax.jdo.option.ConnectionUserName": pg.user,
+                               "hive.compactor.initiator.on": "false"}), data_dir=data)
+        ms.start()
+        try:
+            _measure(ms, names, count, rounds, out)
+        finally:
+            ms.close()
     finally:
-        ms.close()
         pg.stop()
     return out
 
