@@ -63,7 +63,7 @@ class Entry:
         return f"{self.db}.{self.table}" + (f"/{self.partition}" if self.partition else "")
 
 
-def _entry(r) -> Entry:
+def entry_of(r) -> Entry:
     return Entry(r.id, r.db_name, r.tbl_name, r.part_name, r.ctype, r.state, r.worker_id,
                  r.run_as, r.txn_id, r.highest_write_id, r.next_txn_id, r.commit_ms, r.start_ms,
                  r.properties)
@@ -77,7 +77,7 @@ def _object(table, db: str, tbl: str, part: str | None):
 
 def get_entry(conn: Connection, entry_id: int) -> Entry | None:
     r = conn.execute(select(compaction_queue).where(Q.id == entry_id)).first()
-    return None if r is None else _entry(r)
+    return None if r is None else entry_of(r)
 
 
 # -- worker ------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def claim_next(conn: Connection, worker_id: str, worker_version: str, *,
     conn.execute(update(compaction_queue).where(Q.id == r.id).values(
         state=WORKING, worker_id=worker_id, worker_version=worker_version,
         start_ms=now_ms(), txn_id=None, highest_write_id=None, error_message=None))
-    return _entry(conn.execute(select(compaction_queue).where(Q.id == r.id)).first())
+    return entry_of(conn.execute(select(compaction_queue).where(Q.id == r.id)).first())
 
 
 def _mine(entry_id: int, worker_id: str):
@@ -315,7 +315,7 @@ def ready_for_cleaning(conn: Connection) -> list[Entry]:
         .where(txns.c.state == TXN_OPEN).exists()
     rows = conn.execute(select(compaction_queue).where(Q.state == READY_FOR_CLEANING)
                         .where(or_(Q.commit_ms.is_not(None), ~open_txn)).order_by(Q.id)).all()
-    return [_entry(r) for r in rows]
+    return [entry_of(r) for r in rows]
 
 
 def cleaning_blocker(conn: Connection, e: Entry) -> str | None:

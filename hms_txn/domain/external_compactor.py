@@ -71,10 +71,17 @@ def find_next(conn: Connection, worker_id: str | None, worker_version: str | Non
                       pool_timeout_ms=pool_timeout_ms)
     if e is None:
         return None
-    row = dict(conn.execute(select(compaction_queue).where(Q.id == e.id)).first()._mapping)
-    row["properties"] = stringable_map(json.loads(row["properties"]) if row["properties"]
-                                       else None)
-    return row
+    return claimed_row(conn.execute(select(compaction_queue).where(Q.id == e.id)).first())
+
+
+def claimed_row(row) -> dict | None:
+    """A claimed queue row as ``find_next`` answers it (None: nothing claimed)."""
+    if row is None:
+        return None
+    found = row._asdict()
+    found["properties"] = stringable_map(json.loads(found["properties"]) if found["properties"]
+                                         else None)
+    return found
 
 
 def _held(entry_id: int, worker_id: str | None, states=(WORKING,)):

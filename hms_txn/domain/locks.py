@@ -213,7 +213,8 @@ def heartbeat_lock_in(conn: Connection, lock_id: int, now: int | None = None) ->
 # -- lock / check_lock ---------------------------------------------------------------------
 
 
-def lock(conn: Connection, request: LockRequest) -> LockResult:
+def check_request(request: LockRequest) -> None:
+    """Refuse a malformed lock request (both forms of ``lock``)."""
     if not request.components:
         raise InvalidInput("a lock request needs at least one component")
     for c in request.components:
@@ -221,6 +222,19 @@ def lock(conn: Connection, request: LockRequest) -> LockResult:
             raise InvalidInput("every lock component needs a dbname")
         if c.type not in LockType._value2member_map_:
             raise InvalidInput(f"unknown lock type {c.type}")
+
+
+def lock_rows(request: LockRequest) -> list[tuple[int, str, str | None, str | None, int | None]]:
+    """The request's components as its lock rows name them: (type, database, table,
+    partition, operation type), names lower-cased as Hive stores them."""
+    return [(int(c.type), c.dbname.lower(), c.tablename.lower() if c.tablename else None,
+             c.partitionname or None,
+             None if c.operation_type is None else int(c.operation_type))
+            for c in request.components]
+
+
+def lock(conn: Connection, request: LockRequest) -> LockResult:
+    check_request(request)
     txn_id = int(request.txn_id or 0)
     lock_mutex(conn, "locks")
     now = now_ms()
@@ -231,19 +245,16 @@ def lock(conn: Connection, request: LockRequest) -> LockResult:
         txn_type = require_open_heartbeat(conn, txn_id, now)
     ext_id = reserve_ids(conn, next_lock_id, 1)
     rows = [
-        {"ext_id": ext_id, "int_id": i, "txn_id": txn_id,
-         "db_name": c.dbname.lower(),
-         "tbl_name": c.tablename.lower() if c.tablename else None,
-         "part_name": c.partitionname or None,
-         "state": int(LockState.WAITING), "lock_type": int(c.type),
-         "operation_type": None if c.operation_type is None else int(c.operation_type),
+        {"ext_id": ext_id, "int_id": i, "txn_id": txn_id, "db_name": db, "tbl_name": table,
+         "part_name": part, "state": int(LockState.WAITING), "lock_type": lock_type,
+         "operation_type": op,
          # a transaction's locks live as long as the transaction: only txn-less
          # locks are heartbeated on their own (Hive stores 0 for the others)
          "last_heartbeat_ms": 0 if txn_id else now, "heartbeat_count": 0,
          "user_name": request.user or "", "host": request.hostname or "",
          "agent_info": request.agent_info if request.agent_info is not None
          else "Unknown"}
-        for i, c in enumerate(request.components, start=1)
+        for i, (lock_type, db, table, part, op) in enumerate(lock_rows(request), start=1)
     ]
     _INSERT_LOCKS.execute(conn, rows[0] if len(rows) == 1 else rows)
     if txn_id and txn_type != TxnType.READ_ONLY:
@@ -256,8 +267,21 @@ def lock(conn: Connection, request: LockRequest) -> LockResult:
 
 def _record_components(conn: Connection, txn_id: int,
                        components: Sequence[LockComponent]) -> None:
-    """Remember what the transaction writes (Hive's TXN_COMPONENTS rules)."""
-    rows = []
+    """Remember what the transaction writes, with its write id on each table."""
+    rows = [{"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": part,
+             "operation_type": op,
+             "write_id": None if table is None else _TXN_WRITE_ID.execute(
+                 conn, {"p_txn": txn_id, "p_db": db, "p_tbl": table}).scalar()}
+            for db, table, part, op in written_components(components)]
+    if rows:
+        _INSERT_COMPONENTS.execute(conn, rows[0] if len(rows) == 1 else rows)
+
+
+def written_components(components: Sequence[LockComponent]
+                       ) -> list[tuple[str, str | None, str | None, int]]:
+    """The components a transaction's lock records as written (Hive's TXN_COMPONENTS
+    rules), once each: (database, table, partition, operation type)."""
+    out = []
     seen = set()
     for c in components:
         if c.is_transactional is False:
@@ -273,22 +297,12 @@ def _record_components(conn: Connection, txn_id: int,
             record = False
         if not record:
             continue
-        db = c.dbname.lower()
-        table = c.tablename.lower() if c.tablename else None
-        part = c.partitionname or None
-        op_value = int(op) if op is not None else int(DataOp.UNSET)
-        key = (db, table, part, op_value)
-        if key in seen:
-            continue
-        seen.add(key)
-        write_id = None
-        if table is not None:
-            write_id = _TXN_WRITE_ID.execute(
-                conn, {"p_txn": txn_id, "p_db": db, "p_tbl": table}).scalar()
-        rows.append({"txn_id": txn_id, "db_name": db, "tbl_name": table, "part_name": part,
-                     "operation_type": op_value, "write_id": write_id})
-    if rows:
-        _INSERT_COMPONENTS.execute(conn, rows[0] if len(rows) == 1 else rows)
+        key = (c.dbname.lower(), c.tablename.lower() if c.tablename else None,
+               c.partitionname or None, int(op) if op is not None else int(DataOp.UNSET))
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
 
 
 def check_lock(conn: Connection, lock_id: int, *, txn_id: int | None = None,

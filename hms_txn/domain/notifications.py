@@ -91,6 +91,15 @@ def append(conn: Connection, message_format: str, *entries: LogEntry | None) -> 
     return [r["event_id"] for r in rows]
 
 
+def note_written(conn: Connection, event_type: str, db_name: str | None, tbl_name: str | None,
+                 event_ids: Iterable[int]) -> None:
+    """Events of ``event_type`` that the database wrote in the call on ``conn`` (the
+    transaction functions of PostgreSQL: hms_txn.domain.one_statement), remembered as
+    ``append`` remembers its own."""
+    conn.info.setdefault(_WRITTEN_KEY, []).extend(
+        Written(event_type, db_name, tbl_name, int(i)) for i in event_ids if i is not None)
+
+
 def take_written(conn: Connection) -> list[Written]:
     """The events ``append`` wrote on ``conn`` since the last call, forgetting them. The
     unit of work takes them after each call's work (hms_txn.service.units): committed, they

@@ -28,6 +28,7 @@ skips every id that may have been handed out and lost (after a clean stop
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
+from hms_txn.domain.event_messages.templates import Templates
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, OPEN, TxnState,
                                         TxnType, abort_in, current_hwm, now_ms, raise_not_open,
                                         txn_id_str, txn_row)
@@ -122,6 +124,16 @@ class OpenTxns:
 
 
 @dataclass
+class OpenRequest:
+    """An ``open_txns`` request as both forms of the call run it (``TxnManager.open_request``)."""
+    count: int
+    txn_type: int
+    user: str
+    host: str
+    agent: str
+
+
+@dataclass
 class Opened:
     """What ``open_txns`` did: the ids, and whether it raised the id reservation (then
     this commit must be durable even where the open could be lazy)."""
@@ -139,6 +151,9 @@ class TxnManager:
     def __init__(self, config, messages: em.MessageContext):
         self.config = config
         self.messages = messages
+        # The transaction events' messages with holes for the database to fill
+        # (PostgreSQL's one-statement form: hms_txn.domain.one_statement).
+        self.templates = Templates(messages)
         # Hive's tooManyOpenTxns: once the limit is hit, refuse until below 90% of it.
         self._too_many_open = False
         self._flag_lock = threading.Lock()
@@ -155,19 +170,10 @@ class TxnManager:
                   lazy_commit: bool = False) -> Opened:
         """Open ``num_txns`` transactions. ``lazy_commit``: the caller commits without a
         flush, so the ids must stay within the reservation (see the module docstring)."""
-        if num_txns is None or num_txns <= 0:
-            raise InvalidInput(f"Invalid input for number of txns: {num_txns}")
-        max_batch = self.config["hive.txn.max.open.batch"]
-        if num_txns > max_batch:
-            log.info("open_txns asked for %d transactions; capped at hive.txn.max.open.batch=%d",
-                     num_txns, max_batch)
-            num_txns = max_batch
-        if repl_policy or repl_src_txn_ids:
-            log.info("open_txns: replication fields (replPolicy=%r, %d source txn ids) are "
-                     "accepted and ignored", repl_policy, len(repl_src_txn_ids or ()))
-        txn_type = int(txn_type if txn_type is not None else TxnType.DEFAULT)
-        agent = agent_info if agent_info is not None else "Unknown"
-
+        request = self.open_request(num_txns, user, hostname, agent_info=agent_info,
+                                    txn_type=txn_type, repl_policy=repl_policy,
+                                    repl_src_txn_ids=repl_src_txn_ids)
+        num_txns, txn_type = request.count, request.txn_type
         self._check_open_limit(conn, num_txns)
         bumped = (_BUMP_READING_RESERVED.execute(conn, {"p_count": num_txns}).first()
                    if lazy_commit and writer_is_exclusive(conn) else None)
@@ -180,8 +186,8 @@ class TxnManager:
         ids = list(range(first, first + num_txns))
         rows = [
             {"txn_id": t, "state": OPEN, "txn_type": txn_type, "started_ms": now,
-             "last_heartbeat_ms": now, "heartbeat_count": 0, "user_name": user or "",
-             "host": hostname or "", "agent_info": agent}
+             "last_heartbeat_ms": now, "heartbeat_count": 0, "user_name": request.user,
+             "host": request.host, "agent_info": request.agent}
             for t in ids
         ]
         if lazy_commit and bumped is None and num_txns == 1:
@@ -204,6 +210,25 @@ class TxnManager:
             notifications.append(conn, self.messages.message_format,
                                  em.open_txns(self.messages, ids[0], ids[-1]))
         return Opened(ids, raised)
+
+    def open_request(self, num_txns: int, user: str, hostname: str, *,
+                     agent_info: str | None = None, txn_type: int | None = TxnType.DEFAULT,
+                     repl_policy: str | None = None,
+                     repl_src_txn_ids: Sequence[int] | None = None) -> OpenRequest:
+        """An ``open_txns`` request checked and capped (both forms of the call)."""
+        if num_txns is None or num_txns <= 0:
+            raise InvalidInput(f"Invalid input for number of txns: {num_txns}")
+        max_batch = self.config["hive.txn.max.open.batch"]
+        if num_txns > max_batch:
+            log.info("open_txns asked for %d transactions; capped at hive.txn.max.open.batch=%d",
+                     num_txns, max_batch)
+            num_txns = max_batch
+        if repl_policy or repl_src_txn_ids:
+            log.info("open_txns: replication fields (replPolicy=%r, %d source txn ids) are "
+                     "accepted and ignored", repl_policy, len(repl_src_txn_ids or ()))
+        return OpenRequest(num_txns, int(txn_type if txn_type is not None else TxnType.DEFAULT),
+                           user or "", hostname or "",
+                           agent_info if agent_info is not None else "Unknown")
 
     @staticmethod
     def recover_reserved_ids(conn: Connection) -> None:
@@ -234,18 +259,30 @@ class TxnManager:
             _SET_RESERVED.execute(conn, {"p_reserved": nxt - 1})
 
     def _check_open_limit(self, conn: Connection, opening: int) -> None:
+        if self.open_limit(opening) is not None:
+            self.counted_open(_COUNT_OPEN.execute(conn).scalar_one(), opening)
+
+    def open_limit(self, opening: int) -> int | None:
+        """Hive's ``hive.max.open.txns`` check, before opening ``opening`` transactions: None
+        when no count is due (far below the limit and counted within the last second: the
+        count kept here is bumped instead), else the open count at which the open is
+        refused; the caller then counts and reports the count (``counted_open``)."""
         limit = self.config["hive.max.open.txns"]
-        now = time.monotonic()
         with self._flag_lock:
             # Far below the limit a recount per call is wasted work: recount at most once a
             # second then (Hive itself only recounts periodically).
             if (not self._too_many_open and self._open_count + opening < limit // 2
-                    and now - self._counted_at < 1.0):
+                    and time.monotonic() - self._counted_at < 1.0):
                 self._open_count += opening
-                return
-        count = _COUNT_OPEN.execute(conn).scalar_one()
+                return None
+            return math.ceil(limit * 0.9) if self._too_many_open else limit
+
+    def counted_open(self, count: int, opening: int) -> None:
+        """The open count was ``count``: raise if the open is refused (once the limit is
+        hit, until the count is below 90% of it)."""
+        limit = self.config["hive.max.open.txns"]
         with self._flag_lock:
-            self._open_count, self._counted_at = count + opening, now
+            self._open_count, self._counted_at = count + opening, time.monotonic()
             if not self._too_many_open and count >= limit:
                 self._too_many_open = True
             if self._too_many_open:
@@ -288,7 +325,6 @@ class TxnManager:
     @staticmethod
     def get_open_txns(conn: Connection,
                       exclude_types: Iterable[int] | None = (TxnType.READ_ONLY,)) -> OpenTxns:
-        excluded = {int(t) for t in (exclude_types or ())}
         if statements_are_round_trips(conn):
             # The high watermark and the transactions below it in one statement: no row
             # when there is no counter yet, a row of NULLs after it when none is open.
@@ -298,6 +334,14 @@ class TxnManager:
         else:
             hwm = current_hwm(conn)
             rows = _OPEN_AND_ABORTED.rows(conn, {"p_hwm": hwm})
+        return TxnManager.open_txns_of(hwm, rows, exclude_types)
+
+    @staticmethod
+    def open_txns_of(hwm: int, rows: Iterable[tuple[int, str, int]],
+                     exclude_types: Iterable[int] | None) -> OpenTxns:
+        """A snapshot from the high watermark and the (id, state, type) rows of the open
+        and aborted transactions below it, ascending, leaving out ``exclude_types``."""
+        excluded = {int(t) for t in (exclude_types or ())}
         ids: list[int] = []
         aborted: set[int] = set()
         min_open = None

@@ -75,7 +75,7 @@ _WRITE_IDS_OF_TXNS = ListQuery(lambda in_list: _tables_ids.where(in_list(_t2w.tx
                                {"p_txns": BigInteger})
 # Beyond this many exceptions in a snapshot, reading each table's ids up to its high
 # watermark beats looking each exception up.
-_MAX_EXCEPTIONS_LOOKED_UP = 1000
+MAX_EXCEPTIONS_LOOKED_UP = 1000
 _WRITE_IDS_UP_TO = Prepared(_write_ids.where(_t2w.write_id <= bindparam("p_wid")))
 
 
@@ -120,17 +120,9 @@ def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
     allocated. A transaction that already has a write id on the table keeps it, and only
     fresh allocations are announced with an ALLOC_WRITE_ID_EVENT (``messages``).
     """
-    if repl_policy or src_txn_to_write_ids:
-        log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
-                 "and ignored", repl_policy)
-    if reallocate:
-        log.info("allocate_table_write_ids: reallocate=true is accepted and ignored")
-    db, table = (db_name or "").lower(), (table_name or "").lower()
-    if not db or not table:
-        raise InvalidInput("allocate_table_write_ids needs dbName and tableName")
-    ids = sorted(set(int(t) for t in (txn_ids or ())))
-    if not ids:
-        raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
+    db, table, ids = allocation_request(db_name, table_name, txn_ids, repl_policy=repl_policy,
+                                        src_txn_to_write_ids=src_txn_to_write_ids,
+                                        reallocate=reallocate)
     if len(ids) == 1:
         found = _TXN_STATE_LOCKED.execute(conn, {"p_txn": ids[0]})
     else:
@@ -174,6 +166,26 @@ def allocate_table_write_ids(conn: Connection, db_name: str, table_name: str,
     return [(t, existing[t]) for t in ids]
 
 
+def allocation_request(db_name: str, table_name: str, txn_ids: Sequence[int], *,
+                       repl_policy: str | None = None,
+                       src_txn_to_write_ids: Sequence[tuple[int, int]] | None = None,
+                       reallocate: bool = False) -> tuple[str, str, list[int]]:
+    """An ``allocate_table_write_ids`` request checked (both forms of the call): the
+    database and table lower-cased, the transactions ascending and distinct."""
+    if repl_policy or src_txn_to_write_ids:
+        log.info("allocate_table_write_ids: replication fields (replPolicy=%r) are accepted "
+                 "and ignored", repl_policy)
+    if reallocate:
+        log.info("allocate_table_write_ids: reallocate=true is accepted and ignored")
+    db, table = (db_name or "").lower(), (table_name or "").lower()
+    if not db or not table:
+        raise InvalidInput("allocate_table_write_ids needs dbName and tableName")
+    ids = sorted(set(int(t) for t in (txn_ids or ())))
+    if not ids:
+        raise InvalidInput("allocate_table_write_ids needs at least one transaction id")
+    return db, table, ids
+
+
 def get_max_allocated_write_id(conn: Connection, db_name: str, table_name: str) -> int:
     db, table = (db_name or "").lower(), (table_name or "").lower()
     value = conn.execute(
@@ -210,16 +222,21 @@ def get_valid_write_ids(conn: Connection, full_table_names: Sequence[str],
         raise InvalidInput("get_valid_write_ids needs at least one table name")
     split = [split_table_name(n) for n in names]
     if valid_txn_list is not None:
-        try:
-            snapshot = ValidTxnList.parse(valid_txn_list)
-        except ValidIdListError as err:
-            raise InvalidInput(f"invalid validTxnList: {err}") from None
+        snapshot = parse_valid_txn_list(valid_txn_list)
     elif write_id is not None:
         snapshot = _snapshot_for_write_id(conn, split[0], names[0], write_id)
     else:
         snapshot = _current_snapshot(conn)
     found = _snapshot_write_ids(conn, split, snapshot)
     return [TableWriteIds(full, *found[key]) for full, key in zip(names, split)]
+
+
+def parse_valid_txn_list(valid_txn_list: str) -> ValidTxnList:
+    """A reader's ValidTxnList string, or InvalidInput."""
+    try:
+        return ValidTxnList.parse(valid_txn_list)
+    except ValidIdListError as err:
+        raise InvalidInput(f"invalid validTxnList: {err}") from None
 
 
 def _current_snapshot(conn: Connection) -> ValidTxnList:
@@ -325,7 +342,7 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
 
     params = {**lists, "p_txn": txn_hwm}
     exceptions = snapshot.exceptions
-    looked_up = len(exceptions) <= _MAX_EXCEPTIONS_LOOKED_UP
+    looked_up = len(exceptions) <= MAX_EXCEPTIONS_LOOKED_UP
     one_statement = statements_are_round_trips(conn)
     if one_statement:
         # One statement: the counters (a counter's row is the one without a write id), the
@@ -339,14 +356,7 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
         allocated = {(db, table): int(nxt) - 1
                      for db, table, nxt in _NEXT_WRITE_IDS.execute(conn, lists)}
         take(_WRITE_IDS_ABOVE.execute(conn, params))
-    hwms = {}
-    for key in wanted:
-        above = {wid for wid, txn_id in relevant[key] if txn_id > txn_hwm}
-        top = allocated.get(key, 0)
-        while top > 0 and top in above:
-            top -= 1
-        hwms[key] = top if top > 0 else max(allocated.get(key, 0), 0)
-
+    hwms = high_watermarks(allocated, relevant, txn_hwm)
     if not looked_up:
         # a long exception list: read the tables' ids instead
         for key in wanted:
@@ -355,10 +365,34 @@ def _snapshot_write_ids(conn: Connection, tables: Sequence[tuple[str, str]],
                     conn, {"p_db": key[0], "p_tbl": key[1], "p_wid": hwms[key]})}
     elif exceptions and any(hwms.values()) and not one_statement:
         take(_WRITE_IDS_OF_TXNS.execute(conn, {"p_txns": ListQuery.bind(conn, exceptions)}))
+    return snapshot_lists(hwms, relevant, snapshot)
 
+
+def high_watermarks(allocated: dict[tuple[str, str], int],
+                    relevant: dict[tuple[str, str], set[tuple[int, int]]],
+                    txn_hwm: int) -> dict[tuple[str, str], int]:
+    """Each table's write id high watermark for a snapshot whose transaction high watermark
+    is ``txn_hwm``: ``allocated`` the highest write id allocated, ``relevant`` the (write
+    id, txn id) pairs of the transactions above the snapshot (and maybe others). See
+    ``_snapshot_write_ids``."""
+    hwms = {}
+    for key, ids in relevant.items():
+        above = {wid for wid, txn_id in ids if txn_id > txn_hwm}
+        top = allocated.get(key, 0)
+        while top > 0 and top in above:
+            top -= 1
+        hwms[key] = top if top > 0 else max(allocated.get(key, 0), 0)
+    return hwms
+
+
+def snapshot_lists(hwms: dict[tuple[str, str], int],
+                   relevant: dict[tuple[str, str], set[tuple[int, int]]],
+                   snapshot: ValidTxnList) -> dict[tuple[str, str], tuple]:
+    """Each table's (high watermark, invalid write ids, their aborted flags, lowest open
+    write id or None), from the (write id, txn id) pairs of ``relevant``, which must hold
+    those of the snapshot's exceptions."""
     found = {}
-    for key in wanted:
-        hwm = hwms[key]
+    for key, hwm in hwms.items():
         invalid: list[int] = []
         aborted: list[bool] = []
         min_open = None

@@ -8,6 +8,7 @@ from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain import external_compactor as ext
+from hms_txn.domain import one_statement as one
 from hms_txn.domain.compaction_queue import FAILED, REFUSED
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes
@@ -30,8 +31,14 @@ class ExternalCompactorService:
         if rqst is None:
             raise InvalidInput("FindNextCompactRequest is null")
         timeout_ms = int(self.config["hive.compactor.worker.pool.timeout"] * 1000)
-        row = self.units.write(lambda conn: ext.find_next(
-            conn, rqst.workerId, rqst.workerVersion, rqst.poolName, timeout_ms))
+        fns = self.units.functions
+        if fns is not None:     # the claim in one statement (hms_txn.domain.one_statement)
+            row = ext.claimed_row(self.units.call(lambda conn: one.claim_compaction(
+                conn, fns, rqst.workerId or "", rqst.workerVersion or "",
+                pool_name=rqst.poolName, pool_timeout_ms=timeout_ms)))
+        else:
+            row = self.units.write(lambda conn: ext.find_next(
+                conn, rqst.workerId, rqst.workerVersion, rqst.poolName, timeout_ms))
         return ttypes.OptionalCompactionInfoStruct(ci=None if row is None else _info(row))
 
     def update_compactor_state(self, cr, txn_id):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from hms_txn.domain import compaction_admin, compaction_queue, locks
+from hms_txn.domain import one_statement as one
 from hms_txn.domain.compaction_queue import CompactionInfo
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
@@ -32,10 +33,17 @@ class LockService:
             txn_id=rqst.txnid or 0, user=identity(rqst.user), hostname=rqst.hostname,
             agent_info=rqst.agentInfo, zero_wait_read=bool(rqst.zeroWaitReadEnabled),
             exclusive_ctas=bool(rqst.exclusiveCTAS))
+        fns = self.units.functions
+        if fns is not None:     # one statement (hms_txn.domain.one_statement)
+            return _lock_response(self.units.call(lambda conn: one.lock(conn, fns, request)))
         return _lock_response(self.units.write(lambda conn: locks.lock(conn, request)))
 
     @policy(route=Route.BATCH)
     def check_lock(self, rqst):
+        fns = self.units.functions
+        if fns is not None:
+            return _lock_response(self.units.call(
+                lambda conn: one.check_lock(conn, fns, rqst.lockid)))
         return _lock_response(self.units.write(lambda conn: locks.check_lock(
             conn, rqst.lockid, txn_id=rqst.txnid, elapsed_ms=rqst.elapsed_ms)))
 

@@ -27,6 +27,11 @@ process crash: a lazy commit survives ``kill -9``) does no harm:
   client's lock granted in its place, a compaction cleaning past it), which flushes the
   lazy commit with it; its COMMIT_TXN event is served only once durable, as above. A
   commit that turns out to record a write is made durable before it is answered.
+
+Each call has two forms: where the store offers the one-statement form (PostgreSQL's
+functions, ``units.functions``), the call is one statement (``units.call``, through
+``domain.one_statement``); else its Python path runs in a transaction (``units.write`` /
+``units.read``). Both answer the same; the durability declared here holds for both.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
+from hms_txn.domain import one_statement as one
 from hms_txn.domain import rebuild_locks
 from hms_txn.domain.repl_write_ids import repl_table_write_id_state
 from hms_txn.domain import writeids
@@ -81,15 +87,18 @@ class TxnService:
 
     @policy(route=Route.BATCH, durability=LAZY)
     def open_txns(self, rqst):
-        lazy = self.units.lazy_commits
+        args = dict(agent_info=rqst.agentInfo,
+                    txn_type=rqst.txn_type if rqst.txn_type is not None else TxnType.DEFAULT,
+                    repl_policy=rqst.replPolicy, repl_src_txn_ids=rqst.replSrcTxnIds,
+                    lazy_commit=self.units.lazy_commits)
+        user = identity(rqst.user)
+        fns = self.units.functions
+        if fns is not None:     # the function raises the reservation durably itself
+            return ttypes.OpenTxnsResponse(txn_ids=self.units.call(lambda conn: one.open_txns(
+                conn, fns, self.txns, rqst.num_txns, user, rqst.hostname, **args), LAZY).txn_ids)
 
         def work(conn: Connection):
-            opened = self.txns.open_txns(
-                conn, rqst.num_txns, identity(rqst.user), rqst.hostname,
-                agent_info=rqst.agentInfo,
-                txn_type=rqst.txn_type if rqst.txn_type is not None else TxnType.DEFAULT,
-                repl_policy=rqst.replPolicy, repl_src_txn_ids=rqst.replSrcTxnIds,
-                lazy_commit=lazy)
+            opened = self.txns.open_txns(conn, rqst.num_txns, user, rqst.hostname, **args)
             if opened.raised_reservation:
                 self.units.require_durable(conn)
             return opened.txn_ids
@@ -109,6 +118,15 @@ class TxnService:
         # A commit that carries writes is durable; one that may have written nothing
         # finds out in the database, and asks only where a commit can be lazy at all.
         may_be_lazy = self.units.lazy_commits and not events and key_value is None
+        fns = self.units.functions
+        if fns is not None and not events and key_value is None:
+            # One statement, which makes itself durable if it records a write.
+            result = self.units.call(lambda conn: one.commit_txn(
+                conn, fns, self.txns, rqst.txnid, excl_write_enabled=rqst.exclWriteEnabled,
+                repl_policy=rqst.replPolicy), LAZY)
+            if result.conflict is not None:
+                raise TxnAborted(result.conflict)   # the abort itself is committed
+            return
 
         def work(conn: Connection):
             result = txn_commit.commit_txn(
@@ -127,14 +145,28 @@ class TxnService:
 
     @policy(route=Route.BATCH)
     def abort_txn(self, rqst):
+        fns = self.units.functions
+        if fns is not None:
+            self.units.call(lambda conn: one.abort_txn(
+                conn, fns, self.txns, rqst.txnid, repl_policy=rqst.replPolicy,
+                error_code=rqst.errorCode))
+            return
         self.units.write(lambda conn: self.txns.abort_txn(
             conn, rqst.txnid, repl_policy=rqst.replPolicy, error_code=rqst.errorCode))
 
     def abort_txns(self, rqst):
+        fns = self.units.functions
+        if fns is not None:
+            self.units.call(lambda conn: one.abort_txns(conn, fns, self.txns, rqst.txn_ids or []))
+            return
         self.units.write(lambda conn: self.txns.abort_txns(conn, rqst.txn_ids or []))
 
     def _open_txns_response(self, exclude):
-        ot = self.units.read(lambda conn: self.txns.get_open_txns(conn, exclude))
+        fns = self.units.functions
+        if fns is not None:
+            ot = self.units.call(lambda conn: one.get_open_txns(conn, fns, exclude))
+        else:
+            ot = self.units.read(lambda conn: self.txns.get_open_txns(conn, exclude))
         return ttypes.GetOpenTxnsResponse(
             txn_high_water_mark=ot.hwm, open_txns=ot.txn_ids, min_open_txn=ot.min_open,
             abortedBits=bitset_bytes([t in ot.aborted for t in ot.txn_ids]))
@@ -148,7 +180,11 @@ class TxnService:
         return self._open_txns_response(exclude or ())
 
     def get_open_txns_info(self):
-        hwm, infos = self.units.read(self.txns.get_open_txns_info)
+        fns = self.units.functions
+        if fns is not None:
+            hwm, infos = self.units.call(lambda conn: one.get_open_txns_info(conn, fns))
+        else:
+            hwm, infos = self.units.read(self.txns.get_open_txns_info)
         return ttypes.GetOpenTxnsInfoResponse(txn_high_water_mark=hwm, open_txns=[
             ttypes.TxnInfo(id=i.id, state=int(i.state), user=i.user, hostname=i.hostname,
                            agentInfo=i.agent_info if i.agent_info is not None else "Unknown",
@@ -160,6 +196,10 @@ class TxnService:
     def heartbeat(self, ids):
         lock_id = ids.lockid if ids else None
         txn_id = ids.txnid if ids else None
+        fns = self.units.functions
+        if fns is not None:
+            self.units.call(lambda conn: one.heartbeat(conn, fns, lock_id, txn_id))
+            return
 
         def work(conn: Connection) -> None:
             now = now_ms()
@@ -171,8 +211,13 @@ class TxnService:
         self.units.write(work)
 
     def heartbeat_txn_range(self, txns):
-        aborted, nosuch = self.units.write(
-            lambda conn: self.txns.heartbeat_txn_range(conn, txns.min, txns.max))
+        fns = self.units.functions
+        if fns is not None:
+            aborted, nosuch = self.units.call(
+                lambda conn: one.heartbeat_txn_range(conn, fns, txns.min, txns.max))
+        else:
+            aborted, nosuch = self.units.write(
+                lambda conn: self.txns.heartbeat_txn_range(conn, txns.min, txns.max))
         return ttypes.HeartbeatTxnRangeResponse(aborted=set(aborted), nosuch=set(nosuch))
 
     # -- write ids ---------------------------------------------------------------------------
@@ -186,10 +231,17 @@ class TxnService:
             raise InvalidInput("replication write id allocation is not supported by hms-txn")
         if self.write_id_recovery is not None:
             self.write_id_recovery.ensure([(rqst.dbName, rqst.tableName)])
-        pairs = self.units.write(lambda conn: writeids.allocate_table_write_ids(
-            conn, rqst.dbName, rqst.tableName, rqst.txnIds or [], messages=self.txns.messages,
-            repl_policy=rqst.replPolicy, src_txn_to_write_ids=src,
-            reallocate=bool(rqst.reallocate)))
+        fns = self.units.functions
+        if fns is not None:
+            pairs = self.units.call(lambda conn: one.allocate_table_write_ids(
+                conn, fns, self.txns, rqst.dbName, rqst.tableName, rqst.txnIds or [],
+                repl_policy=rqst.replPolicy, src_txn_to_write_ids=src,
+                reallocate=bool(rqst.reallocate)))
+        else:
+            pairs = self.units.write(lambda conn: writeids.allocate_table_write_ids(
+                conn, rqst.dbName, rqst.tableName, rqst.txnIds or [],
+                messages=self.txns.messages, repl_policy=rqst.replPolicy,
+                src_txn_to_write_ids=src, reallocate=bool(rqst.reallocate)))
         return ttypes.AllocateTableWriteIdsResponse(
             txnToWriteIds=[ttypes.TxnToWriteId(txnId=t, writeId=w) for t, w in pairs])
 
@@ -198,11 +250,21 @@ class TxnService:
         if self.write_id_recovery is not None:
             self.write_id_recovery.ensure(writeids.split_table_name(n)
                                           for n in rqst.fullTableNames or [] if "." in n)
-        # With the reader's snapshot given, the tables' write ids are one statement on
-        # PostgreSQL (writeids.get_valid_write_ids), which needs no transaction around it.
-        tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
-            conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId),
-            snapshot=rqst.validTxnList is None)
+        # One statement on PostgreSQL (a function, domain.one_statement), with the reader's
+        # snapshot or the current one; the Python path for a snapshot of a given write id
+        # or with more exceptions than are worth looking up one by one.
+        fns = self.units.functions
+        snapshot = (None if rqst.validTxnList is None
+                    else writeids.parse_valid_txn_list(rqst.validTxnList))
+        if fns is not None and rqst.writeId is None and (
+                snapshot is None
+                or len(snapshot.exceptions) <= writeids.MAX_EXCEPTIONS_LOOKED_UP):
+            tables = self.units.call(lambda conn: one.get_valid_write_ids(
+                conn, fns, rqst.fullTableNames or [], snapshot))
+        else:
+            tables = self.units.read(lambda conn: writeids.get_valid_write_ids(
+                conn, rqst.fullTableNames or [], rqst.validTxnList, rqst.writeId),
+                snapshot=rqst.validTxnList is None)
         return ttypes.GetValidWriteIdsResponse(tblValidWriteIds=[
             ttypes.TableValidWriteIds(
                 fullTableName=t.full_table_name, writeIdHighWaterMark=t.hwm,

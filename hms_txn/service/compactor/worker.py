@@ -47,6 +47,7 @@ from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import MetastoreError, NoSuchObject, TxnAborted
 from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain import one_statement as one
 from hms_txn.domain import txn_commit
 from hms_txn.domain.compaction_queue import FAILED, REFUSED, CompactionType
 from hms_txn.domain.txn import TxnManager
@@ -135,7 +136,12 @@ class Worker:
         revoke_timed_out(self.units, self.txns, self.config["hive.compactor.worker.timeout"])
         if not self.units.read(bk.any_initiated):     # idle polls stay read-only
             return False
-        e = self.units.write(lambda conn: bk.claim_next(conn, self.worker_id, __version__))
+        fns = self.units.functions
+        if fns is not None:     # the claim in one statement (hms_txn.domain.one_statement)
+            e = self.units.call(lambda conn: one.claim_next(conn, fns, self.worker_id,
+                                                            __version__))
+        else:
+            e = self.units.write(lambda conn: bk.claim_next(conn, self.worker_id, __version__))
         if e is None:
             return False
         batch = [e]
