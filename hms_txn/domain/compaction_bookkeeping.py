@@ -26,14 +26,14 @@ from sqlalchemy.engine import Connection
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED,
                                              INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED,
-                                             WORKING)
+                                             WORKING, next_txn_id_now)
 from hms_txn.domain.txn_records import ABORTED as TXN_ABORTED
 from hms_txn.domain.txn_records import COMMITTED as TXN_COMMITTED
 from hms_txn.domain.txn_records import OPEN as TXN_OPEN
 from hms_txn.domain.txn_records import TxnType, abort_in, now_ms, txn_row
 from hms_txn.store.schema import (compaction_queue, completed_compactions,
                                   completed_txn_components, hive_locks, next_compaction_id,
-                                  next_txn_id, txn_components, txn_to_write_id, txns)
+                                  txn_components, txn_to_write_id, txns)
 from hms_txn.store.sql import lock_mutex, reserve_ids
 
 Q = compaction_queue.c
@@ -127,27 +127,11 @@ def still_mine(conn: Connection, entry_id: int, worker_id: str) -> bool:
     return conn.execute(select(Q.id).where(_mine(entry_id, worker_id))).first() is not None
 
 
-def next_txn_id_now(conn: Connection) -> int:
-    """The next transaction id: a compaction committed now is seen by every transaction
-    from it on (an entry's ``next_txn_id``, what the Cleaner waits for)."""
-    return int(conn.execute(select(next_txn_id.c.next_id)
-                            .where(next_txn_id.c.id == 1)).scalar() or 1)
-
-
 def mark_ready_for_cleaning(conn: Connection, entry_id: int, worker_id: str | None) -> bool:
     cond = _mine(entry_id, worker_id) if worker_id else (Q.id == entry_id)
     return conn.execute(update(compaction_queue).where(cond).values(
         state=READY_FOR_CLEANING, next_txn_id=next_txn_id_now(conn), commit_ms=now_ms(),
         error_message=None)).rowcount > 0
-
-
-def compaction_committed(conn: Connection, txn_id: int) -> None:
-    """The transaction ``txn_id`` of a compaction or soft delete committed: the entry that
-    recorded it (``update_compactor_state``, ``submit_for_cleanup``) may be cleaned once
-    the transactions opened before now are gone (Hive's CommitTxnFunction sets
-    CQ_NEXT_TXN_ID and CQ_COMMIT_TIME)."""
-    conn.execute(update(compaction_queue).where(Q.txn_id == txn_id).values(
-        next_txn_id=next_txn_id_now(conn), commit_ms=now_ms()))
 
 
 def requeue(conn: Connection, entry_id: int, worker_id: str) -> bool:

@@ -1,7 +1,11 @@
 """The compaction queue: compact / compact2 enqueue requests, show_compact lists them.
 
-Only the bookkeeping lives here; the worker that runs compactions belongs to the
-compaction issue and moves entries through the states below.
+The queue is one of the transaction tables, as in Hive (``TxnHandler.compact``,
+``showCompact``, and ``CommitTxnFunction`` marking a compaction's entry on commit:
+``compaction_committed``): enqueueing, listing and that mark live here, beside the
+transactions that use them (``txn_commit``, ``repl_write_ids``); the compactor's side, which
+moves entries through the states below, is ``compaction_bookkeeping`` (Hive's
+``CompactionTxnHandler``), above the transaction code and never imported by it.
 
 A request for an object that is already queued is refused the way Hive 4 refuses it
 (``CompactFunction``): id -1, state "refused", not accepted, and a message naming the
@@ -21,13 +25,14 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
 from hms_txn.domain.txn_records import now_ms
 from hms_txn.domain.writeids import get_valid_write_ids
-from hms_txn.store.schema import compaction_queue, completed_compactions, next_compaction_id
+from hms_txn.store.schema import (compaction_queue, completed_compactions, next_compaction_id,
+                                  next_txn_id)
 from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)
@@ -175,6 +180,22 @@ def show_compact(conn: Connection, *, id: int | None = None, pool_name: str | No
     if limit is not None and limit > 0:
         out = out[:limit]
     return out
+
+
+def next_txn_id_now(conn: Connection) -> int:
+    """The next transaction id: a compaction committed now is seen by every transaction
+    from it on (an entry's ``next_txn_id``, what the Cleaner waits for)."""
+    return int(conn.execute(select(next_txn_id.c.next_id)
+                            .where(next_txn_id.c.id == 1)).scalar() or 1)
+
+
+def compaction_committed(conn: Connection, txn_id: int) -> None:
+    """The transaction ``txn_id`` of a compaction or soft delete committed: the entry that
+    recorded it (``update_compactor_state``, ``submit_for_cleanup``) may be cleaned once
+    the transactions opened before now are gone (Hive's CommitTxnFunction sets
+    CQ_NEXT_TXN_ID and CQ_COMMIT_TIME)."""
+    conn.execute(update(compaction_queue).where(compaction_queue.c.txn_id == txn_id).values(
+        next_txn_id=next_txn_id_now(conn), commit_ms=now_ms()))
 
 
 def _info(r, end_ms) -> CompactionInfo:

@@ -37,7 +37,8 @@ from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import catalog, column_stats
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain.compaction_queue import (DID_NOT_INITIATE, FAILED, INITIATED,
-                                             READY_FOR_CLEANING, WORKING, CompactionType)
+                                             READY_FOR_CLEANING, WORKING, CompactionType,
+                                             next_txn_id_now)
 from hms_txn.domain.txn_records import OPEN, now_ms, txn_row
 from hms_txn.store.schema import (compaction_metrics, compaction_queue, next_compaction_id,
                                   partition_column_stats, table_column_stats)
@@ -113,7 +114,7 @@ def mark_compacted(conn: Connection, entry_id: int, worker_id: str | None) -> No
     values = {"state": READY_FOR_CLEANING, "worker_id": None}
     t = txn_row(conn, r.txn_id, for_update=False) if r.txn_id else None
     if t is None or t.state != OPEN:
-        values.update(next_txn_id=bk.next_txn_id_now(conn), commit_ms=now_ms())
+        values.update(next_txn_id=next_txn_id_now(conn), commit_ms=now_ms())
     conn.execute(update(compaction_queue).where(Q.id == entry_id).values(**values))
 
 
@@ -176,7 +177,7 @@ def submit_for_cleanup(conn: Connection, db: str, table: str, partition: str | N
                   **request)
     t = txn_row(conn, txn_id, for_update=False) if txn_id else None
     if t is None or t.state != OPEN:
-        values.update(next_txn_id=bk.next_txn_id_now(conn), commit_ms=now_ms())
+        values.update(next_txn_id=next_txn_id_now(conn), commit_ms=now_ms())
     conn.execute(insert(compaction_queue).values(**values))
     return new_id
 

@@ -15,8 +15,7 @@ from hms_txn.common.errors import InvalidInput
 from hms_txn.domain import event_messages as em
 from hms_txn.domain import notifications
 from hms_txn.domain.catalog import set_table_parameter_in
-from hms_txn.domain.compaction_queue import CompactionType
-from hms_txn.domain.compaction_bookkeeping import compaction_committed
+from hms_txn.domain.compaction_queue import CompactionType, compaction_committed
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,
                                         UPDATE_DELETE, DataOp, TxnType, abort_in, now_ms,
                                         raise_not_open, txn_id_str)
@@ -193,7 +192,7 @@ def commit_txn(conn: Connection, txn_id: int, *, messages: em.MessageContext,
 def _commit_compaction(conn: Connection, messages: em.MessageContext, row) -> em.LogEntry | None:
     """The COMMIT_COMPACTION_EVENT of a compaction's transaction: its queue entry (Hive's
     ``getCompactionByTxnId``); None for any other transaction. The entry of a compaction
-    or soft delete learns its commit (``compaction_bookkeeping.compaction_committed``)."""
+    or soft delete learns its commit (``compaction_queue.compaction_committed``)."""
     if row.txn_type not in (TxnType.COMPACTION, TxnType.REBALANCE_COMPACTION,
                             TxnType.SOFT_DELETE):
         return None
