@@ -72,7 +72,8 @@ from typing import Iterable
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain import names, notifications
+from hms_txn.domain import notifications
+from hms_txn.domain.model import names
 from hms_txn.domain.event_messages import ALTERED_TABLES_KEY, other_changed_tables
 from hms_txn.domain.event_messages.formats import JSON_MESSAGE_FORMAT, decode
 from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
@@ -80,7 +81,7 @@ from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_
                                           DatabaseEntry, DatabaseRead, Doc, Key, Loaded, TableRead,
                                           compare)
 from hms_txn.domain.cache_source import Reader, TableSource, canonical_names
-from hms_txn.domain.catalog import is_external, is_transactional
+from hms_txn.domain.model.catalog import is_external, is_transactional
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from orc_acid.valid_ids import ValidWriteIdList
 
-from hms_txn.domain.catalog import is_external, is_transactional
+from hms_txn.domain.model.catalog import is_external, is_transactional
 
 Doc = dict[str, Any]
 Key = tuple[str, str]

@@ -17,8 +17,8 @@ from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, NoSuchObject, Refused
-from hms_txn.domain.catalog import (Doc, database_row, dumps, now_s)
-from hms_txn.domain.names import check_name, lower
+from hms_txn.domain.model.catalog import (Doc, database_row, dumps, now_s)
+from hms_txn.domain.model.names import check_name, lower
 from hms_txn.store.schema import (dataconnectors, packages, replication_metrics, stored_procedures)
 
 

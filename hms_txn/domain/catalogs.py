@@ -18,10 +18,10 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import (AlreadyExists, InvalidObject, InvalidOperation,
                                    NoSuchObject, Refused)
-from hms_txn.domain.catalog import Doc, dumps, now_s
-from hms_txn.domain.names import check_name, lower
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG
-from hms_txn.domain.warehouse import FileChanges
+from hms_txn.domain.model.catalog import Doc, dumps, now_s
+from hms_txn.domain.model.names import check_name, lower
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
+from hms_txn.domain.model.warehouse import FileChanges
 from hms_txn.store.schema import catalogs
 
 # Warehouse.DEFAULT_CATALOG_COMMENT

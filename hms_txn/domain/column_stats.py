@@ -22,8 +22,9 @@ from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidObject, NoSuchObject
-from hms_txn.domain import names, stats_state
-from hms_txn.domain.catalog import Doc, dumps, is_transactional, partition_keys, table_row
+from hms_txn.domain import stats_state
+from hms_txn.domain.model import names
+from hms_txn.domain.model.catalog import Doc, dumps, is_transactional, partition_keys, table_row
 from hms_txn.domain.event_messages import MessageContext, delete_partition_column_stats, \
     delete_table_column_stats
 from hms_txn.domain.notifications import append

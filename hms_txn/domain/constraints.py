@@ -36,9 +36,10 @@ from sqlalchemy.sql import alias
 
 from hms_txn.common.errors import InvalidObject, NoSuchObject, Refused
 from hms_txn.domain import event_messages as em
-from hms_txn.domain import names, notifications
-from hms_txn.domain.catalog import Doc, table_row
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG
+from hms_txn.domain import notifications
+from hms_txn.domain.model import names
+from hms_txn.domain.model.catalog import Doc, table_row
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
 from hms_txn.store.schema import table_constraints as tc
 from hms_txn.store.schema import tbls
 

@@ -14,11 +14,12 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidOperation
 from hms_txn.domain import event_messages as em
-from hms_txn.domain import names, notifications
-from hms_txn.domain.catalog import Doc, database_row, dumps, now_s, require_database
+from hms_txn.domain import notifications
+from hms_txn.domain.model import names
+from hms_txn.domain.model.catalog import Doc, database_row, dumps, now_s, require_database
 from hms_txn.domain.functions import Functions, database_functions
 from hms_txn.domain.tables import Tables
-from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import dbs, tbls
 
 

@@ -14,9 +14,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from hms_txn.domain import event_messages as em
-from hms_txn.domain import names, notifications
+from hms_txn.domain import notifications
+from hms_txn.domain.model import names
 from hms_txn.domain.event_messages.base import partition_name
-from hms_txn.domain.warehouse import data_files
+from hms_txn.domain.model.warehouse import data_files
 
 Doc = dict[str, Any]
 

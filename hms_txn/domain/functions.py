@@ -11,7 +11,7 @@ new function's name as sent, so a function created with capitals can never be re
 dropped again; hms-txn stores the name lower-cased, which every lookup then finds (the
 clients lower-case names themselves: Spark's ``toHiveFunction``, Hive's ``FunctionTask``).
 
-Database arguments may carry the catalog (``@hive#db``, ``hms_txn.domain.qualified_names``);
+Database arguments may carry the catalog (``@hive#db``, ``hms_txn.domain.model.qualified_names``);
 the functions of a catalog are those of its databases. Errors are Hive's texts: ``Refused``
 where Hive throws a plain MetaException, the typed domain errors elsewhere. Every change
 writes its event (CREATE_FUNCTION, DROP_FUNCTION; Hive has no event for an alter) in its
@@ -28,9 +28,10 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, NoSuchObject, Refused
 from hms_txn.domain import event_messages as em
-from hms_txn.domain import names, notifications
-from hms_txn.domain.catalog import Doc, database_row, dumps, now_s
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG, parse_db_name
+from hms_txn.domain import notifications
+from hms_txn.domain.model import names
+from hms_txn.domain.model.catalog import Doc, database_row, dumps, now_s
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG, parse_db_name
 from hms_txn.store.schema import functions
 
 

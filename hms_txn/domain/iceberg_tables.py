@@ -24,7 +24,7 @@ import json
 from typing import Any, Iterable
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain.catalog import Doc, now_s
+from hms_txn.domain.model.catalog import Doc, now_s
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"

@@ -21,7 +21,7 @@ import re
 from typing import Any, Iterable
 
 from hms_txn.common.errors import InvalidObject
-from hms_txn.domain.catalog import Doc, is_true
+from hms_txn.domain.model.catalog import Doc, is_true
 
 GROUPING_PARAM = "hive.hcatalog.partition.spec.grouping.enabled"
 

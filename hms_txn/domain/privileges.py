@@ -39,9 +39,9 @@ from sqlalchemy import delete, insert, select, true, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain import catalog
-from hms_txn.domain.catalog import now_s
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG
+from hms_txn.domain.model import catalog
+from hms_txn.domain.model.catalog import now_s
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.roles import (MUTEX, PRINCIPAL_TYPE_VALUES, ROLE, principal_type_name,
                                   require_role_principal, roles_in_hierarchy, wrapped)
 from hms_txn.domain.txn_records import java_str

@@ -26,7 +26,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain.catalog import now_s
+from hms_txn.domain.model.catalog import now_s
 from hms_txn.store.schema import privileges, role_members, roles
 from hms_txn.store.sql import insert_ignore, lock_mutex
 

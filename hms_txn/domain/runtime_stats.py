@@ -16,7 +16,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain.catalog import now_s
+from hms_txn.domain.model.catalog import now_s
 from hms_txn.store.schema import runtime_stats
 
 MAX_AGE_S = 3 * 24 * 3600

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, MutableMapping
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain.catalog import is_transactional
+from hms_txn.domain.model.catalog import is_transactional
 
 ACCURATE = "COLUMN_STATS_ACCURATE"
 _BASIC = "BASIC_STATS"

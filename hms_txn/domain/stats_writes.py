@@ -31,8 +31,9 @@ import copy
 from typing import Sequence
 
 from hms_txn.common.errors import Internal, InvalidInput, MetastoreError, NoSuchObject
-from hms_txn.domain import names, stats_state
-from hms_txn.domain.catalog import Doc, is_true, is_transactional, now_s
+from hms_txn.domain import stats_state
+from hms_txn.domain.model import names
+from hms_txn.domain.model.catalog import Doc, is_true, is_transactional, now_s
 from hms_txn.domain.column_stats import (
     CATALOG, engine_of, partition_rows, partition_stats, partition_values,
     require_table_object, save_partition, save_table, table_for_stats, table_stats, write_rows)

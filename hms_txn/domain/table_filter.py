@@ -16,9 +16,9 @@ import re
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import partition_filter
-from hms_txn.domain.catalog import Doc
-from hms_txn.domain.names import lower
+from hms_txn.domain.model import partition_filter
+from hms_txn.domain.model.catalog import Doc
+from hms_txn.domain.model.names import lower
 from hms_txn.store.schema import tbls
 
 OWNER = "hive_filter_field_owner__"

@@ -15,14 +15,15 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import (AlreadyExists, ConcurrentModification, InvalidObject,
                                    InvalidOperation, Refused)
-from hms_txn.domain import column_stats, names, notifications
+from hms_txn.domain import column_stats, notifications
+from hms_txn.domain.model import names
 from hms_txn.domain import event_messages as em
 from hms_txn.domain.constraints import Constraints, delete_table_rows
 from hms_txn.domain.plain_form import stored_table
-from hms_txn.domain.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
-                                    database_row, dumps, is_external, is_true, now_s,
-                                    require_database, require_table, table_row)
-from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.domain.model.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
+                                          database_row, dumps, is_external, is_true, now_s,
+                                          require_database, require_table, table_row)
+from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import partitions, tbls
 
 

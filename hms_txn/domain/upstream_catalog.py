@@ -15,7 +15,7 @@ from typing import Any
 from orc_acid.layout import escape_path_name
 
 from hms_txn.common import errors
-from hms_txn.domain import names, partition_filter
+from hms_txn.domain.model import names, partition_filter
 
 Doc = dict[str, Any]
 

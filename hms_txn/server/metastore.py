@@ -60,7 +60,7 @@ from hms_txn.service.tokens import TokenService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.wire.codec import object_json as thrift_object_json
 
 log = logging.getLogger(__name__)

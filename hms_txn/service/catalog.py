@@ -1,6 +1,6 @@
 """Thrift catalog calls: databases, tables, partitions.
 
-Each method unpacks its wire arguments, runs the domain (``domain.catalog`` for reads,
+Each method unpacks its wire arguments, runs the domain (``domain.model.catalog`` for reads,
 ``domain.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
 answer; domain errors pass through to ``DeclaredErrors``, which maps them. Reads of one
 table or database go through the metadata cache. A change's directories are made or
@@ -15,13 +15,14 @@ import weakref
 from typing import Any
 
 from hms_txn.common.errors import NoSuchObject, Refused
-from hms_txn.domain import catalog, column_stats, names, stats_state
+from hms_txn.domain import column_stats, stats_state
+from hms_txn.domain.model import catalog, names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
 from hms_txn.domain.databases import Databases
 from hms_txn.domain.partitions import Partitions
 from hms_txn.domain.tables import Tables
-from hms_txn.domain.warehouse import FileChanges, Warehouse
+from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.service.owners import owned_database, owned_table
 from hms_txn.service.constraints import request_constraint_docs
 from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
@@ -249,7 +250,7 @@ class CatalogService:
     def get_table_objects_by_name_req(self, req):
         docs = self.units.read(lambda c: catalog.get_tables(c, req.dbName, req.tblNames))
         if req.tablesPattern:
-            from hms_txn.domain.names import matches
+            from hms_txn.domain.model.names import matches
             docs = [d for d in docs if matches(req.tablesPattern, d["tableName"])]
         return t.GetTablesResult(tables=self.access.listed(docs, declared_by(req), _table))
 
@@ -357,7 +358,7 @@ class CatalogService:
     def _values_of_names(self, db_name, tbl_name, part_names) -> list[list[str]]:
         """Values of ``k1=v1/k2=v2`` names, checked against the table's partition keys
         (a name with other keys is refused, as by the Java metastore)."""
-        from hms_txn.domain.names import partition_values_from_name
+        from hms_txn.domain.model.names import partition_values_from_name
         keys = [k["name"].lower() for k in self.units.read(lambda c: catalog.get_table(c, db_name, tbl_name)).get("partitionKeys") or []]
         return [partition_values_from_name(keys, n) for n in part_names]
 

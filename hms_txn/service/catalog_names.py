@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from hms_txn.common.errors import InvalidObject, NoSuchObject, Unsupported
 from hms_txn.domain import catalogs
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG, parse_db_name
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG, parse_db_name
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

@@ -5,7 +5,7 @@ answered as Hive 4's metastore answers them."""
 from __future__ import annotations
 
 from hms_txn.domain import catalog_extras, catalogs
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

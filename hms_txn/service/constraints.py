@@ -15,9 +15,9 @@ from typing import Sequence
 
 from hms_txn.domain import constraints
 from hms_txn.domain.constraints import Constraints
-from hms_txn.domain.qualified_names import DEFAULT_CATALOG
+from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.tables import Tables
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.owners import owned_table
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc

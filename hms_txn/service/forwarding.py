@@ -41,7 +41,7 @@ import re
 from thrift.Thrift import TApplicationException
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import catalog, names
+from hms_txn.domain.model import catalog, names
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents
 from hms_txn.service.owners import owned_database, owned_table

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from hms_txn.domain import names
+from hms_txn.domain.model import names
 from hms_txn.domain.upstream_catalog import UpstreamAnswer
 from hms_txn.service.catalog import converted
 from hms_txn.service.forwarding import Forwarder

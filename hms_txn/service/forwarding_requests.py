@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import event_messages, names, notifications
+from hms_txn.domain import event_messages, notifications
+from hms_txn.domain.model import names
 from hms_txn.service.forwarding import Forwarder, ForwardingService
 from hms_txn.service.forwarding_partitions import PartitionForwarding
 from hms_txn.service.table_calls import database_of_request, materialization_info

@@ -14,7 +14,8 @@ import logging
 from typing import Callable
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import names, plain_form
+from hms_txn.domain import plain_form
+from hms_txn.domain.model import names
 from hms_txn.domain import upstream_table_form as form
 from hms_txn.domain import upstream_write_ids as write_ids
 from hms_txn.wire.codec import from_doc, to_doc

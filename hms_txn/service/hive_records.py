@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hms_txn.common.errors import MetastoreError
 from hms_txn.domain import partition_events, runtime_stats, type_definitions
-from hms_txn.domain.qualified_names import parse_db_name
+from hms_txn.domain.model.qualified_names import parse_db_name
 from hms_txn.domain.type_definitions import TypeDefinition
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc

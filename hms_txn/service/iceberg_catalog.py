@@ -25,14 +25,14 @@ from pyiceberg.table.metadata import TableMetadata
 from orc_acid import fs as afs
 from hms_txn.common.errors import (AlreadyExists, InvalidInput, InvalidOperation,
                                    NoSuchNamespace, NoSuchObject)
-from hms_txn.domain import catalog
+from hms_txn.domain.model import catalog
 from hms_txn.domain import iceberg_tables as it
 from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.catalog import Doc, database_row, require_table, table_row
+from hms_txn.domain.model.catalog import Doc, database_row, require_table, table_row
 from hms_txn.domain.databases import Databases
-from hms_txn.domain.names import lower
+from hms_txn.domain.model.names import lower
 from hms_txn.domain.tables import Tables
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.iceberg_commits import Committed, IcebergCommits, pyiceberg_call
 from hms_txn.service.iceberg_metadata import MetadataFile, MetadataFiles
 from hms_txn.service.units import UnitOfWork

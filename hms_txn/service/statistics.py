@@ -22,7 +22,7 @@ from typing import Any
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import column_stats
 from hms_txn.domain.event_messages import MessageContext
-from hms_txn.domain.qualified_names import parse_db_name
+from hms_txn.domain.model.qualified_names import parse_db_name
 from hms_txn.domain.stats_writes import StatsWriter, normalize
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from hms_txn.common.config import JSON_MESSAGE_FORMAT
-from hms_txn.domain import names
+from hms_txn.domain.model import names
 
 Doc = Mapping[str, Any]
 # object_json(kind, doc): the TJSONProtocol text of a document as the Thrift struct ``kind``

@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, InvalidObject, NoSuchObject
-from hms_txn.domain import names, partition_filter
+from hms_txn.domain.model import names, partition_filter
 from hms_txn.store.schema import dbs, partitions, tbls
 
 Doc = dict[str, Any]
