@@ -72,10 +72,10 @@ from typing import Iterable
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain.event_messages import ALTERED_TABLES_KEY, other_changed_tables
-from hms_txn.domain.event_messages.formats import JSON_MESSAGE_FORMAT, decode
+from hms_txn.domain.events.event_messages import ALTERED_TABLES_KEY, other_changed_tables
+from hms_txn.domain.events.event_messages.formats import JSON_MESSAGE_FORMAT, decode
 from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
                                           MISS_REASONS, RELOAD_EVENTS, TABLE_EVENTS, CacheEntry,
                                           DatabaseEntry, DatabaseRead, Doc, Key, Loaded, TableRead,

@@ -15,7 +15,7 @@ from typing import Callable, Protocol, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.cache_entries import TABLE_EVENTS, CacheEntry, Doc, Key, Loaded, WriteIdState
 from hms_txn.domain.model.catalog import (get_table, list_partitions, partition_keys,

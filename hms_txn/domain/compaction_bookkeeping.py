@@ -23,7 +23,7 @@ from typing import Iterable
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import event_messages as em
+from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED,
                                              INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED,
                                              WORKING, next_txn_id_now)

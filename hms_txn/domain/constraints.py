@@ -35,8 +35,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import alias
 
 from hms_txn.common.errors import InvalidObject, NoSuchObject, Refused
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, table_row
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG

@@ -13,8 +13,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidOperation
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, database_row, dumps, now_s, require_database
 from hms_txn.domain.functions import Functions, database_functions

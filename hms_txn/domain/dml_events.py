@@ -17,8 +17,8 @@ from typing import Any, Protocol, Sequence
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError, NoSuchObject
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import partition_name, partition_rows, require_table
 from hms_txn.domain.txn_records import require_open

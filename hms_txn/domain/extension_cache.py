@@ -41,7 +41,7 @@ from collections import OrderedDict
 from typing import Any
 
 from hms_txn.common import errors
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import (BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT, TABLE_EVENTS,

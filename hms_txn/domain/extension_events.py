@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain.event_messages.base import partition_name
+from hms_txn.domain.events.event_messages.base import partition_name
 from hms_txn.domain.model.warehouse import data_files
 
 Doc = dict[str, Any]

@@ -27,8 +27,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, NoSuchObject, Refused
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, database_row, dumps, now_s
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG, parse_db_name

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from orc_acid.valid_ids import ValidIdListError, ValidTxnWriteIdList
 from hms_txn.common.errors import InvalidInput
 
-from hms_txn.domain import event_messages, notifications
+from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.compaction_queue import READY_FOR_CLEANING, SUCCEEDED
 from hms_txn.domain.model.catalog import (MATERIALIZED_VIEW, Doc, database_row, dumps, get_tables,

@@ -19,7 +19,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Refused
-from hms_txn.domain import event_messages, notifications
+from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import (DDL_TIME, Doc, list_partitions, now_s, partition_keys,
                                           table_row)

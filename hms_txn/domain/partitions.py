@@ -13,9 +13,10 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
-from hms_txn.domain import column_stats, notifications
+from hms_txn.domain import column_stats
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain import event_messages as em
+from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.model.catalog import (DDL_TIME, Doc, dumps, is_external, now_s, partition_keys,
                                           partition_name, partition_rows, require_table)
 from hms_txn.domain.plain_form import stored_partition

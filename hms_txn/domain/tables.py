@@ -15,9 +15,10 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import (AlreadyExists, ConcurrentModification, InvalidObject,
                                    InvalidOperation, Refused)
-from hms_txn.domain import column_stats, notifications
+from hms_txn.domain import column_stats
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain import event_messages as em
+from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.constraints import Constraints, delete_table_rows
 from hms_txn.domain.plain_form import stored_table
 from hms_txn.domain.model.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,

@@ -33,7 +33,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Refused
-from hms_txn.domain import event_messages, notifications
+from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import (DDL_TIME, Doc, dumps, is_transactional, list_partitions,
                                           now_s, partition_keys, require_table)

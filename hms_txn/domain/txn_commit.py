@@ -12,8 +12,8 @@ from sqlalchemy import Integer, bindparam, delete, insert, select, type_coerce, 
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.model.catalog import set_table_parameter_in
 from hms_txn.domain.compaction_queue import CompactionType, compaction_committed
 from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,

@@ -20,8 +20,8 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import NoSuchTxn, TxnAborted
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_txn_id, txns
 

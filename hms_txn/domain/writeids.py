@@ -18,8 +18,8 @@ from sqlalchemy.engine import Connection
 
 from orc_acid.valid_ids import ValidIdListError, ValidTxnList, ValidWriteIdList
 
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import ListQuery, reserve_ids, statements_are_round_trips

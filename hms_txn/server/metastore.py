@@ -19,7 +19,7 @@ from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_source import CatalogSource
 from hms_txn.domain.constraints import Constraints
 from hms_txn.domain.databases import Databases
-from hms_txn.domain.event_messages import MessageContext
+from hms_txn.domain.events.event_messages import MessageContext
 from hms_txn.domain.dml_events import CatalogObjects, DmlEvents
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
@@ -100,7 +100,7 @@ class Metastore:
         # Every transaction the service layer runs goes through this unit of work; the
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)
-        # How every notification event is built and encoded (domain.event_messages).
+        # How every notification event is built and encoded (domain.events.event_messages).
         self.messages = message_context(config, object_json or thrift_object_json)
         # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
         self.constraints = Constraints(self.messages)

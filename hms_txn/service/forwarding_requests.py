@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import event_messages, notifications
+from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
 from hms_txn.service.forwarding import Forwarder, ForwardingService
 from hms_txn.service.forwarding_partitions import PartitionForwarding

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.service.locks import LockService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork

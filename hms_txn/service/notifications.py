@@ -11,8 +11,8 @@ before the read, so that a lazy commit landing in between is covered.
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidInput, NoSuchObject
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
 from hms_txn.domain.dml_events import DmlEvents
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

@@ -21,7 +21,7 @@ from typing import Any
 
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import column_stats
-from hms_txn.domain.event_messages import MessageContext
+from hms_txn.domain.events.event_messages import MessageContext
 from hms_txn.domain.model.qualified_names import parse_db_name
 from hms_txn.domain.stats_writes import StatsWriter, normalize
 from hms_txn.service.units import UnitOfWork

@@ -6,7 +6,8 @@ view bookkeeping."""
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidOperation, Refused
-from hms_txn.domain import event_messages, materialized_views, table_filter
+from hms_txn.domain import materialized_views, table_filter
+from hms_txn.domain.events import event_messages
 from hms_txn.domain.truncate import truncate
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.units import UnitOfWork

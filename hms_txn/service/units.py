@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.store import Store
 from hms_txn.store.engine import WriterBusy
 from hms_txn.wire.event_loop import Route

@@ -531,7 +531,7 @@ partition_column_stats = Table(
 
 # ------------------------------------------------------- ACID write notifications (v9)
 #
-# Owned by hms_txn.domain.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
+# Owned by hms_txn.domain.events.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
 # (transaction, table, partition) an ACID write went into (add_write_notification_log, or a
 # commit's writeEventInfos), read by get_all_write_event_info and purged with the
 # notification log. ``part_name`` is "" for an unpartitioned table; ``files`` the encoded

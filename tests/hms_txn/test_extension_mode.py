@@ -21,7 +21,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.client import table_request
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from tests.support.servers import InProcessServer, connect
 from tests.support.requirements import require_module
 

@@ -256,7 +256,7 @@ def test_events(client):
     client.create_function(function("ev", uris=uris))
     client.drop_function("default", "ev")
     created, dropped = events_since(client, start)
-    # JSONCreateFunctionMessage / JSONDropFunctionMessage (domain.event_messages)
+    # JSONCreateFunctionMessage / JSONDropFunctionMessage (domain.events.event_messages)
     assert (created.eventType, created.dbName, created.tableName, created.catName) == \
         ("CREATE_FUNCTION", "default", None, "hive")
     message = json.loads(created.message)

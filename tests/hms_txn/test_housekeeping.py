@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 SR, EX = 1, 3

@@ -226,7 +226,7 @@ def test_driver_errors_wrap_into_the_exceptions_conn_execute_raises():
 
 _PRODUCT_MODULES = ["hms_txn.domain.txn", "hms_txn.domain.txn_records", "hms_txn.domain.locks",
                     "hms_txn.domain.txn_commit",
-                    "hms_txn.domain.writeids", "hms_txn.domain.notifications",
+                    "hms_txn.domain.writeids", "hms_txn.domain.events.notifications",
                     "hms_txn.store.sql"]
 
 

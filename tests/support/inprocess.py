@@ -77,7 +77,7 @@ class Calls:
 
     def next_events(self, after: int) -> list:
         """The events after ``after`` as the domain's ``Event`` tuples."""
-        from hms_txn.domain.notifications import Event
+        from hms_txn.domain.events.notifications import Event
         rsp = self.ms.notification_service.get_next_notification(
             t.NotificationEventRequest(lastEvent=after))
         return [Event(e.eventId, e.eventTime, e.eventType, e.dbName, e.tableName, e.message,

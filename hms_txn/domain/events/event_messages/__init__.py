@@ -75,18 +75,18 @@ ALLOC_WRITE_ID_EVENT (``dbName``, ``tableName``, ``txnIdList``, ``writeIdList``)
 ``txnid`` of COMMIT_TXN/ABORT_TXN, which keep their shapes.
 """
 
-from hms_txn.domain.event_messages.base import (
+from hms_txn.domain.events.event_messages.base import (
     DEFAULT_CATALOG, LogEntry, MessageContext, ObjectJson, encode_file, encode_files)
-from hms_txn.domain.event_messages.ddl import (
+from hms_txn.domain.events.event_messages.ddl import (
     add_partitions, alter_database, alter_partition, alter_partitions, alter_table,
     create_database, create_function, create_table, drop_database, drop_function,
     drop_partitions, drop_table, insert, reload)
-from hms_txn.domain.event_messages.metadata import (
+from hms_txn.domain.events.event_messages.metadata import (
     add_check_constraints, add_default_constraints, add_foreign_keys, add_not_null_constraints,
     add_primary_keys, add_unique_constraints, delete_partition_column_stats,
     delete_table_column_stats, drop_constraint, update_partition_column_stats,
     update_table_column_stats)
-from hms_txn.domain.event_messages.transactions import (
+from hms_txn.domain.events.event_messages.transactions import (
     ALTERED_TABLES_KEY, WriteNotification, abort_txn, acid_write_message, alloc_write_ids,
     commit_compaction, commit_txn, commit_write_notification, open_txns,
     other_changed_tables, write_event_info, write_notification)

@@ -15,10 +15,10 @@ from typing import Iterable, NamedTuple, Sequence
 from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain.event_messages import (DEFAULT_CATALOG, LogEntry, WriteNotification,
-                                          other_changed_tables)
-from hms_txn.domain.event_messages.base import join_write_event_files
-from hms_txn.domain.event_messages.formats import encode
+from hms_txn.domain.events.event_messages import (DEFAULT_CATALOG, LogEntry, WriteNotification,
+                                                  other_changed_tables)
+from hms_txn.domain.events.event_messages.base import join_write_event_files
+from hms_txn.domain.events.event_messages.formats import encode
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import insert_numbered, reserve_ids
 from hms_txn.store.schema import (notification_log, notification_sequence,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from hms_txn.domain.event_messages.base import (
+from hms_txn.domain.events.event_messages.base import (
     Doc, LogEntry, MessageContext, bool_text, catalog_of, encode_file, encode_files,
     is_external, is_transactional, partition_key_values, partition_name)
 

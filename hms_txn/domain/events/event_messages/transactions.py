@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from hms_txn.domain.event_messages.base import (
+from hms_txn.domain.events.event_messages.base import (
     Doc, LogEntry, MessageContext, encode_file, encode_files, join_write_event_files,
     partition_name, split_write_event_files)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from hms_txn.domain.event_messages.base import (
+from hms_txn.domain.events.event_messages.base import (
     DEFAULT_CATALOG, Doc, LogEntry, MessageContext, catalog_of)
 
 # event type, JSON key of the list, Thrift struct of its elements, the element keys naming

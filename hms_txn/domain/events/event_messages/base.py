@@ -1,4 +1,4 @@
-"""What every builder of ``hms_txn.domain.event_messages`` shares: the context a message is
+"""What every builder of ``hms_txn.domain.events.event_messages`` shares: the context a message is
 built in, the entry it returns, and Hive's small encodings (file URIs, partition key maps,
 booleans as text)."""
 
