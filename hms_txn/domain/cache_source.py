@@ -20,7 +20,7 @@ from hms_txn.domain.model import names
 from hms_txn.domain.cache_entries import TABLE_EVENTS, CacheEntry, Doc, Key, Loaded, WriteIdState
 from hms_txn.domain.model.catalog import (get_table, list_partitions, partition_keys,
                                           require_database, require_table)
-from hms_txn.domain.txn_records import ABORTED, COMMITTED, OPEN
+from hms_txn.domain.txn.txn_records import ABORTED, COMMITTED, OPEN
 from hms_txn.store.schema import next_write_id, notification_log, partitions, tbls, txn_to_write_id, txns
 
 T = TypeVar("T")

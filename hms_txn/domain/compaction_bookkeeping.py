@@ -2,7 +2,7 @@
 ``CompactionTxnHandler``): claiming requests, moving them through their states, the history,
 what the Initiator scans, what blocks the Cleaner and what cleaning purges.
 
-States (``hms_txn.domain.compaction_queue``): initiated -> working -> ready for cleaning ->
+States (``hms_txn.domain.txn.compaction_queue``): initiated -> working -> ready for cleaning ->
 succeeded, or failed / refused; the Initiator also records "attempted" (its check failed).
 Finished entries move from ``compaction_queue`` to ``completed_compactions`` (the history),
 which keeps the newest ``hive.compactor.history.retention.*`` entries of each kind per
@@ -24,13 +24,13 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.domain.events import event_messages as em
-from hms_txn.domain.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED,
-                                             INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED,
-                                             WORKING, next_txn_id_now)
-from hms_txn.domain.txn_records import ABORTED as TXN_ABORTED
-from hms_txn.domain.txn_records import COMMITTED as TXN_COMMITTED
-from hms_txn.domain.txn_records import OPEN as TXN_OPEN
-from hms_txn.domain.txn_records import TxnType, abort_in, now_ms, txn_row
+from hms_txn.domain.txn.compaction_queue import (ABORTED, ATTEMPTED, DID_NOT_INITIATE, FAILED,
+                                                 INITIATED, READY_FOR_CLEANING, REFUSED, SUCCEEDED,
+                                                 WORKING, next_txn_id_now)
+from hms_txn.domain.txn.txn_records import ABORTED as TXN_ABORTED
+from hms_txn.domain.txn.txn_records import COMMITTED as TXN_COMMITTED
+from hms_txn.domain.txn.txn_records import OPEN as TXN_OPEN
+from hms_txn.domain.txn.txn_records import TxnType, abort_in, now_ms, txn_row
 from hms_txn.store.schema import (compaction_queue, completed_compactions,
                                   completed_txn_components, hive_locks, next_compaction_id,
                                   txn_components, txn_to_write_id, txns)

@@ -37,10 +37,10 @@ from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain import column_stats
 from hms_txn.domain.model import catalog
 from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain.compaction_queue import (DID_NOT_INITIATE, FAILED, INITIATED,
-                                             READY_FOR_CLEANING, WORKING, CompactionType,
-                                             next_txn_id_now)
-from hms_txn.domain.txn_records import OPEN, now_ms, txn_row
+from hms_txn.domain.txn.compaction_queue import (DID_NOT_INITIATE, FAILED, INITIATED,
+                                                 READY_FOR_CLEANING, WORKING, CompactionType,
+                                                 next_txn_id_now)
+from hms_txn.domain.txn.txn_records import OPEN, now_ms, txn_row
 from hms_txn.store.schema import (compaction_metrics, compaction_queue, next_compaction_id,
                                   partition_column_stats, table_column_stats)
 from hms_txn.store.sql import reserve_ids

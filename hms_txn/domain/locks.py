@@ -26,8 +26,8 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import InvalidInput, NoSuchLock, TxnOpen
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import hive_locks, next_lock_id, txn_components, txn_to_write_id
-from hms_txn.domain.txn_records import (DataOp, TxnType, heartbeat_txn_in, java_str, lock_id_str,
-                                        now_ms, require_open_heartbeat, txn_id_str)
+from hms_txn.domain.txn.txn_records import (DataOp, TxnType, heartbeat_txn_in, java_str,
+                                            lock_id_str, now_ms, require_open_heartbeat, txn_id_str)
 from hms_txn.store.sql import lock_mutex, reserve_ids
 
 log = logging.getLogger(__name__)

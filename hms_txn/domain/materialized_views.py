@@ -16,7 +16,7 @@ from hms_txn.common.errors import InvalidInput
 
 from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
-from hms_txn.domain.compaction_queue import READY_FOR_CLEANING, SUCCEEDED
+from hms_txn.domain.txn.compaction_queue import READY_FOR_CLEANING, SUCCEEDED
 from hms_txn.domain.model.catalog import (MATERIALIZED_VIEW, Doc, database_row, dumps, get_tables,
                                           list_databases, require_table)
 from hms_txn.store.schema import (compaction_queue, completed_compactions,

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
 from hms_txn.domain.model import catalog, names
-from hms_txn.domain.txn_records import now_ms
+from hms_txn.domain.txn.txn_records import now_ms
 from hms_txn.store.schema import partition_events
 
 LOAD_DONE = 1

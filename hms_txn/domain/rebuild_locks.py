@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain.txn_records import OPEN, now_ms
+from hms_txn.domain.txn.txn_records import OPEN, now_ms
 from hms_txn.store.schema import materialization_rebuild_locks as mrl
 from hms_txn.store.schema import txns
 from hms_txn.store.sql import lock_mutex

@@ -16,7 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain.txn_records import NEXT_TXN_ID, NEXT_TXN_ID_LOCKED
+from hms_txn.domain.txn.txn_records import NEXT_TXN_ID, NEXT_TXN_ID_LOCKED
 from hms_txn.store.schema import next_txn_id, next_write_id
 from hms_txn.store.sql import insert_ignore
 

@@ -20,7 +20,7 @@ from hms_txn.domain.cache_source import CatalogSource
 from hms_txn.domain.constraints import Constraints
 from hms_txn.domain.databases import Databases
 from hms_txn.domain.events.event_messages import MessageContext
-from hms_txn.domain.dml_events import CatalogObjects, DmlEvents
+from hms_txn.domain.txn.dml_events import CatalogObjects, DmlEvents
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.functions import Functions
@@ -51,7 +51,7 @@ from hms_txn.service.statistics import StatisticsService
 from hms_txn.service.table_access import TableAccess
 from hms_txn.common.config import Config
 from hms_txn.domain.delegation_tokens import DelegationTokens
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService

@@ -8,7 +8,7 @@ from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain import external_compactor as ext
-from hms_txn.domain.compaction_queue import FAILED, REFUSED
+from hms_txn.domain.txn.compaction_queue import FAILED, REFUSED
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 

@@ -49,7 +49,7 @@ from hms_txn.domain import locks
 from hms_txn.domain.model.catalog import Doc, require_database, require_table, table_row
 from hms_txn.domain.model.names import check_name
 from hms_txn.domain.tables import Tables
-from hms_txn.domain.txn_records import DataOp
+from hms_txn.domain.txn.txn_records import DataOp
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.service.iceberg_metadata import (MAX_FORMAT_VERSION, MetadataFile, MetadataFiles,
                                               format_error, metadata_version)

@@ -1,10 +1,11 @@
-"""Locks and compaction requests on the wire (``domain.locks``, ``domain.compaction_queue``,
+"""Locks and compaction requests on the wire (``domain.locks``, ``domain.txn.compaction_queue``,
 ``domain.compaction_admin``)."""
 
 from __future__ import annotations
 
-from hms_txn.domain import compaction_admin, compaction_queue, locks
-from hms_txn.domain.compaction_queue import CompactionInfo
+from hms_txn.domain import compaction_admin, locks
+from hms_txn.domain.txn import compaction_queue
+from hms_txn.domain.txn.compaction_queue import CompactionInfo
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hms_txn.common.errors import InvalidInput, NoSuchObject
 from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.events import notifications
-from hms_txn.domain.dml_events import DmlEvents
+from hms_txn.domain.txn.dml_events import DmlEvents
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

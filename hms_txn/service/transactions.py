@@ -1,7 +1,7 @@
 """Transactions and write ids on the wire: open, commit, abort, snapshots, heartbeats.
 
-Each method turns the Thrift request into plain values, runs the domain (``domain.txn``,
-``domain.writeids``) in a unit of work and packs the answer. Domain errors pass through to
+Each method turns the Thrift request into plain values, runs the domain (``domain.txn.txn``,
+``domain.txn.writeids``) in a unit of work and packs the answer. Domain errors pass through to
 ``DeclaredErrors``, which maps them to the exceptions the method declares.
 
 The two calls that may commit lazily, and why losing them in a power cut (never in a
@@ -13,7 +13,7 @@ process crash: a lazy commit survives ``kill -9``) does no harm:
   transaction", as for a transaction aborted and cleaned up; its id, below the high-water
   mark and absent from TXNS, reads as committed with nothing written, which is what it is.
   Ids are never reused: the domain keeps lazily opened ids within a durable reservation
-  (``domain.txn``, "The id reservation"); an open that has to raise it is durable. The
+  (``domain.txn.txn``, "The id reservation"); an open that has to raise it is durable. The
   OPEN_TXN events of lazy opens are only served to clients once durable (the notification
   reads make every commit durable first), since event ids must not be reused under a
   client that has seen them.
@@ -38,12 +38,12 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import InvalidInput, TxnAborted
 from hms_txn.domain import locks as lock_domain
 from hms_txn.domain import rebuild_locks
-from hms_txn.domain.repl_write_ids import repl_table_write_id_state
-from hms_txn.domain import writeids
-from hms_txn.domain import txn_commit
-from hms_txn.domain.dml_events import DmlEvents
-from hms_txn.domain.txn import TxnManager, seed_txn_id
-from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in, now_ms
+from hms_txn.domain.txn.repl_write_ids import repl_table_write_id_state
+from hms_txn.domain.txn import writeids
+from hms_txn.domain.txn import txn_commit
+from hms_txn.domain.txn.dml_events import DmlEvents
+from hms_txn.domain.txn.txn import TxnManager, seed_txn_id
+from hms_txn.domain.txn.txn_records import TxnType, heartbeat_txn_in, now_ms
 from hms_txn.service.units import Durability, Route, UnitOfWork, policy
 from hms_txn.wire.session import identity
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes

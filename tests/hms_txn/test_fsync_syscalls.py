@@ -25,7 +25,7 @@ _CHILD = textwrap.dedent('''
     from hms_txn.common.config import Config
     from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockType
     from hms_txn.server.metastore import Metastore
-    from hms_txn.domain.txn import RESERVE_AHEAD
+    from hms_txn.domain.txn.txn import RESERVE_AHEAD
     from tests.support.inprocess import calls
 
     data = sys.argv[1]

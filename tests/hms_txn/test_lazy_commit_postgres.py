@@ -19,7 +19,7 @@ from sqlalchemy import event, select
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
 from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
-from hms_txn.domain.txn_records import COMMITTED, TxnState, TxnType
+from hms_txn.domain.txn.txn_records import COMMITTED, TxnState, TxnType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import txn_to_write_id, txns
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -85,7 +85,7 @@ def test_open_and_commits_that_wrote_nothing_are_lazy_everything_else_is_not(pg_
     assert ms.units.lazy_commits
     watch = _Commits(ms)
     first = calls(ms).open_txns(1, "u", "h")[0]
-    # The first raises the id reservation (hms_txn.domain.txn): that commit is durable.
+    # The first raises the id reservation (hms_txn.domain.txn.txn): that commit is durable.
     assert watch.take() == ["on"]
     calls(ms).abort_txn(first)
     watch.take()
@@ -216,13 +216,13 @@ def test_round_trips_of_open_and_commit(pg_ms):
     event.listen(ms.store.engine, "before_cursor_execute", watch)
     txn = calls(ms).open_txns(1, "u", "h")[0]
     # SET LOCAL; the id counter's UPDATE ... RETURNING; the txns row, whose INSERT also
-    # reads the id reservation after the counter's lock (hms_txn.domain.txn); the
+    # reads the id reservation after the counter's lock (hms_txn.domain.txn.txn); the
     # OPEN_TXN event.
     assert sent == ["SET", "UPDATE", "INSERT", "WITH"]
     sent.clear()
     calls(ms).commit_txn(txn)
     # SET LOCAL; the row locked; its components; the state, whose UPDATE also reads
-    # whether it has write ids (after the lock: hms_txn.domain.txn_commit); the
+    # whether it has write ids (after the lock: hms_txn.domain.txn.txn_commit); the
     # COMMIT_TXN event.
     assert sent == ["SET", "SELECT", "SELECT", "UPDATE", "WITH"]
     # every one of them on psycopg's cursor directly (hms_txn.store.prepared)
@@ -232,7 +232,7 @@ def test_round_trips_of_open_and_commit(pg_ms):
 def test_valid_write_ids_of_a_given_snapshot_are_one_statement_without_a_transaction(pg_ms):
     """get_valid_write_ids with the reader's ValidTxnList (what HiveServer2, Trino and
     Impala send): the tables' counters, the ids above the snapshot and its exceptions' ids
-    in one statement (hms_txn.domain.writeids), run in autocommit, so no BEGIN or COMMIT
+    in one statement (hms_txn.domain.txn.writeids), run in autocommit, so no BEGIN or COMMIT
     either: one round trip. The answer is the one the snapshot defines."""
     ms = pg_ms
     c = calls(ms)

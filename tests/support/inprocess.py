@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from hms_txn.domain.locks import LockRequest
-from hms_txn.domain.txn_records import TxnState, TxnType
+from hms_txn.domain.txn.txn_records import TxnState, TxnType
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 

@@ -40,10 +40,10 @@ from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import MetastoreError, NoSuchObject, TxnAborted
 from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain import txn_commit
-from hms_txn.domain.compaction_queue import FAILED, REFUSED, CompactionType
-from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in
+from hms_txn.domain.txn import txn_commit
+from hms_txn.domain.txn.compaction_queue import FAILED, REFUSED, CompactionType
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.domain.txn.txn_records import TxnType, heartbeat_txn_in
 from hms_txn.service.compactor.common import (HOSTNAME, Loop, is_acid_table, is_insert_only,
                                               object_location, revoke_timed_out, snapshot,
                                               worker_id)

@@ -15,10 +15,10 @@ from hms_txn.common.errors import InvalidInput
 from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model.catalog import set_table_parameter_in
-from hms_txn.domain.compaction_queue import CompactionType, compaction_committed
-from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,
-                                        UPDATE_DELETE, DataOp, TxnType, abort_in, now_ms,
-                                        raise_not_open, txn_id_str)
+from hms_txn.domain.txn.compaction_queue import CompactionType, compaction_committed
+from hms_txn.domain.txn.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, TXN_ROW_LOCKED,
+                                            UPDATE_DELETE, DataOp, TxnType, abort_in, now_ms,
+                                            raise_not_open, txn_id_str)
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (compaction_queue, completed_txn_components, hive_locks,
                                   txn_components, txn_to_write_id, txns, write_set)

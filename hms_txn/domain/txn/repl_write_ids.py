@@ -17,10 +17,10 @@ from sqlalchemy.engine import Connection
 from orc_acid.valid_ids import ValidIdListError, ValidWriteIdList
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain import compaction_queue
-from hms_txn.domain.compaction_queue import CompactionType
-from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_records import abort_in
+from hms_txn.domain.txn import compaction_queue
+from hms_txn.domain.txn.compaction_queue import CompactionType
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.domain.txn.txn_records import abort_in
 from hms_txn.store.schema import next_write_id, txn_to_write_id
 
 log = logging.getLogger(__name__)

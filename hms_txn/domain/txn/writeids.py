@@ -24,9 +24,9 @@ from hms_txn.common.errors import Internal, InvalidInput, NoSuchTxn, TxnAborted
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.sql import ListQuery, reserve_ids, statements_are_round_trips
 from hms_txn.store.schema import next_write_id, txn_components, txn_to_write_id, txns, write_set
-from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_records import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp, TxnType,
-                                        require_open, txn_id_str)
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.domain.txn.txn_records import (ABORTED, COMMITTED, OPEN, UPDATE_DELETE, DataOp,
+                                            TxnType, require_open, txn_id_str)
 
 log = logging.getLogger(__name__)
 

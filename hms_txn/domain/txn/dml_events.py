@@ -21,7 +21,7 @@ from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import partition_name, partition_rows, require_table
-from hms_txn.domain.txn_records import require_open
+from hms_txn.domain.txn.txn_records import require_open
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.events import notifications
-from hms_txn.domain.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, OPEN, TxnState,
-                                        TxnType, abort_in, current_hwm, now_ms, raise_not_open,
-                                        txn_id_str, txn_row)
+from hms_txn.domain.txn.txn_records import (ABORTED, COMMITTED, NEXT_TXN_ID_LOCKED, OPEN, TxnState,
+                                            TxnType, abort_in, current_hwm, now_ms, raise_not_open,
+                                            txn_id_str, txn_row)
 from hms_txn.store.prepared import Prepared
 from hms_txn.store.schema import (next_txn_id,
                                   txns)

@@ -29,8 +29,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain.txn_records import now_ms
-from hms_txn.domain.writeids import get_valid_write_ids
+from hms_txn.domain.txn.txn_records import now_ms
+from hms_txn.domain.txn.writeids import get_valid_write_ids
 from hms_txn.store.schema import (compaction_queue, completed_compactions, next_compaction_id,
                                   next_txn_id)
 from hms_txn.store.sql import lock_mutex, reserve_ids
