@@ -45,7 +45,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import (AlreadyExists, CommitStateUnknown, ConcurrentModification,
                                    Internal, InvalidInput, MetastoreError, NoSuchObject)
 from hms_txn.domain import iceberg_tables as it
-from hms_txn.domain import locks
+from hms_txn.domain.locks import locks
 from hms_txn.domain.model.catalog import Doc, require_database, require_table, table_row
 from hms_txn.domain.model.names import check_name
 from hms_txn.domain.tables import Tables

@@ -36,8 +36,8 @@ import logging
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import InvalidInput, TxnAborted
-from hms_txn.domain import locks as lock_domain
-from hms_txn.domain import rebuild_locks
+from hms_txn.domain.locks import locks as lock_domain
+from hms_txn.domain.locks import rebuild_locks
 from hms_txn.domain.txn.repl_write_ids import repl_table_write_id_state
 from hms_txn.domain.txn import writeids
 from hms_txn.domain.txn import txn_commit

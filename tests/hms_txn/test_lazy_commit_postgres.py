@@ -18,7 +18,8 @@ from sqlalchemy import event, select
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
-from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
+from hms_txn.domain.locks.locks import (DataOp, LockComponent, LockLevel, LockRequest, LockState,
+                                        LockType)
 from hms_txn.domain.txn.txn_records import COMMITTED, TxnState, TxnType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import txn_to_write_id, txns
