@@ -34,7 +34,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidInput
-from hms_txn.domain import column_stats
+from hms_txn.domain.stats import column_stats
 from hms_txn.domain.model import catalog
 from hms_txn.domain import compaction_bookkeeping as bk
 from hms_txn.domain.txn.compaction_queue import (DID_NOT_INITIATE, FAILED, INITIATED,

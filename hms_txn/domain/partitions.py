@@ -13,7 +13,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import AlreadyExists, InvalidObject, InvalidOperation, NoSuchObject
-from hms_txn.domain import column_stats
+from hms_txn.domain.stats import column_stats
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.events import event_messages as em

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_txn.common.errors import (AlreadyExists, ConcurrentModification, InvalidObject,
                                    InvalidOperation, Refused)
-from hms_txn.domain import column_stats
+from hms_txn.domain.stats import column_stats
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.events import event_messages as em

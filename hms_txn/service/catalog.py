@@ -15,7 +15,7 @@ import weakref
 from typing import Any
 
 from hms_txn.common.errors import NoSuchObject, Refused
-from hms_txn.domain import column_stats, stats_state
+from hms_txn.domain.stats import column_stats, stats_state
 from hms_txn.domain.model import catalog, names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead

@@ -1,4 +1,4 @@
-"""Hive's small record stores: runtime statistics (``domain.runtime_stats``), the legacy
+"""Hive's small record stores: runtime statistics (``domain.stats.runtime_stats``), the legacy
 types (``domain.type_definitions``) and partition event marks
 (``domain.partition_events``). In extension mode they are forwarded to the upstream
 (docs/extension-mode.md).
@@ -7,7 +7,8 @@ types (``domain.type_definitions``) and partition event marks
 from __future__ import annotations
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain import partition_events, runtime_stats, type_definitions
+from hms_txn.domain import partition_events, type_definitions
+from hms_txn.domain.stats import runtime_stats
 from hms_txn.domain.model.qualified_names import parse_db_name
 from hms_txn.domain.type_definitions import TypeDefinition
 from hms_txn.service.units import UnitOfWork

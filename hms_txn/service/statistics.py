@@ -1,5 +1,5 @@
-"""Thrift calls of column statistics, tables and partitions (``domain.column_stats``,
-``domain.stats_writes``): each answers as Hive 4's HMSHandler does.
+"""Thrift calls of column statistics, tables and partitions (``domain.stats.column_stats``,
+``domain.stats.stats_writes``): each answers as Hive 4's HMSHandler does.
 
 * Writes: ``update_{table,partition}_column_statistics`` (deprecated: no write state, so
   refused on a transactional table once its stats state would change), their ``_req``
@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from hms_txn.common.errors import Internal, InvalidInput
-from hms_txn.domain import column_stats
+from hms_txn.domain.stats import column_stats
 from hms_txn.domain.events.event_messages import MessageContext
 from hms_txn.domain.model.qualified_names import parse_db_name
-from hms_txn.domain.stats_writes import StatsWriter, normalize
+from hms_txn.domain.stats.stats_writes import StatsWriter, normalize
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

@@ -498,7 +498,7 @@ Index("ix_table_constraints_child", table_constraints.c.child_tbl_id)
 
 # ------------------------------------------------------------------ column statistics (v7)
 #
-# Owned by hms_txn.domain.column_stats. One row per table (or partition), engine ("hive",
+# Owned by hms_txn.domain.stats.column_stats. One row per table (or partition), engine ("hive",
 # "impala", ...) and column, as Hive's TAB_COL_STATS / PART_COL_STATS; ``data`` is the
 # ColumnStatisticsData document. Rows go with their table or partition (ON DELETE CASCADE;
 # SQLite enforces it, see hms_txn.store.engine).

@@ -109,7 +109,7 @@ def norm(v):
 
 def decimals(low: str, high: str, nulls, ndv):
     from decimal import Decimal
-    from hms_txn.domain.stats_aggregation import decimal_doc
+    from hms_txn.domain.stats.stats_aggregation import decimal_doc
     from hms_txn.wire.codec import from_doc
     return T.ColumnStatisticsData(decimalStats=T.DecimalColumnStatsData(
         lowValue=from_doc(T.Decimal, decimal_doc(Decimal(low))),

@@ -22,13 +22,13 @@ from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import Internal, InvalidObject, NoSuchObject
-from hms_txn.domain import stats_state
+from hms_txn.domain.stats import stats_state
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, dumps, is_transactional, partition_keys, table_row
 from hms_txn.domain.events.event_messages import (MessageContext, delete_partition_column_stats,
                                                   delete_table_column_stats)
 from hms_txn.domain.events.notifications import append
-from hms_txn.domain.stats_aggregation import aggregate, kind_of
+from hms_txn.domain.stats.stats_aggregation import aggregate, kind_of
 from hms_txn.store.schema import partition_column_stats, partitions, table_column_stats, tbls
 
 DEFAULT_ENGINE = "hive"       # Hive's Constants.HIVE_ENGINE

@@ -31,17 +31,17 @@ import copy
 from typing import Sequence
 
 from hms_txn.common.errors import Internal, InvalidInput, MetastoreError, NoSuchObject
-from hms_txn.domain import stats_state
+from hms_txn.domain.stats import stats_state
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, is_true, is_transactional, now_s
-from hms_txn.domain.column_stats import (
+from hms_txn.domain.stats.column_stats import (
     CATALOG, engine_of, partition_rows, partition_stats, partition_values,
     require_table_object, save_partition, save_table, table_for_stats, table_stats, write_rows)
 from hms_txn.domain.events.event_messages import (
     MessageContext, alter_partition, alter_table, update_partition_column_stats,
     update_table_column_stats)
 from hms_txn.domain.events.notifications import append
-from hms_txn.domain.stats_aggregation import kind_of, merge_into
+from hms_txn.domain.stats.stats_aggregation import kind_of, merge_into
 
 ACCURATE = stats_state.ACCURATE
 
