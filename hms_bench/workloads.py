@@ -264,7 +264,7 @@ class GetTable(Workload):
         if target.java:
             return None
         # as HiveServer2 3/4 ask: with Hive 3's capability (a client that declares none
-        # gets a full-ACID table in the plain form, hms_txn.domain.plain_form)
+        # gets a full-ACID table in the plain form, hms_txn.domain.catalog.plain_form)
         return t.GetTableRequest(dbName=self.db, tblName="acid",
                                  validWriteIdList=valid_write_id_list(client, f"{self.db}.acid"),
                                  capabilities=t.ClientCapabilities(

@@ -17,20 +17,20 @@ from sqlalchemy import text
 
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_source import CatalogSource
-from hms_txn.domain.constraints import Constraints
-from hms_txn.domain.databases import Databases
+from hms_txn.domain.catalog.constraints import Constraints
+from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.events.event_messages import MessageContext
 from hms_txn.domain.txn.dml_events import CatalogObjects, DmlEvents
 from hms_txn.domain.extension_cache import ExtensionCache
 from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
-from hms_txn.domain.functions import Functions
-from hms_txn.domain.partitions import Partitions
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.functions import Functions
+from hms_txn.domain.catalog.partitions import Partitions
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain import roles
 from hms_txn.service.authorization import AuthorizationService
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.constraints import ConstraintService
-from hms_txn.domain import catalogs
+from hms_txn.domain.catalog import catalogs
 from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
 from hms_txn.service.catalogs import CatalogsService
 from hms_txn.service.features_off import FeaturesOff
@@ -102,7 +102,7 @@ class Metastore:
         self.units = UnitOfWork(self.store)
         # How every notification event is built and encoded (domain.events.event_messages).
         self.messages = message_context(config, object_json or thrift_object_json)
-        # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
+        # The catalog: changes (domain.catalog.databases/tables/partitions), reads through the cache.
         self.constraints = Constraints(self.messages)
         self.functions = Functions(self.messages)
         self.tables = Tables(self.warehouse, self.messages, self.constraints)

@@ -1,7 +1,7 @@
 """Thrift catalog calls: databases, tables, partitions.
 
 Each method unpacks its wire arguments, runs the domain (``domain.model.catalog`` for reads,
-``domain.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
+``domain.catalog.databases``/``tables``/``partitions`` for changes) in a unit of work and packs the
 answer; domain errors pass through to ``DeclaredErrors``, which maps them. Reads of one
 table or database go through the metadata cache. A change's directories are made or
 removed once it has committed (``warehouse.FileChanges``).
@@ -19,9 +19,9 @@ from hms_txn.domain.stats import column_stats, stats_state
 from hms_txn.domain.model import catalog, names
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.cache_entries import DatabaseRead, TableRead
-from hms_txn.domain.databases import Databases
-from hms_txn.domain.partitions import Partitions
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.databases import Databases
+from hms_txn.domain.catalog.partitions import Partitions
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.service.owners import owned_database, owned_table
 from hms_txn.service.constraints import request_constraint_docs

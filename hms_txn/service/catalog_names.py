@@ -12,7 +12,7 @@ request structs and objects of the newer calls (``GetTableRequest.catName``,
 it wraps a service method so that the method only ever sees the plain database name of the
 ``hive`` catalog (``@hive#sales`` becomes ``sales``, ``@hive#`` None, ``@hive#!`` ""). hms-txn
 keeps databases in the ``hive`` catalog only (other catalogs exist as records,
-``domain.catalogs``); a name in another catalog therefore names nothing here, and the call is
+``domain.catalog.catalogs``); a name in another catalog therefore names nothing here, and the call is
 answered by ``on_foreign``: standalone, as Hive answers for a catalog that holds no such
 database (``ForeignCatalog``); in extension mode, by the upstream metastore, which has its
 own catalogs.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hms_txn.common.errors import InvalidObject, NoSuchObject, Unsupported
-from hms_txn.domain import catalogs
+from hms_txn.domain.catalog import catalogs
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG, parse_db_name
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

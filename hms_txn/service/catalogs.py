@@ -1,10 +1,10 @@
 """Thrift calls of catalogs, data connectors, the legacy types, HPL/SQL routines,
-replication metrics and runtime statistics (``domain.catalogs``, ``domain.catalog_extras``),
+replication metrics and runtime statistics (``domain.catalog.catalogs``, ``domain.catalog.catalog_extras``),
 answered as Hive 4's metastore answers them."""
 
 from __future__ import annotations
 
-from hms_txn.domain import catalog_extras, catalogs
+from hms_txn.domain.catalog import catalog_extras, catalogs
 from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc

@@ -124,7 +124,7 @@ IMPLEMENTED.update({
         "`metastore.metadata.transformer.class` empty)"),
     "get_table": (
         "an ACID table in the plain form for a client that has not declared it understands "
-        "it (hms_txn/domain/plain_form.py; Hive hands a full-ACID table as stored and "
+        "it (hms_txn/domain/catalog/plain_form.py; Hive hands a full-ACID table as stored and "
         "refuses an insert-only one)"),
     "get_table_req": (
         "as get_table for a client that declared too little; processor capabilities get "

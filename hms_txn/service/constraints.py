@@ -1,7 +1,7 @@
 """Thrift constraint calls: add_primary_key ... add_check_constraint, drop_constraint, the
 get_* calls, get_all_table_constraints and create_table_with_constraints.
 
-The rules and Hive's answers are in ``hms_txn.domain.constraints``. Hive's store throws
+The rules and Hive's answers are in ``hms_txn.domain.catalog.constraints``. Hive's store throws
 InvalidObjectException for a missing table or column or a taken name, which the add calls
 do not declare (Hive's clients then get INTERNAL_ERROR without the text, and retry it);
 here such an error reaches them as the declared MetaException with Hive's text. Likewise a
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hms_txn.domain import constraints
-from hms_txn.domain.constraints import Constraints
+from hms_txn.domain.catalog import constraints
+from hms_txn.domain.catalog.constraints import Constraints
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.owners import owned_table
 from hms_txn.service.units import UnitOfWork

@@ -14,7 +14,7 @@ import logging
 from typing import Callable
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import plain_form
+from hms_txn.domain.catalog import plain_form
 from hms_txn.domain.model import names
 from hms_txn.domain import upstream_table_form as form
 from hms_txn.domain import upstream_write_ids as write_ids
@@ -81,7 +81,7 @@ def alter_without_stats(method: str, rest: tuple) -> tuple[str, tuple]:
 
 def sent_table(tbl, before: dict | None):
     """A table a client sent (a new table: ``before`` None; an alter's new definition of
-    ``before``), without the plain form it may have been handed (``domain.plain_form``)."""
+    ``before``), without the plain form it may have been handed (``domain.catalog.plain_form``)."""
     if tbl is None or tbl.sd is None or not plain_form.in_plain_form(to_doc(tbl.sd)):
         return tbl
     return from_doc(t.Table, plain_form.stored_table(to_doc(tbl), before))
@@ -89,7 +89,7 @@ def sent_table(tbl, before: dict | None):
 
 def sent_partitions(parts: list, table_of: Callable[[], dict | None]) -> list:
     """Partitions a client sent, with their table's own storage (``table_of()``, asked
-    only then) where they carry the plain form's (``domain.plain_form.stored_partition``)."""
+    only then) where they carry the plain form's (``domain.catalog.plain_form.stored_partition``)."""
     if not any(p is not None and p.sd is not None and plain_form.in_plain_form(to_doc(p.sd))
                for p in parts):
         return parts

@@ -1,13 +1,13 @@
 """Thrift function calls: create/alter/drop/get_function, get_functions, get_all_functions.
 
-The rules and Hive's answers are in ``hms_txn.domain.functions``; here the wire structs
+The rules and Hive's answers are in ``hms_txn.domain.catalog.functions``; here the wire structs
 become documents and back.
 """
 
 from __future__ import annotations
 
-from hms_txn.domain import functions
-from hms_txn.domain.functions import Functions
+from hms_txn.domain.catalog import functions
+from hms_txn.domain.catalog.functions import Functions
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

@@ -1,16 +1,16 @@
 """Hive's small record stores: runtime statistics (``domain.stats.runtime_stats``), the legacy
-types (``domain.type_definitions``) and partition event marks
-(``domain.partition_events``). In extension mode they are forwarded to the upstream
+types (``domain.catalog.type_definitions``) and partition event marks
+(``domain.catalog.partition_events``). In extension mode they are forwarded to the upstream
 (docs/extension-mode.md).
 """
 
 from __future__ import annotations
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain import partition_events, type_definitions
+from hms_txn.domain.catalog import partition_events, type_definitions
 from hms_txn.domain.stats import runtime_stats
 from hms_txn.domain.model.qualified_names import parse_db_name
-from hms_txn.domain.type_definitions import TypeDefinition
+from hms_txn.domain.catalog.type_definitions import TypeDefinition
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

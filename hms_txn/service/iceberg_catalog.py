@@ -1,5 +1,5 @@
 """The Iceberg REST catalog's namespaces and table reads, drops and renames, over the same
-databases and tables the Thrift door serves (``domain.iceberg_tables`` says how they map).
+databases and tables the Thrift door serves (``domain.catalog.iceberg_tables`` says how they map).
 
 Namespaces are databases: one level, as in Hive (a longer namespace does not exist; creating
 one is refused). Tables are the metastore's Iceberg tables: listings leave Hive's own tables
@@ -26,12 +26,12 @@ from orc_acid import fs as afs
 from hms_txn.common.errors import (AlreadyExists, InvalidInput, InvalidOperation,
                                    NoSuchNamespace, NoSuchObject)
 from hms_txn.domain.model import catalog
-from hms_txn.domain import iceberg_tables as it
+from hms_txn.domain.catalog import iceberg_tables as it
 from hms_txn.domain.cache import MetadataCache
 from hms_txn.domain.model.catalog import Doc, database_row, require_table, table_row
-from hms_txn.domain.databases import Databases
+from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.model.names import lower
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.service.iceberg_commits import Committed, IcebergCommits, pyiceberg_call
 from hms_txn.service.iceberg_metadata import MetadataFile, MetadataFiles

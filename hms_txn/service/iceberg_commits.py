@@ -44,11 +44,11 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import (AlreadyExists, CommitStateUnknown, ConcurrentModification,
                                    Internal, InvalidInput, MetastoreError, NoSuchObject)
-from hms_txn.domain import iceberg_tables as it
+from hms_txn.domain.catalog import iceberg_tables as it
 from hms_txn.domain.locks import locks
 from hms_txn.domain.model.catalog import Doc, require_database, require_table, table_row
 from hms_txn.domain.model.names import check_name
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.txn.txn_records import DataOp
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.service.iceberg_metadata import (MAX_FORMAT_VERSION, MetadataFile, MetadataFiles,

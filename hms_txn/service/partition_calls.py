@@ -20,10 +20,10 @@ from __future__ import annotations
 from thrift.Thrift import TApplicationException
 
 from hms_txn.common.errors import InvalidInput, InvalidObject, NoSuchObject, Refused
-from hms_txn.domain import partition_specs
+from hms_txn.domain.catalog import partition_specs
 from hms_txn.domain.events import event_messages
 from hms_txn.domain.model import catalog
-from hms_txn.domain.partition_moves import exchange
+from hms_txn.domain.catalog.partition_moves import exchange
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.handler import answered_as_unknown
 from hms_txn.wire.codec import from_doc, to_doc

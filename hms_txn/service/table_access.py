@@ -1,5 +1,5 @@
-"""The tables a client is given, by what it declared (``domain.capabilities``,
-``domain.plain_form``).
+"""The tables a client is given, by what it declared (``domain.catalog.capabilities``,
+``domain.catalog.plain_form``).
 
 ``TableAccess`` is the hook of the table reads of both catalogs (``CatalogService`` and
 extension mode's ``ForwardingService``): the plain form of an ACID table for a client that
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from hms_txn.domain import capabilities as caps
-from hms_txn.domain import plain_form
-from hms_txn.domain.capabilities import UNDECLARED, Declared
+from hms_txn.domain.catalog import capabilities as caps
+from hms_txn.domain.catalog import plain_form
+from hms_txn.domain.catalog.capabilities import UNDECLARED, Declared
 from hms_txn.wire.codec import from_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

@@ -1,14 +1,14 @@
 """Thrift database and table calls beyond ``CatalogService``'s: the request forms Hive 4
 added (``create_database_req``, ``drop_table_req``, ``get_fields_req``, ...), TRUNCATE
-(``domain.truncate``), table listings by filter and with capabilities, and the materialized
+(``domain.catalog.truncate``), table listings by filter and with capabilities, and the materialized
 view bookkeeping."""
 
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidOperation, Refused
-from hms_txn.domain import materialized_views, table_filter
+from hms_txn.domain.catalog import materialized_views, table_filter
 from hms_txn.domain.events import event_messages
-from hms_txn.domain.truncate import truncate
+from hms_txn.domain.catalog.truncate import truncate
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
@@ -72,7 +72,7 @@ class TableCalls:
 
     def truncate_table(self, dbName, tableName, partNames):
         """Hive's deprecated form: no write id (a transactional table is refused, see
-        ``domain.truncate``)."""
+        ``domain.catalog.truncate``)."""
         self._truncate(dbName, tableName, partNames, -1, None)
 
     def truncate_table_req(self, req):

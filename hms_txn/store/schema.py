@@ -467,10 +467,10 @@ Index("ix_partition_events_table", partition_events.c.db_name, partition_events.
 
 # ------------------------------------------------------------------------ constraints (v6)
 #
-# Owned by hms_txn.domain.constraints. One row per column of a constraint, as Hive's
+# Owned by hms_txn.domain.catalog.constraints. One row per column of a constraint, as Hive's
 # KEY_CONSTRAINTS: ``parent_tbl_id`` is the table the constraint is declared on (for a
 # foreign key, the referenced table), ``child_tbl_id`` the referencing table of a foreign
-# key. Rows go with either table (domain.tables.Tables.drop_rows). Column names are stored
+# key. Rows go with either table (domain.catalog.tables.Tables.drop_rows). Column names are stored
 # lower-case; ``kind`` is Hive's MConstraint type (0 primary key, 1 foreign key, 2 unique,
 # 3 not null, 4 default, 5 check); ``value`` the default value or check expression.
 
@@ -556,7 +556,7 @@ txn_write_notification_log = Table(
 
 # ------------------------------------------------- catalogs and catalog extras (v10)
 #
-# Owned by hms_txn.domain.catalogs and catalog_extras. Documents mirror the Thrift structs
+# Owned by hms_txn.domain.catalog.catalogs and catalog_extras. Documents mirror the Thrift structs
 # (Catalog, DataConnector, StoredProcedure, Package, ReplicationMetrics). Databases live in
 # the ``hive`` catalog only; ``catalogs`` holds it and the catalogs created with
 # create_catalog.

@@ -112,7 +112,7 @@ def test_every_method_in_the_table_sees_plain_hive_names(method):
 def test_hive_methods_that_parse_names_are_in_the_table():
     """Every old-style call HiveMetaStoreClient sends ``@cat#db`` to (hs2.md, convention
     2) is in the table, or parses the name itself: the function calls keep Hive's texts,
-    which name the database argument as sent (domain/functions.py, tests/hms_txn/
+    which name the database argument as sent (domain/catalog/functions.py, tests/hms_txn/
     test_functions.py)."""
     sent_qualified = {
         "get_databases", "get_all_tables", "get_tables_by_type", "get_table_meta",

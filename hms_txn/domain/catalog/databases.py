@@ -17,8 +17,8 @@ from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.model.catalog import Doc, database_row, dumps, now_s, require_database
-from hms_txn.domain.functions import Functions, database_functions
-from hms_txn.domain.tables import Tables
+from hms_txn.domain.catalog.functions import Functions, database_functions
+from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import dbs, tbls
 

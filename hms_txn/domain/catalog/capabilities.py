@@ -14,7 +14,7 @@ and ``get_table_objects_by_name``, which have no field for it.
 **Who gets an ACID table as stored.** A client that does not hold what the table needs
 (insert-only tables: ``INSERT_ONLY_TABLES``, Hive 3/4's own rule; full-ACID tables: any
 declared capability, ours) gets it in the plain form while ``metastore.client.capability
-.check`` is on (``domain.plain_form``): it can describe, list, show and drop the table, and
+.check`` is on (``domain.catalog.plain_form``): it can describe, list, show and drop the table, and
 its reads and writes fail loudly. With the check off it gets the table as stored.
 
 **Hive 4's translation** (``transform``, ``translates``): HMSHandler.getTableInternal runs

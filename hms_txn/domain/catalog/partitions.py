@@ -19,7 +19,7 @@ from hms_txn.domain.model import names
 from hms_txn.domain.events import event_messages as em
 from hms_txn.domain.model.catalog import (DDL_TIME, Doc, dumps, is_external, now_s, partition_keys,
                                           partition_name, partition_rows, require_table)
-from hms_txn.domain.plain_form import stored_partition
+from hms_txn.domain.catalog.plain_form import stored_partition
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
 from hms_txn.store.schema import partitions
 

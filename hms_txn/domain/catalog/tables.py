@@ -19,8 +19,8 @@ from hms_txn.domain.stats import column_stats
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.events import event_messages as em
-from hms_txn.domain.constraints import Constraints, delete_table_rows
-from hms_txn.domain.plain_form import stored_table
+from hms_txn.domain.catalog.constraints import Constraints, delete_table_rows
+from hms_txn.domain.catalog.plain_form import stored_table
 from hms_txn.domain.model.catalog import (DDL_TIME, EXTERNAL, MANAGED, TABLE_TYPES, VIEW, Doc,
                                           database_row, dumps, is_external, is_true, now_s,
                                           require_database, require_table, table_row)
@@ -81,7 +81,7 @@ class Tables:
 
     def create(self, conn: Connection, table: Doc, *,
                constraints: dict[str, list[Doc]] | None = None) -> FileChanges:
-        """Create a table; ``constraints`` (documents by kind, see ``domain.constraints``)
+        """Create a table; ``constraints`` (documents by kind, see ``domain.catalog.constraints``)
         are added in the same transaction, their events after CREATE_TABLE."""
         doc = self._prepare(conn, table)
         db, name = doc["dbName"], doc["tableName"]

@@ -61,7 +61,7 @@ import copy
 from typing import Any
 
 from hms_txn.common.errors import InvalidObject
-from hms_txn.domain import capabilities as caps
+from hms_txn.domain.catalog import capabilities as caps
 
 Doc = dict[str, Any]
 
