@@ -60,7 +60,7 @@ for _method in ("add_primary_key", "add_foreign_key", "add_unique_constraint",
 # Methods answered "not supported" whose answer a client treats specially.
 NOT_SUPPORTED: dict[str, str] = {}
 
-# A Hive compactor running elsewhere on our queue (domain/external_compactor.py).
+# A Hive compactor running elsewhere on our queue (domain/compaction/external_compactor.py).
 _ONE_CLAIM = (
     "claims through the claim our own compactor uses (compaction_bookkeeping.claim_next), "
     "so a Hive Worker in HiveServer2 (`hive.metastore.runworker.in=hs2`) and ours never "

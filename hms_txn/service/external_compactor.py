@@ -1,4 +1,4 @@
-"""The calls of a Hive compactor running elsewhere (``domain.external_compactor``): a Hive
+"""The calls of a Hive compactor running elsewhere (``domain.compaction.external_compactor``): a Hive
 Worker in HiveServer2 (``hive.metastore.runworker.in=hs2``) works on our compaction queue
 next to our own compactor, sharing its claim, and reports its delta metrics."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain import external_compactor as ext
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.compaction import external_compactor as ext
 from hms_txn.domain.txn.compaction_queue import FAILED, REFUSED
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes

@@ -1,9 +1,9 @@
 """Locks and compaction requests on the wire (``domain.locks.locks``, ``domain.txn.compaction_queue``,
-``domain.compaction_admin``)."""
+``domain.compaction.compaction_admin``)."""
 
 from __future__ import annotations
 
-from hms_txn.domain import compaction_admin
+from hms_txn.domain.compaction import compaction_admin
 from hms_txn.domain.locks import locks
 from hms_txn.domain.txn import compaction_queue
 from hms_txn.domain.txn.compaction_queue import CompactionInfo

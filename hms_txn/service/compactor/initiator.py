@@ -40,7 +40,7 @@ from orc_acid.snapshot import get_acid_state
 from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
 from hms_txn.domain.txn import compaction_queue
 from hms_txn.domain.txn.compaction_queue import ATTEMPTED, CompactionType
 from hms_txn.domain.txn.txn import TxnManager

@@ -39,7 +39,7 @@ from orc_acid.compaction import (MAJOR, MINOR, compactor_write_ids, discard_stag
 from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import MetastoreError, NoSuchObject, TxnAborted
-from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
 from hms_txn.domain.txn import txn_commit
 from hms_txn.domain.txn.compaction_queue import FAILED, REFUSED, CompactionType
 from hms_txn.domain.txn.txn import TxnManager

@@ -11,7 +11,7 @@ from sqlalchemy import select, union_all
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain.compaction_bookkeeping import finish
+from hms_txn.domain.compaction.compaction_bookkeeping import finish
 from hms_txn.domain.txn.compaction_queue import (ABORTED, INITIATED, READY_FOR_CLEANING,
                                                  STATE_NAMES, SUCCEEDED)
 from hms_txn.store.schema import compaction_queue, completed_compactions

@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 from hms_txn.common.errors import Internal, InvalidInput
 from hms_txn.domain.stats import column_stats
 from hms_txn.domain.model import catalog
-from hms_txn.domain import compaction_bookkeeping as bk
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
 from hms_txn.domain.txn.compaction_queue import (DID_NOT_INITIATE, FAILED, INITIATED,
                                                  READY_FOR_CLEANING, WORKING, CompactionType,
                                                  next_txn_id_now)
