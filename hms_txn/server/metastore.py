@@ -26,7 +26,7 @@ from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.catalog.functions import Functions
 from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables
-from hms_txn.domain import roles
+from hms_txn.domain.security import roles
 from hms_txn.service.authorization import AuthorizationService
 from hms_txn.service.catalog import CatalogService
 from hms_txn.service.constraints import ConstraintService
@@ -50,7 +50,7 @@ from hms_txn.service.notifications import NotificationService
 from hms_txn.service.statistics import StatisticsService
 from hms_txn.service.table_access import TableAccess
 from hms_txn.common.config import Config
-from hms_txn.domain.delegation_tokens import DelegationTokens
+from hms_txn.domain.security.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability

@@ -1,5 +1,5 @@
-"""The SQL-standard authorization calls: roles (``domain.roles``) and privileges
-(``domain.privileges``). The metastore stores and answers; the engines decide.
+"""The SQL-standard authorization calls: roles (``domain.security.roles``) and privileges
+(``domain.security.privileges``). The metastore stores and answers; the engines decide.
 
 Every call declares only MetaException: refusals arrive as MetaException with Hive 4's
 message. A reference to a data connector in ``list_privileges`` / ``get_privilege_set``
@@ -11,8 +11,8 @@ grants are on its objects): see docs/extension-mode.md.
 from __future__ import annotations
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain import privileges, roles
-from hms_txn.domain.privileges import Grant, ObjectRef
+from hms_txn.domain.security import privileges, roles
+from hms_txn.domain.security.privileges import Grant, ObjectRef
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

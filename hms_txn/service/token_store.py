@@ -1,4 +1,4 @@
-"""HiveServer2's delegation-token store calls (``domain.token_store``): ``add_token``,
+"""HiveServer2's delegation-token store calls (``domain.security.token_store``): ``add_token``,
 ``remove_token``, ``get_token``, ``get_all_token_identifiers``, ``add_master_key``,
 ``update_master_key``, ``remove_master_key``, ``get_master_keys``.
 
@@ -10,7 +10,7 @@ already holds the store of the HiveServer2 instances using it (docs/extension-mo
 
 from __future__ import annotations
 
-from hms_txn.domain import token_store
+from hms_txn.domain.security import token_store
 from hms_txn.service.units import UnitOfWork
 
 

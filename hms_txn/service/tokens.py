@@ -1,4 +1,4 @@
-"""Delegation token calls: get, renew and cancel (``hms_txn.domain.delegation_tokens``), and
+"""Delegation token calls: get, renew and cancel (``hms_txn.domain.security.delegation_tokens``), and
 the DIGEST-MD5 credential look-up the SASL server is given.
 
 Who may call them depends on how the connection authenticated (``hms_txn.wire.session``):
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from hms_txn.domain.delegation_tokens import DelegationTokenError, DelegationTokens
+from hms_txn.domain.security.delegation_tokens import DelegationTokenError, DelegationTokens
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.sasl import CredentialRefused, DigestCredential
 from hms_txn.wire.session import (authenticated_principal, authenticated_user,
@@ -20,7 +20,7 @@ from hms_txn.wire.session import (authenticated_principal, authenticated_user,
 
 # The logger these messages always had (before the service layer, the token manager logged
 # them itself): logging configurations that name it keep working.
-log = logging.getLogger("hms_txn.domain.delegation_tokens")
+log = logging.getLogger("hms_txn.domain.security.delegation_tokens")
 
 
 class TokenService:

@@ -342,7 +342,7 @@ next_delegation_token_id = Table(
 
 # ------------------------------------------- roles, privileges and Hive's small stores (v8)
 #
-# Owned by hms_txn.domain.roles / privileges (the SQL-standard authorization calls: we store
+# Owned by hms_txn.domain.security.roles / privileges (the SQL-standard authorization calls: we store
 # and answer, engines decide), token_store (HiveServer2's DBTokenStore), runtime_stats,
 # type_definitions and partition_events. Principal and grantor types are stored as
 # PrincipalType names ("USER", "ROLE", "GROUP"), as Hive stores them.

@@ -35,9 +35,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.domain.token_codec import (KIND, MAX_INT32, Token, TokenIdentifier, digest_secret,
-                                        short_name)
-from hms_txn.domain.proxy_users import ImpersonationRefused, ProxyUsers
+from hms_txn.domain.security.token_codec import (KIND, MAX_INT32, Token, TokenIdentifier,
+                                                 digest_secret, short_name)
+from hms_txn.domain.security.proxy_users import ImpersonationRefused, ProxyUsers
 from hms_txn.store.schema import delegation_tokens, next_delegation_token_id
 from hms_txn.store.sql import reserve_ids
 

@@ -42,8 +42,8 @@ from hms_txn.common.errors import MetastoreError
 from hms_txn.domain.model import catalog
 from hms_txn.domain.model.catalog import now_s
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
-from hms_txn.domain.roles import (MUTEX, PRINCIPAL_TYPE_VALUES, ROLE, principal_type_name,
-                                  require_role_principal, roles_in_hierarchy, wrapped)
+from hms_txn.domain.security.roles import (MUTEX, PRINCIPAL_TYPE_VALUES, ROLE, principal_type_name,
+                                           require_role_principal, roles_in_hierarchy, wrapped)
 from hms_txn.domain.txn.txn_records import java_str
 from hms_txn.store.schema import partitions, privileges, tbls
 from hms_txn.store.sql import lock_mutex
