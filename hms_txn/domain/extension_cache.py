@@ -43,10 +43,10 @@ from typing import Any
 from hms_txn.common import errors
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.cache_entries import (BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT, TABLE_EVENTS,
-                                          CacheEntry, Doc, Key, Loaded)
-from hms_txn.domain.cache_source import Reader, canonical_names, read_write_id_state
+from hms_txn.domain.cache.cache import MetadataCache
+from hms_txn.domain.cache.cache_entries import (BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
+                                                TABLE_EVENTS, CacheEntry, Doc, Key, Loaded)
+from hms_txn.domain.cache.cache_source import Reader, canonical_names, read_write_id_state
 from hms_txn.domain.upstream_catalog import (TOO_LARGE, FUNCTION_EVENTS, MAX_MEMOS,
                                              TABLE_NAME_EVENTS, PartitionListing, UpstreamAnswer,
                                              UpstreamDatabases, UpstreamFunctions, selection)

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 from sqlalchemy import text
 
-from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.cache_source import CatalogSource
+from hms_txn.domain.cache.cache import MetadataCache
+from hms_txn.domain.cache.cache_source import CatalogSource
 from hms_txn.domain.catalog.constraints import Constraints
 from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.events.event_messages import MessageContext

@@ -17,8 +17,8 @@ from typing import Any
 from hms_txn.common.errors import NoSuchObject, Refused
 from hms_txn.domain.stats import column_stats, stats_state
 from hms_txn.domain.model import catalog, names
-from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.cache_entries import DatabaseRead, TableRead
+from hms_txn.domain.cache.cache import MetadataCache
+from hms_txn.domain.cache.cache_entries import DatabaseRead, TableRead
 from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables

@@ -27,7 +27,7 @@ from hms_txn.common.errors import (AlreadyExists, InvalidInput, InvalidOperation
                                    NoSuchNamespace, NoSuchObject)
 from hms_txn.domain.model import catalog
 from hms_txn.domain.catalog import iceberg_tables as it
-from hms_txn.domain.cache import MetadataCache
+from hms_txn.domain.cache.cache import MetadataCache
 from hms_txn.domain.model.catalog import Doc, database_row, require_table, table_row
 from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.model.names import lower

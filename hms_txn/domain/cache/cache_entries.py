@@ -1,6 +1,6 @@
 """What the metadata cache holds: entries, their write-id state, and the rule that says
 whether a reader's snapshot may be answered from an entry (``compare``; see
-``domain.cache`` for the whole design)."""
+``domain.cache.cache`` for the whole design)."""
 
 from __future__ import annotations
 

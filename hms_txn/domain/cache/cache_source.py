@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
-from hms_txn.domain.cache_entries import TABLE_EVENTS, CacheEntry, Doc, Key, Loaded, WriteIdState
+from hms_txn.domain.cache.cache_entries import (TABLE_EVENTS, CacheEntry, Doc, Key, Loaded,
+                                                WriteIdState)
 from hms_txn.domain.model.catalog import (get_table, list_partitions, partition_keys,
                                           require_database, require_table)
 from hms_txn.domain.txn.txn_records import ABORTED, COMMITTED, OPEN

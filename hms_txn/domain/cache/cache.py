@@ -76,11 +76,11 @@ from hms_txn.domain.events import notifications
 from hms_txn.domain.model import names
 from hms_txn.domain.events.event_messages import ALTERED_TABLES_KEY, other_changed_tables
 from hms_txn.domain.events.event_messages.formats import JSON_MESSAGE_FORMAT, decode
-from hms_txn.domain.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
-                                          MISS_REASONS, RELOAD_EVENTS, TABLE_EVENTS, CacheEntry,
-                                          DatabaseEntry, DatabaseRead, Doc, Key, Loaded, TableRead,
-                                          compare)
-from hms_txn.domain.cache_source import Reader, TableSource, canonical_names
+from hms_txn.domain.cache.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DATABASE_EVENTS,
+                                                EXPIRED, HIT, MISS_REASONS, RELOAD_EVENTS,
+                                                TABLE_EVENTS, CacheEntry, DatabaseEntry,
+                                                DatabaseRead, Doc, Key, Loaded, TableRead, compare)
+from hms_txn.domain.cache.cache_source import Reader, TableSource, canonical_names
 from hms_txn.domain.model.catalog import is_external, is_transactional
 
 log = logging.getLogger(__name__)
