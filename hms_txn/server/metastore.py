@@ -21,8 +21,8 @@ from hms_txn.domain.catalog.constraints import Constraints
 from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.events.event_messages import MessageContext
 from hms_txn.domain.txn.dml_events import CatalogObjects, DmlEvents
-from hms_txn.domain.extension_cache import ExtensionCache
-from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
+from hms_txn.domain.extension.extension_cache import ExtensionCache
+from hms_txn.domain.extension.extension_events import ForwardedEvents, UpstreamObjects
 from hms_txn.domain.catalog.functions import Functions
 from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables

@@ -42,8 +42,8 @@ from thrift.Thrift import TApplicationException
 
 from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain.model import catalog, names
-from hms_txn.domain.extension_cache import ExtensionCache
-from hms_txn.domain.extension_events import ForwardedEvents
+from hms_txn.domain.extension.extension_cache import ExtensionCache
+from hms_txn.domain.extension.extension_events import ForwardedEvents
 from hms_txn.service.owners import owned_database, owned_table
 from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import UnitOfWork

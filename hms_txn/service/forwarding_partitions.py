@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from hms_txn.domain.model import names
-from hms_txn.domain.upstream_catalog import UpstreamAnswer
+from hms_txn.domain.extension.upstream_catalog import UpstreamAnswer
 from hms_txn.service.catalog import converted
 from hms_txn.service.forwarding import Forwarder
 from hms_txn.service.forwarding_table_form import sent_partitions

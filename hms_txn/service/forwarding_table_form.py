@@ -1,6 +1,6 @@
 """Extension mode: Hive 3/4 ACID tables on a Hive 2.x upstream, on the Thrift side.
 
-``domain.upstream_table_form`` defines the upstream form (what the upstream stores for a
+``domain.extension.upstream_table_form`` defines the upstream form (what the upstream stores for a
 table it would refuse as sent); here it is applied to the ``Table`` structs the forwarding
 services send (creates, alters) and receive (table lists the upstream answers). Single
 table reads go through ``UpstreamTables.get_table``, which restores the documents itself.
@@ -16,8 +16,8 @@ from typing import Callable
 from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain.catalog import plain_form
 from hms_txn.domain.model import names
-from hms_txn.domain import upstream_table_form as form
-from hms_txn.domain import upstream_write_ids as write_ids
+from hms_txn.domain.extension import upstream_table_form as form
+from hms_txn.domain.extension import upstream_write_ids as write_ids
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -115,7 +115,7 @@ def client_tables(tables):
 class WriteIdRecovery:
     """Extension mode: before a write-id call on a table our database has no write-id state
     for, a table in the upstream form gets the state its directories name
-    (``domain.upstream_write_ids``): after our database was lost, its files stay valid and
+    (``domain.extension.upstream_write_ids``): after our database was lost, its files stay valid and
     new writes never reuse their write ids. Checked once per table and process when the
     state is there or needs none. Only a table with no state here is asked about upstream
     (once it has state, never again); an upstream that cannot be asked is asked again at

@@ -837,7 +837,7 @@ def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_up
     per method, partial values, max_parts (and user and groups for _with_auth), so the
     same read again makes no upstream call, and it goes with the entry: changes through
     us at once, changes made directly upstream within the TTL (2 s). Errors are not kept."""
-    from hms_txn.domain.upstream_catalog import MAX_MEMOS
+    from hms_txn.domain.extension.upstream_catalog import MAX_MEMOS
     env = java_upstream
     c, direct = env.server.client(), connect(env.java.port)
     cache, pool = env.server.ms.cache, env.server.ms.upstream

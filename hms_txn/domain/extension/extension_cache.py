@@ -47,9 +47,10 @@ from hms_txn.domain.cache.cache import MetadataCache
 from hms_txn.domain.cache.cache_entries import (BYTES_FACTOR, DATABASE_EVENTS, EXPIRED, HIT,
                                                 TABLE_EVENTS, CacheEntry, Doc, Key, Loaded)
 from hms_txn.domain.cache.cache_source import Reader, canonical_names, read_write_id_state
-from hms_txn.domain.upstream_catalog import (TOO_LARGE, FUNCTION_EVENTS, MAX_MEMOS,
-                                             TABLE_NAME_EVENTS, PartitionListing, UpstreamAnswer,
-                                             UpstreamDatabases, UpstreamFunctions, selection)
+from hms_txn.domain.extension.upstream_catalog import (TOO_LARGE, FUNCTION_EVENTS, MAX_MEMOS,
+                                                       TABLE_NAME_EVENTS, PartitionListing,
+                                                       UpstreamAnswer, UpstreamDatabases,
+                                                       UpstreamFunctions, selection)
 
 log = logging.getLogger(__name__)
 
