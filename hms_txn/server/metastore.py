@@ -34,7 +34,7 @@ from hms_txn.domain.catalog import catalogs
 from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
 from hms_txn.service.catalogs import CatalogsService
 from hms_txn.service.features_off import FeaturesOff
-from hms_txn.service.forwarding_requests import RequestForwarding
+from hms_txn.service.extension.forwarding_requests import RequestForwarding
 from hms_txn.service.partition_calls import PartitionCalls
 from hms_txn.service.table_calls import TableCalls
 from hms_txn.service.external_compactor import ExternalCompactorService
@@ -42,9 +42,9 @@ from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.functions import FunctionService
 from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
                                           TypeService)
-from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
-from hms_txn.service.forwarding_partitions import PartitionForwarding
-from hms_txn.service.forwarding_table_form import WriteIdRecovery
+from hms_txn.service.extension.forwarding import Forwarder, ForwardingService, owned_methods
+from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
+from hms_txn.service.extension.forwarding_table_form import WriteIdRecovery
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
 from hms_txn.service.statistics import StatisticsService

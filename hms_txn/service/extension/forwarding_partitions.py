@@ -1,4 +1,4 @@
-"""Extension mode's partition calls (see ``service.forwarding`` for the rules): reads of a
+"""Extension mode's partition calls (see ``service.extension.forwarding`` for the rules): reads of a
 non-transactional table's partitions from its cached listing where they can be answered
 exactly, everything else forwarded; changes forwarded, then logged and evicted."""
 
@@ -9,8 +9,8 @@ import copy
 from hms_txn.domain.model import names
 from hms_txn.domain.extension.upstream_catalog import UpstreamAnswer
 from hms_txn.service.catalog import converted
-from hms_txn.service.forwarding import Forwarder
-from hms_txn.service.forwarding_table_form import sent_partitions
+from hms_txn.service.extension.forwarding import Forwarder
+from hms_txn.service.extension.forwarding_table_form import sent_partitions
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

@@ -1,4 +1,4 @@
-"""Extension mode's request-style catalog calls (see ``service.forwarding`` for the rules).
+"""Extension mode's request-style catalog calls (see ``service.extension.forwarding`` for the rules).
 
 Hive 4 added request forms of calls every upstream has (``create_database_req``,
 ``drop_table_req``, ``append_partition_req``, ...): each is served by the form it stands
@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
-from hms_txn.service.forwarding import Forwarder, ForwardingService
-from hms_txn.service.forwarding_partitions import PartitionForwarding
+from hms_txn.service.extension.forwarding import Forwarder, ForwardingService
+from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
 from hms_txn.service.table_calls import database_of_request, materialization_info
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

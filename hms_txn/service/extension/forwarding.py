@@ -51,8 +51,9 @@ from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.service.catalog import cached_table, converted, entry_memo
 from hms_txn.wire.client import tables_request
-from hms_txn.service.forwarding_table_form import (alter_without_stats, altered_table,
-                                                   client_tables, sent_table, upstream_table)
+from hms_txn.service.extension.forwarding_table_form import (alter_without_stats, altered_table,
+                                                             client_tables, sent_table,
+                                                             upstream_table)
 from hms_txn.wire.codec import from_doc, to_doc
 
 log = logging.getLogger("hms_txn.handler")
