@@ -51,8 +51,8 @@ from hms_txn.domain.model.names import check_name
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.txn.txn_records import DataOp
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
-from hms_txn.service.iceberg_metadata import (MAX_FORMAT_VERSION, MetadataFile, MetadataFiles,
-                                              format_error, metadata_version)
+from hms_txn.service.iceberg.iceberg_metadata import (MAX_FORMAT_VERSION, MetadataFile,
+                                                      MetadataFiles, format_error, metadata_version)
 from hms_txn.service.units import Durability, UnitOfWork
 
 HOST = socket.gethostname()

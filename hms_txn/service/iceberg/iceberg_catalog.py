@@ -33,8 +33,8 @@ from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.model.names import lower
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import Warehouse
-from hms_txn.service.iceberg_commits import Committed, IcebergCommits, pyiceberg_call
-from hms_txn.service.iceberg_metadata import MetadataFile, MetadataFiles
+from hms_txn.service.iceberg.iceberg_commits import Committed, IcebergCommits, pyiceberg_call
+from hms_txn.service.iceberg.iceberg_metadata import MetadataFile, MetadataFiles
 from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
