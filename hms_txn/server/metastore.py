@@ -28,27 +28,27 @@ from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.security import roles
 from hms_txn.service.authorization import AuthorizationService
-from hms_txn.service.catalog import CatalogService
-from hms_txn.service.constraints import ConstraintService
+from hms_txn.service.catalog.catalog import CatalogService
+from hms_txn.service.catalog.constraints import ConstraintService
 from hms_txn.domain.catalog import catalogs
-from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
-from hms_txn.service.catalogs import CatalogsService
+from hms_txn.service.catalog.catalog_names import CatalogNames, ForeignCatalog
+from hms_txn.service.catalog.catalogs import CatalogsService
 from hms_txn.service.features_off import FeaturesOff
 from hms_txn.service.extension.forwarding_requests import RequestForwarding
-from hms_txn.service.partition_calls import PartitionCalls
-from hms_txn.service.table_calls import TableCalls
+from hms_txn.service.catalog.partition_calls import PartitionCalls
+from hms_txn.service.catalog.table_calls import TableCalls
 from hms_txn.service.external_compactor import ExternalCompactorService
 from hms_txn.service.fb303 import Fb303Service
-from hms_txn.service.functions import FunctionService
-from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
-                                          TypeService)
+from hms_txn.service.catalog.functions import FunctionService
+from hms_txn.service.catalog.hive_records import (PartitionEventService, RuntimeStatsService,
+                                                  TypeService)
 from hms_txn.service.extension.forwarding import Forwarder, ForwardingService, owned_methods
 from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
 from hms_txn.service.extension.forwarding_table_form import WriteIdRecovery
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
-from hms_txn.service.statistics import StatisticsService
-from hms_txn.service.table_access import TableAccess
+from hms_txn.service.catalog.statistics import StatisticsService
+from hms_txn.service.catalog.table_access import TableAccess
 from hms_txn.common.config import Config
 from hms_txn.domain.security.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn.txn import TxnManager

@@ -2,7 +2,7 @@
 ``create_catalog``.
 
 Hive 4 keeps databases per catalog; hms-txn keeps them in ``hive`` only (see
-``service.catalog_names``), so another catalog is a record (name, description, location,
+``service.catalog.catalog_names``), so another catalog is a record (name, description, location,
 create time) holding no databases: Hive's calls on catalogs behave as Hive's do, and a
 catalog with nothing in it can always be dropped. Hive writes no notification event for a
 catalog change (``event_messages``), and neither does this module. Texts and rules are

@@ -44,12 +44,12 @@ from hms_txn.common.errors import NoSuchObject
 from hms_txn.domain.model import catalog, names
 from hms_txn.domain.extension.extension_cache import ExtensionCache
 from hms_txn.domain.extension.extension_events import ForwardedEvents
-from hms_txn.service.owners import owned_database, owned_table
-from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
+from hms_txn.service.catalog.owners import owned_database, owned_table
+from hms_txn.service.catalog.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
-from hms_txn.service.catalog import cached_table, converted, entry_memo
+from hms_txn.service.catalog.catalog import cached_table, converted, entry_memo
 from hms_txn.wire.client import tables_request
 from hms_txn.service.extension.forwarding_table_form import (alter_without_stats, altered_table,
                                                              client_tables, sent_table,

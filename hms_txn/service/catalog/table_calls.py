@@ -9,7 +9,7 @@ from hms_txn.common.errors import InvalidOperation, Refused
 from hms_txn.domain.catalog import materialized_views, table_filter
 from hms_txn.domain.events import event_messages
 from hms_txn.domain.catalog.truncate import truncate
-from hms_txn.service.catalog import CatalogService
+from hms_txn.service.catalog.catalog import CatalogService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

@@ -23,9 +23,9 @@ from hms_txn.domain.catalog.databases import Databases
 from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import FileChanges, Warehouse
-from hms_txn.service.owners import owned_database, owned_table
-from hms_txn.service.constraints import request_constraint_docs
-from hms_txn.service.table_access import UNDECLARED, TableAccess, declared_by
+from hms_txn.service.catalog.owners import owned_database, owned_table
+from hms_txn.service.catalog.constraints import request_constraint_docs
+from hms_txn.service.catalog.table_access import UNDECLARED, TableAccess, declared_by
 from hms_txn.service.units import Route, UnitOfWork, policy
 from hms_txn.wire.thrift_gen.hive_metastore import constants as hive_metastoreConstants
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

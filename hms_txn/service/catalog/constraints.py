@@ -18,7 +18,7 @@ from hms_txn.domain.catalog.constraints import Constraints
 from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.model.warehouse import Warehouse
-from hms_txn.service.owners import owned_table
+from hms_txn.service.catalog.owners import owned_table
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

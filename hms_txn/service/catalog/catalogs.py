@@ -12,7 +12,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 
 class CatalogsService:
-    """Catalogs (``hive`` holds the databases; see ``service.catalog_names``), data
+    """Catalogs (``hive`` holds the databases; see ``service.catalog.catalog_names``), data
     connectors and types."""
 
     def __init__(self, units: UnitOfWork, warehouse: Warehouse):

@@ -24,7 +24,7 @@ from hms_txn.domain.catalog import partition_specs
 from hms_txn.domain.events import event_messages
 from hms_txn.domain.model import catalog
 from hms_txn.domain.catalog.partition_moves import exchange
-from hms_txn.service.catalog import CatalogService
+from hms_txn.service.catalog.catalog import CatalogService
 from hms_txn.service.handler import answered_as_unknown
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
