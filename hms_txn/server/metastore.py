@@ -27,7 +27,7 @@ from hms_txn.domain.catalog.functions import Functions
 from hms_txn.domain.catalog.partitions import Partitions
 from hms_txn.domain.catalog.tables import Tables
 from hms_txn.domain.security import roles
-from hms_txn.service.authorization import AuthorizationService
+from hms_txn.service.security.authorization import AuthorizationService
 from hms_txn.service.catalog.catalog import CatalogService
 from hms_txn.service.catalog.constraints import ConstraintService
 from hms_txn.domain.catalog import catalogs
@@ -55,8 +55,8 @@ from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability
 from hms_txn.service.locks import CompactionService, LockService
-from hms_txn.service.token_store import TokenStoreService
-from hms_txn.service.tokens import TokenService
+from hms_txn.service.security.token_store import TokenStoreService
+from hms_txn.service.security.tokens import TokenService
 from hms_txn.service.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema

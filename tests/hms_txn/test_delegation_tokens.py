@@ -23,7 +23,7 @@ from hms_txn.domain.security.delegation_tokens import (DelegationTokenError, Del
 from hms_txn.domain.security.token_codec import (KIND, Token, TokenIdentifier, WritableReader,
                                                  credentials_bytes, digest_secret, read_credentials,
                                                  write_credentials_file, write_vlong)
-from hms_txn.service.tokens import TokenService
+from hms_txn.service.security.tokens import TokenService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from tests.support.requirements import require
