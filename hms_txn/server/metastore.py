@@ -54,10 +54,10 @@ from hms_txn.domain.security.delegation_tokens import DelegationTokens
 from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability
-from hms_txn.service.locks import CompactionService, LockService
+from hms_txn.service.txn.locks import CompactionService, LockService
 from hms_txn.service.security.token_store import TokenStoreService
 from hms_txn.service.security.tokens import TokenService
-from hms_txn.service.transactions import TxnService
+from hms_txn.service.txn.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from hms_txn.domain.model.warehouse import Warehouse
@@ -207,7 +207,7 @@ class Metastore:
 
     def start(self) -> None:
         """Start background work (housekeeping); idempotent."""
-        from hms_txn.service.housekeeping import Housekeeper
+        from hms_txn.service.txn.housekeeping import Housekeeper
         if not self._serving:
             # Only a serving process hands out ids, so only it settles the reservation of
             # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.

@@ -4,7 +4,7 @@ events, and the ACID write notifications (``add_write_notification_log``,
 
 Clients keep event ids (they ask for "events after N"), so what they are shown must not be
 taken back by a power cut: after reading, every commit so far is made durable (a no-op
-unless a lazy commit happened since; see ``service.transactions``). After rather than
+unless a lazy commit happened since; see ``service.txn.transactions``). After rather than
 before the read, so that a lazy commit landing in between is covered.
 """
 

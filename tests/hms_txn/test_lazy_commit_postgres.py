@@ -1,5 +1,5 @@
 """Lazy commits on PostgreSQL: the same contract as on SQLite (tests/hms_txn/test_lazy_open.py;
-the argument is in hms_txn/service/transactions.py's docstring), with PostgreSQL's tools.
+the argument is in hms_txn/service/txn/transactions.py's docstring), with PostgreSQL's tools.
 
 ``open_txns`` and the commit of a transaction that wrote nothing commit with
 ``SET LOCAL synchronous_commit = off``; every other call commits synchronously (a commit

@@ -17,8 +17,8 @@ import logging
 import threading
 
 from hms_txn.domain.events import notifications
-from hms_txn.service.locks import LockService
-from hms_txn.service.transactions import TxnService
+from hms_txn.service.txn.locks import LockService
+from hms_txn.service.txn.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)
