@@ -37,7 +37,7 @@ from hms_txn.service.features_off import FeaturesOff
 from hms_txn.service.extension.forwarding_requests import RequestForwarding
 from hms_txn.service.catalog.partition_calls import PartitionCalls
 from hms_txn.service.catalog.table_calls import TableCalls
-from hms_txn.service.external_compactor import ExternalCompactorService
+from hms_txn.service.compactor.external_compactor import ExternalCompactorService
 from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.catalog.functions import FunctionService
 from hms_txn.service.catalog.hive_records import (PartitionEventService, RuntimeStatsService,
