@@ -38,7 +38,7 @@ from hms_txn.common.errors import MetastoreError
 from hms_txn.domain.security.token_codec import (KIND, MAX_INT32, Token, TokenIdentifier,
                                                  digest_secret, short_name)
 from hms_txn.domain.security.proxy_users import ImpersonationRefused, ProxyUsers
-from hms_txn.store.schema import delegation_tokens, next_delegation_token_id
+from hms_txn.store.security_schema import delegation_tokens, next_delegation_token_id
 from hms_txn.store.sql import reserve_ids
 
 DIGEST_REALM = "default"           # Hive's SaslRpcServer.SASL_DEFAULT_REALM

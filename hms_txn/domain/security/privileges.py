@@ -45,7 +45,8 @@ from hms_txn.domain.model.qualified_names import DEFAULT_CATALOG
 from hms_txn.domain.security.roles import (MUTEX, PRINCIPAL_TYPE_VALUES, ROLE, principal_type_name,
                                            require_role_principal, roles_in_hierarchy, wrapped)
 from hms_txn.domain.txn.txn_records import java_str
-from hms_txn.store.schema import partitions, privileges, tbls
+from hms_txn.store.schema import partitions, tbls
+from hms_txn.store.security_schema import privileges
 from hms_txn.store.sql import lock_mutex
 
 GLOBAL, DATABASE, TABLE, PARTITION, COLUMN, DATACONNECTOR = 1, 2, 3, 4, 5, 6

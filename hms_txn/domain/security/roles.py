@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
 from hms_txn.domain.model.catalog import now_s
-from hms_txn.store.schema import privileges, role_members, roles
+from hms_txn.store.security_schema import privileges, role_members, roles
 from hms_txn.store.sql import insert_ignore, lock_mutex
 
 ADMIN, PUBLIC = "admin", "public"

@@ -21,8 +21,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from hms_txn.common.errors import MetastoreError
-from hms_txn.store.schema import token_store_master_keys as keys
-from hms_txn.store.schema import token_store_tokens as tokens
+from hms_txn.store.security_schema import token_store_master_keys as keys
+from hms_txn.store.security_schema import token_store_tokens as tokens
 
 
 def add_token(conn: Connection, identifier: str | None, token: str | None) -> bool:
