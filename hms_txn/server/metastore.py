@@ -163,7 +163,7 @@ class Metastore:
 
     def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""
-        fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
+        fb303 = Fb303Service(self.config, self.counters, self.cache.tailer, self.started_at,
                              self.db_uuid)
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
                     self.notification_service, self.token_service,

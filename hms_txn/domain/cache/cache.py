@@ -53,8 +53,10 @@ Metrics (``counters()``): hits, misses and misses by reason, events applied, fil
 evictions, entries, estimated bytes, tailer position and lag in events and seconds.
 
 Where the cache reads from is its ``TableSource`` (``cache_source``): our database, or in
-extension mode the upstream metastore. Extension mode refines the cache through the hooks
-``admit``, ``expired``, ``forget`` and ``applied`` (``extension.ExtensionCache``).
+extension mode the upstream metastore. The thread that reads the log and hands it over a
+batch at a time (``apply``) is its ``Tailer`` (``tailer``). Extension mode refines the
+cache through the hooks ``admit``, ``expired``, ``forget`` and ``applied``
+(``extension.ExtensionCache``).
 
 This module never imports Thrift: a reader may keep what it derives from an entry (the
 service layer's converted struct) in a weak mapping keyed by the entry (entries are weakly
@@ -81,14 +83,13 @@ from hms_txn.domain.cache.cache_entries import (AHEAD, BEHIND, BYTES_FACTOR, DAT
                                                 TABLE_EVENTS, CacheEntry, DatabaseEntry,
                                                 DatabaseRead, Doc, Key, Loaded, TableRead, compare)
 from hms_txn.domain.cache.cache_source import Reader, TableSource, canonical_names
+from hms_txn.domain.cache.tailer import Tailer
 from hms_txn.domain.model.catalog import is_external, is_transactional
 
 log = logging.getLogger(__name__)
 
 __all__ = ["AHEAD", "BEHIND", "HIT", "MetadataCache", "compare"]
 
-_BATCH = 1000            # events per poll
-_RELOADS_PER_BATCH = 64  # entries the tailer reloads after a batch (others wait for a read)
 _VERDICT_MEMO = 64       # snapshot strings remembered per write-id state
 
 
@@ -99,14 +100,16 @@ class MetadataCache:
         self._read = read
         self.source = source
         self.enabled = bool(config["hms_txn.cache.enabled"])
-        self.interval = max(0.005, float(config["hms_txn.cache.tail.interval"]))
+        interval = max(0.005, float(config["hms_txn.cache.tail.interval"]))
         self.max_entries = int(config["hms_txn.cache.max.entries"])
         self.max_bytes = int(config["hms_txn.cache.max.bytes"])
         self.strict = bool(config["hms_txn.cache.strict.writeids"])
-        self.pausable = bool(config["hms_txn.cache.tailer.pausable"])
+        # The thread that applies the log (its pause hook is fb303's, see service.fb303).
+        self.tailer = Tailer(self, read, interval,
+                             pausable=bool(config["hms_txn.cache.tailer.pausable"]))
         # Non-transactional reads stop using the cache when the tailer has not completed a
         # poll for this long (a lost database, a wedged thread, a paused tailer).
-        self.stale_after = max(5.0, 50 * self.interval)
+        self.stale_after = max(5.0, 50 * interval)
 
         self._lock = threading.RLock()       # entries, txn map, position
         self._entries: dict[Key, CacheEntry] = {}
@@ -117,15 +120,7 @@ class MetadataCache:
         self._bytes = 0
         self._ticks = itertools.count(1)
         self.pos = 0
-        self._reported_pos = 0   # pos once the batch's reloads are done (the metric)
         self._running = False
-        self._paused = False
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._last_poll = 0.0
-        self._lag_events = 0
-        self._lag_seconds = 0.0
         self._stats_lock = threading.Lock()
         self._stats: dict[str, int] = {"hits": 0, "misses": 0, "events_applied": 0,
                                        "fills": 0, "evictions": 0, "reloads": 0, "resets": 0,
@@ -136,23 +131,18 @@ class MetadataCache:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> "MetadataCache":
-        if not self.enabled or self._thread is not None:
+        if not self.enabled or self.tailer.started:
             return self
         start_pos = self._read(notifications.current_event_id)
         with self._lock:
-            self.pos = self._reported_pos = start_pos
+            self.pos = start_pos
             self._running = True
-            self._last_poll = time.monotonic()
-        self._thread = threading.Thread(target=self._loop, name="hms-cache-tailer", daemon=True)
-        self._thread.start()
+            self.tailer.start(start_pos)
         log.info("metadata cache started at notification event %d", start_pos)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        self.tailer.stop(timeout)
         with self._lock:
             self._running = False
             self._entries.clear()
@@ -163,20 +153,6 @@ class MetadataCache:
     @property
     def running(self) -> bool:
         return self._running
-
-    def pause(self) -> None:
-        """Test hook: stop applying events (reads stay correct: they go to the database)."""
-        with self._lock:   # the tailer applies batches under this lock
-            self._paused = True
-
-    def resume(self) -> None:
-        with self._lock:
-            self._paused = False
-        self._wake.set()
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
 
     # ------------------------------------------------------------------ counters
 
@@ -195,14 +171,14 @@ class MetadataCache:
         out.update({
             "hms_txn.cache.enabled": int(self.enabled),
             "hms_txn.cache.running": int(self._running),
-            "hms_txn.cache.paused": int(self._paused),
+            "hms_txn.cache.paused": int(self.tailer.paused),
             "hms_txn.cache.entries": len(self._entries),
             "hms_txn.cache.databases": len(self._databases),
             "hms_txn.cache.bytes": int(self._bytes),
-            "hms_txn.cache.position": int(self._reported_pos),
-            "hms_txn.cache.lag.events": int(self._lag_events),
-            "hms_txn.cache.lag.seconds": int(self._lag_seconds),
-            "hms_txn.cache.lag.ms": int(self._lag_seconds * 1000),
+            "hms_txn.cache.position": int(self.tailer.reported_pos),
+            "hms_txn.cache.lag.events": int(self.tailer.lag_events),
+            "hms_txn.cache.lag.seconds": int(self.tailer.lag_seconds),
+            "hms_txn.cache.lag.ms": int(self.tailer.lag_seconds * 1000),
         })
         return out
 
@@ -247,7 +223,7 @@ class MetadataCache:
         entry = self._databases.get(key)
         if entry is None:
             reason = "cold"
-        elif time.monotonic() - self._last_poll > self.stale_after:
+        elif time.monotonic() - self.tailer.last_poll > self.stale_after:
             reason = "tailer_stale"
         else:
             self._count("hits")
@@ -333,7 +309,7 @@ class MetadataCache:
                     self.drop(entry.key)
             return EXPIRED
         if not entry.transactional:
-            if time.monotonic() - self._last_poll > self.stale_after:
+            if time.monotonic() - self.tailer.last_poll > self.stale_after:
                 return "tailer_stale"
             return HIT
         if snapshot is None:
@@ -488,30 +464,16 @@ class MetadataCache:
                     if self.drop(key) is not None:
                         self._count("local_evictions")
 
-    # ------------------------------------------------------------------ the tailer
+    # ------------------------------------------------------------------ the log
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            more = False
-            try:
-                more = self.poll_once()
-            except Exception:  # keep tailing through a database hiccup
-                log.exception("metadata cache: reading the notification log failed")
-            if not more:
-                self._wake.wait(self.interval)
-                self._wake.clear()
-
-    def poll_once(self) -> bool:
-        """Apply the next batch of events; True when more are waiting."""
-        if self._paused:
-            self._measure_lag()
-            return False
-        pos = self.pos
-        events = self._read(lambda conn: notifications.next_events(conn, pos, _BATCH))
+    def apply(self, events: list[notifications.Event]) -> list[Key] | None:
+        """Apply a batch of events the tailer read after ``pos``, in order: the keys of the
+        entries it dropped that are worth reloading now; None when the batch came too late
+        (the tailer was paused or the cache stopped while it was read)."""
         reload: list[Key] = []
         with self._lock:
-            if self._paused or not self._running:
-                return False
+            if self.tailer.paused or not self._running:
+                return None
             if events and events[0].event_id != self.pos + 1:
                 # Ids are dense: a gap means events were purged before we read them.
                 log.warning("metadata cache: notification events %d..%d were purged before "
@@ -526,34 +488,15 @@ class MetadataCache:
                 self._count("events_applied", len(events))
                 self._local = {k: v for k, v in self._local.items() if v > self.pos}
                 self._local_dbs = {k: v for k, v in self._local_dbs.items() if v > self.pos}
-        for key in reload[:_RELOADS_PER_BATCH]:
-            if self._paused or self._stop.is_set():
-                break
-            try:
-                if self._install(self.source.load(key, None)):
-                    self._count("reloads")
-            except Exception:   # dropped meanwhile, or a hiccup: the next read fills it
-                log.debug("metadata cache: reloading %s.%s failed", *key, exc_info=True)
-        full = len(events) >= _BATCH
-        self._reported_pos = self.pos
-        self._last_poll = time.monotonic()
-        if full:
-            self._measure_lag()
-        else:
-            self._lag_events = 0
-            self._lag_seconds = 0.0
-        return full
+        return reload
 
-    def _measure_lag(self) -> None:
-        pos = self.pos
-
-        def work(conn):
-            head = notifications.current_event_id(conn)
-            return head, notifications.oldest_event(conn, pos) if head > pos else None
-
-        head, oldest = self._read(work)
-        self._lag_events = max(0, head - self.pos)
-        self._lag_seconds = 0.0 if oldest is None else max(0.0, time.time() - oldest.event_time)
+    def reload(self, key: Key) -> None:
+        """Read a table the log changed into the cache again, if the install rule lets it."""
+        try:
+            if self._install(self.source.load(key, None)):
+                self._count("reloads")
+        except Exception:   # dropped meanwhile, or a hiccup: the next read fills it
+            log.debug("metadata cache: reloading %s.%s failed", *key, exc_info=True)
 
     def _reset(self) -> None:
         self._entries.clear()
