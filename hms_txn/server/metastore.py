@@ -42,7 +42,8 @@ from hms_txn.service.fb303 import Fb303Service
 from hms_txn.service.catalog.functions import FunctionService
 from hms_txn.service.catalog.hive_records import (PartitionEventService, RuntimeStatsService,
                                                   TypeService)
-from hms_txn.service.extension.forwarding import Forwarder, ForwardingService, owned_methods
+from hms_txn.service.extension.forwarder import Forwarder
+from hms_txn.service.extension.forwarding import ForwardingService, owned_methods
 from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
 from hms_txn.service.extension.forwarding_table_form import WriteIdRecovery
 from hms_txn.service.handler import Handler

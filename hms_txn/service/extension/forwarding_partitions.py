@@ -9,7 +9,7 @@ import copy
 from hms_txn.domain.model import names
 from hms_txn.domain.extension.upstream_catalog import UpstreamAnswer
 from hms_txn.service.catalog.catalog import converted
-from hms_txn.service.extension.forwarding import Forwarder
+from hms_txn.service.extension.forwarder import Forwarder
 from hms_txn.service.extension.forwarding_table_form import sent_partitions
 from hms_txn.wire.codec import from_doc, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

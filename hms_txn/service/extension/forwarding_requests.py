@@ -16,7 +16,8 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.domain.events import event_messages, notifications
 from hms_txn.domain.model import names
-from hms_txn.service.extension.forwarding import Forwarder, ForwardingService
+from hms_txn.service.extension.forwarder import Forwarder
+from hms_txn.service.extension.forwarding import ForwardingService
 from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
 from hms_txn.service.catalog.table_calls import database_of_request, materialization_info
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
