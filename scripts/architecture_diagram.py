@@ -11,9 +11,9 @@ The nodes come from the import contracts in pyproject.toml: the layers of a ``la
 contract, and, in hms_txn's diagram, the other root packages. The arrows are the imports
 the code has now (grimp, every import statement, lazy ones included), one arrow per pair of
 nodes that has at least one; an arrow that a ``layers`` or ``forbidden`` contract does not
-allow is drawn dashed and red and named after the contract it breaks. tests/test_architecture_doc.py fails when the
-committed diagrams are not what this script draws now; ``lint-imports`` is the check of the
-rules themselves.
+allow is drawn dashed and red and named after the contract it breaks.
+tests/test_architecture_doc.py fails when the committed diagrams are not what this script
+draws now; ``lint-imports`` is the check of the rules themselves.
 """
 
 from __future__ import annotations

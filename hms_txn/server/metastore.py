@@ -103,7 +103,8 @@ class Metastore:
         self.units = UnitOfWork(self.store)
         # How every notification event is built and encoded (domain.events.event_messages).
         self.messages = message_context(config, object_json or thrift_object_json)
-        # The catalog: changes (domain.catalog.databases/tables/partitions), reads through the cache.
+        # The catalog: changes (domain.catalog.databases/tables/partitions), reads through
+        # the cache.
         self.constraints = Constraints(self.messages)
         self.functions = Functions(self.messages)
         self.tables = Tables(self.warehouse, self.messages, self.constraints)

@@ -95,7 +95,8 @@ _JAVA_EXPRESSION = (
     "always TApplicationException UNKNOWN_METHOD, answered by the dispatcher: the request's "
     "Kryo-serialized Hive expression can only be read by Java code, and on this answer "
     "Hive's client (HiveMetaStoreClient, PartitionPruner) prunes partitions itself")
-_OTHER_CATALOG = "; hms-txn keeps databases in the `hive` catalog only (service/catalog/catalog_names.py)"
+_OTHER_CATALOG = ("; hms-txn keeps databases in the `hive` catalog only "
+                  "(service/catalog/catalog_names.py)")
 _WM = ("as Hive with no resource plan: NoSuchObjectException \"There is no resource plan "
        "named: <plan>\" (creating plans is refused, so none exists)")
 _NO_SCHEMA = "as Hive with an empty schema registry: NoSuchObjectException with Hive's text"

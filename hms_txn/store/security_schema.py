@@ -13,10 +13,10 @@ from hms_txn.store.schema import NAME, metadata
 
 # ------------------------------------------------------------------ delegation tokens (v3)
 #
-# Owned by hms_txn.domain.security.delegation_tokens. One row per live token, keyed by its sequence number;
-# cancelling deletes the row. ``identifier`` is base64 of the identifier Writable (the
-# DIGEST-MD5 user name); ``digest_secret`` is hex of H(identifier:realm:password), what
-# DIGEST-MD5 needs, so the token password itself is not stored.
+# Owned by hms_txn.domain.security.delegation_tokens. One row per live token, keyed by its
+# sequence number; cancelling deletes the row. ``identifier`` is base64 of the identifier
+# Writable (the DIGEST-MD5 user name); ``digest_secret`` is hex of H(identifier:realm:
+# password), what DIGEST-MD5 needs, so the token password itself is not stored.
 
 delegation_tokens = Table(
     "delegation_tokens", metadata,

@@ -12,8 +12,8 @@ request structs and objects of the newer calls (``GetTableRequest.catName``,
 it wraps a service method so that the method only ever sees the plain database name of the
 ``hive`` catalog (``@hive#sales`` becomes ``sales``, ``@hive#`` None, ``@hive#!`` ""). hms-txn
 keeps databases in the ``hive`` catalog only (other catalogs exist as records,
-``domain.catalog.catalogs``); a name in another catalog therefore names nothing here, and the call is
-answered by ``on_foreign``: standalone, as Hive answers for a catalog that holds no such
+``domain.catalog.catalogs``); a name in another catalog therefore names nothing here, and the
+call is answered by ``on_foreign``: standalone, as Hive answers for a catalog that holds no such
 database (``ForeignCatalog``); in extension mode, by the upstream metastore, which has its
 own catalogs.
 """

@@ -1,6 +1,6 @@
 """Thrift calls of catalogs, data connectors, the legacy types, HPL/SQL routines,
-replication metrics and runtime statistics (``domain.catalog.catalogs``, ``domain.catalog.catalog_extras``),
-answered as Hive 4's metastore answers them."""
+replication metrics and runtime statistics (``domain.catalog.catalogs``,
+``domain.catalog.catalog_extras``), answered as Hive 4's metastore answers them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The calls of a Hive compactor running elsewhere (``domain.compaction.external_compactor``): a Hive
-Worker in HiveServer2 (``hive.metastore.runworker.in=hs2``) works on our compaction queue
-next to our own compactor, sharing its claim, and reports its delta metrics."""
+"""The calls of a Hive compactor running elsewhere (``domain.compaction.external_compactor``):
+a Hive Worker in HiveServer2 (``hive.metastore.runworker.in=hs2``) works on our compaction
+queue next to our own compactor, sharing its claim, and reports its delta metrics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Extension mode's request-style catalog calls (see ``service.extension.forwarding`` for the rules).
+"""Extension mode's request-style catalog calls (see ``service.extension.forwarding`` for the
+rules).
 
 Hive 4 added request forms of calls every upstream has (``create_database_req``,
 ``drop_table_req``, ``append_partition_req``, ...): each is served by the form it stands

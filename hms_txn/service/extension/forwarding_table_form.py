@@ -89,7 +89,8 @@ def sent_table(tbl, before: dict | None):
 
 def sent_partitions(parts: list, table_of: Callable[[], dict | None]) -> list:
     """Partitions a client sent, with their table's own storage (``table_of()``, asked
-    only then) where they carry the plain form's (``domain.catalog.plain_form.stored_partition``)."""
+    only then) where they carry the plain form's
+    (``domain.catalog.plain_form.stored_partition``)."""
     if not any(p is not None and p.sd is not None and plain_form.in_plain_form(to_doc(p.sd))
                for p in parts):
         return parts

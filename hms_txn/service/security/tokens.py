@@ -1,5 +1,6 @@
-"""Delegation token calls: get, renew and cancel (``hms_txn.domain.security.delegation_tokens``), and
-the DIGEST-MD5 credential look-up the SASL server is given.
+"""Delegation token calls: get, renew and cancel
+(``hms_txn.domain.security.delegation_tokens``), and the DIGEST-MD5 credential look-up the
+SASL server is given.
 
 Who may call them depends on how the connection authenticated (``hms_txn.wire.session``):
 tokens are issued over Kerberos (SASL GSSAPI) or SASL PLAIN, to the authenticated user or,

@@ -1,5 +1,5 @@
-"""Locks and compaction requests on the wire (``domain.locks.locks``, ``domain.txn.compaction_queue``,
-``domain.compaction.compaction_admin``)."""
+"""Locks and compaction requests on the wire (``domain.locks.locks``,
+``domain.txn.compaction_queue``, ``domain.compaction.compaction_admin``)."""
 
 from __future__ import annotations
 
