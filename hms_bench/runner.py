@@ -47,7 +47,8 @@ from hms_bench.prerequisites import missing_packages
 from hms_bench.scale import scale_curve
 from hms_bench.results import (ISSUE42_TARGETS, chart, percentile, evaluate_targets,
                                format_table, format_targets, issue31_targets, ratios)
-from hms_bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
+from hms_bench.workload_set import ALL, SCALE, WORKLOADS
+from hms_bench.workloads import Target, describe_error
 
 # ------------------------------------------------------------------ schedules
 

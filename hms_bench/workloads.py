@@ -264,7 +264,7 @@ class GetTable(Workload):
         if target.java:
             return None
         # as HiveServer2 3/4 ask: with Hive 3's capability (a client that declares none
-        # gets a full-ACID table in the plain form, hms_txn.domain.plain_form)
+        # gets a full-ACID table in the plain form, hms_txn.domain.catalog.plain_form)
         return t.GetTableRequest(dbName=self.db, tblName="acid",
                                  validWriteIdList=valid_write_id_list(client, f"{self.db}.acid"),
                                  capabilities=t.ClientCapabilities(
@@ -393,18 +393,6 @@ class Locks(Workload):
             user=USER, hostname=HOST))
         client.check_lock(t.CheckLockRequest(lockid=resp.lockid))
         client.unlock(t.UnlockRequest(lockid=resp.lockid))
-
-
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (
-    OpenCommit(), Writer(), ValidWriteIds(), GetTable(), PartitionsByNames(), AddPartitions(),
-    SparkPlanning(), Locks(),
-)}
-# The Iceberg REST catalog's workloads build on Workload above (hms_bench.iceberg_rest).
-from hms_bench.iceberg_rest import RestAppend, RestLoadTable  # noqa: E402
-
-WORKLOADS.update({w.name: w for w in (RestLoadTable(), RestAppend())})
-SCALE = "scale"   # the history scale curves (not a Workload: see runner.scale_curve)
-ALL = list(WORKLOADS) + [SCALE]
 
 
 def describe_error(err: BaseException) -> str:

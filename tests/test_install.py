@@ -31,7 +31,7 @@ COMMANDS = ["serve", "upgrade-schema", "show-transactions", "show-locks", "abort
 # ones that fail: what a core dependency must cover.
 IMPORT_ALL = """
 import importlib, pkgutil
-REST_EXTRA = ("hms_txn.rest", "hms_txn.service.iceberg_")
+REST_EXTRA = ("hms_txn.rest", "hms_txn.service.iceberg.")
 for top in ("hms_txn", "orc_acid"):
     for m in pkgutil.walk_packages(importlib.import_module(top).__path__, top + "."):
         if not m.name.endswith(".__main__") and not m.name.startswith(REST_EXTRA):

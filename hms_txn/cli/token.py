@@ -20,8 +20,8 @@ import sys
 
 from hms_txn.cli.connection import add_connection_args, client_for
 from hms_txn.cli.errors import CommandError
-from hms_txn.domain.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
-                                        write_credentials_file)
+from hms_txn.domain.security.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
+                                                 write_credentials_file)
 
 EPILOG = """\
 Connection: --uri thrift://HOST:PORT, else --conf's hive.metastore.uris, else

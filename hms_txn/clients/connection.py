@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from hms_txn.common.config import Config, ConfigError
-from hms_txn.domain.token_codec import KIND, read_credentials
+from hms_txn.domain.security.token_codec import KIND, read_credentials
 from hms_txn.wire.client import (ClientOptions, MetastoreClient, SaslDigest, SaslGssapi,
                                  SaslPlain, connect)
 from hms_txn.wire.tls import TlsClient, TlsSetupError

@@ -33,7 +33,8 @@ from thrift.transport import TTransport
 
 from hms_txn.common import errors
 from hms_txn.common.kerberos_names import server_principal
-from hms_txn.domain import names, upstream_table_form
+from hms_txn.domain.extension import upstream_table_form
+from hms_txn.domain.model import names
 from hms_txn.wire.client import (ClientOptions, Endpoint, SaslGssapi, SaslPlain, describe,
                                  open_endpoint, parse_uris, table_request)
 from hms_txn.wire.tls import TlsClient, TlsSetupError

@@ -396,10 +396,10 @@ _key("hms_txn.cache.strict.writeids", False, parse_bool,
 _key("hms_txn.cache.tailer.pausable", False, parse_bool,
      "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
      "pause and resume the cache's log tailer.")
-# Client capabilities (hms_txn.domain.capabilities)
+# Client capabilities (hms_txn.domain.catalog.capabilities)
 _key("hive.metastore.client.capability.check", True, parse_bool,
      "Hand ACID tables to clients that have not declared they understand them in the plain "
-     "form (hms_txn.domain.plain_form: described, listed, dropped, never read or written): "
+     "form (hms_txn.domain.catalog.plain_form: described, listed, dropped, never read or written): "
      "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (Hive 3/4 "
      "refuse them), full-ACID tables to clients that declared no capability at all (Hive 2 "
      "clients such as Spark's built-in one, and every get_table call). false: such clients "

@@ -1,5 +1,5 @@
 """The Iceberg REST catalog as an ASGI application (FastAPI): the spec's routes over the
-services of ``hms_txn.service.iceberg_*``, under ``/<path>/v1`` with or without the
+services of ``hms_txn.service.iceberg``, under ``/<path>/v1`` with or without the
 catalog's prefix.
 
 ``GET /v1/config`` names the prefix (``overrides.prefix``: the metastore's catalog, ``hive``)
@@ -30,9 +30,9 @@ from hms_txn.rest import models as m
 from hms_txn.rest.auth import Authenticator
 from hms_txn.rest.errors import (DROP_NAMESPACE, NAMESPACE, TABLE, ErrorContext, IcebergError,
                                  error_body, translate)
-from hms_txn.service.iceberg_catalog import (IcebergNamespaces, IcebergTables, database_of,
-                                             referenced_only)
-from hms_txn.service.iceberg_commits import Change, Committed, IcebergCommits
+from hms_txn.service.iceberg.iceberg_catalog import (IcebergNamespaces, IcebergTables, database_of,
+                                                     referenced_only)
+from hms_txn.service.iceberg.iceberg_commits import Change, Committed, IcebergCommits
 
 log = logging.getLogger("hms_txn.rest")
 SEPARATOR = "\x1f"

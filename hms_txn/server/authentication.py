@@ -24,7 +24,7 @@ from typing import Callable
 
 from hms_txn.common.config import Config, ConfigError
 from hms_txn.common.kerberos_names import AuthToLocal, KerberosNameError, server_principal
-from hms_txn.domain.token_codec import short_name as first_component
+from hms_txn.domain.security.token_codec import short_name as first_component
 from hms_txn.wire.sasl import CredentialLookup, KerberosServer, PasswordBook, SaslServer
 from hms_txn.wire.sasl_gssapi import Acceptor, default_realm
 

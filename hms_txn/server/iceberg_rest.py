@@ -57,9 +57,9 @@ def open_listener(ms: "Metastore", host: str, tls: "TlsServer | None") -> "RestL
     from hms_txn.rest.app import CatalogServices, build_app
     from hms_txn.rest.auth import authenticator
     from hms_txn.rest.listener import RestListener
-    from hms_txn.service.iceberg_catalog import IcebergNamespaces, IcebergTables
-    from hms_txn.service.iceberg_commits import IcebergCommits
-    from hms_txn.service.iceberg_metadata import MetadataFiles
+    from hms_txn.service.iceberg.iceberg_catalog import IcebergNamespaces, IcebergTables
+    from hms_txn.service.iceberg.iceberg_commits import IcebergCommits
+    from hms_txn.service.iceberg.iceberg_metadata import MetadataFiles
 
     config = ms.config
     files = MetadataFiles(config.filesystem_options())

@@ -31,7 +31,7 @@ step and COMMIT. Its durability is declared here as for ``write``: ``MAY_BE_LAZY
 reaches the function, which commits its implicit transaction without a flush unless it
 finds it must be durable (the same rules ``require_durable`` applies on the Python path).
 Everywhere else (SQLite) the call's Python path runs in ``write``/``read``. The service
-methods pick the form (hms_txn.domain.one_statement says why the choice is theirs).
+methods pick the form (hms_txn.domain.txn.one_statement says why the choice is theirs).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.store import Store
 from hms_txn.store.engine import WriterBusy
 from hms_txn.wire.event_loop import Route

@@ -19,6 +19,9 @@ from sqlalchemy.engine import Connection
 
 from hms_txn.store import pg_functions
 from hms_txn.store.engine import Store
+# security_schema puts its tables on ``metadata``: imported here, so that every schema this
+# module creates or upgrades has them.
+from hms_txn.store import security_schema  # noqa: F401
 from hms_txn.store.schema import SCHEMA_VERSION, metadata, notification_log, schema_version
 
 log = logging.getLogger(__name__)

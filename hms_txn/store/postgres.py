@@ -10,7 +10,7 @@ hms_txn.store.engine):
   any server process on the database), makes one synchronous commit. A database server
   that restarts after a crash may have lost lazy commits, which the server processes
   outlived: the first new connection after a restart (``pg_postmaster_start_time`` moved)
-  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn) before
+  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn.txn) before
   any transaction on a new connection proceeds.
 * One statement per call: the transaction calls run as functions
   (hms_txn.store.pg_functions), each call one statement in autocommit, so no BEGIN, SET

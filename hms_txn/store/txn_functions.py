@@ -2,7 +2,7 @@
 a function of hms_txn.store.pg_functions, run on psycopg's reused cursor
 (``prepared.DriverSQL``) on the connection ``Store.one_statement`` gives (autocommit).
 
-Plain values in and out: the caller (hms_txn.domain.one_statement) passes the call's
+Plain values in and out: the caller (hms_txn.domain.txn.one_statement) passes the call's
 arguments as the domain prepared them and turns the rows into the domain's values. An
 error the function raises (SQLSTATE ``HMnnn``, see pg_functions/common.sql) becomes the
 ``hms_txn.common.errors`` exception with the function's text, which the service layer's

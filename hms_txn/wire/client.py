@@ -150,7 +150,7 @@ class SaslPlain:
 @dataclass(frozen=True)
 class SaslDigest:
     """SASL DIGEST-MD5 with a Hive delegation token (its SASL user name and password, see
-    ``hms_txn.domain.token_codec.Token``)."""
+    ``hms_txn.domain.security.token_codec.Token``)."""
     user: str
     password: str
 

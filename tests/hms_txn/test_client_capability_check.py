@@ -2,7 +2,7 @@
 
 The PyPI clients ``hmsclient`` (Hive 2.3 IDL: ``get_table``, ``get_table_req`` with Hive 3's
 ``ClientCapabilities`` only) and ``pymetastore`` (plain ``get_table``) stand for every Hive 2
-client. Rules (``hms_txn.domain.plain_form``): an insert-only table needs
+client. Rules (``hms_txn.domain.catalog.plain_form``): an insert-only table needs
 ``INSERT_ONLY_TABLES`` (Hive 3/4 refuse it otherwise: HMSHandler.getTableInternal and
 getTableObjectsInternal), a full-ACID table some declared capability (Hive serves it as
 stored); a client without gets the table in the plain form, on every table call: its
@@ -25,7 +25,7 @@ from hmsclient import hmsclient as hmsclient_mod
 from hmsclient.genthrift.hive_metastore import ttypes as ht
 from pymetastore.metastore import HMS
 
-from hms_txn.domain.plain_form import PLAIN_FORMAT
+from hms_txn.domain.catalog.plain_form import PLAIN_FORMAT
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import InProcessServer
 

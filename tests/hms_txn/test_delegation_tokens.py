@@ -18,11 +18,12 @@ from puresasl.client import SASLClient
 from hms_txn.wire import sasl as auth
 from hms_txn.wire.sasl import (COMPLETE, OK, START, AuthenticationFailed, DigestMD5Server, PasswordBook, SaslServer, digest_response_value, parse_directives)
 from hms_txn.cli import main as cli_main
-from hms_txn.domain.delegation_tokens import DelegationTokenError, DelegationTokens, InvalidToken
-from hms_txn.domain.token_codec import (KIND, Token, TokenIdentifier, WritableReader,
-                                        credentials_bytes, digest_secret, read_credentials,
-                                        write_credentials_file, write_vlong)
-from hms_txn.service.tokens import TokenService
+from hms_txn.domain.security.delegation_tokens import (DelegationTokenError, DelegationTokens,
+                                                       InvalidToken)
+from hms_txn.domain.security.token_codec import (KIND, Token, TokenIdentifier, WritableReader,
+                                                 credentials_bytes, digest_secret, read_credentials,
+                                                 write_credentials_file, write_vlong)
+from hms_txn.service.security.tokens import TokenService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
 from tests.support.requirements import require

@@ -31,7 +31,7 @@ from thrift.Thrift import TApplicationException
 from hms_txn.cli import main as cli_main
 from hms_txn.common import logs
 from hms_txn.common.config import ConfigError, load
-from hms_txn.domain.token_codec import Token, read_credentials
+from hms_txn.domain.security.token_codec import Token, read_credentials
 from hms_txn.server import create_server
 from hms_txn.wire.client import (ClientOptions, MetastoreUnreachable, SaslDigest, SaslGssapi,
                                  SaslPlain, connect)

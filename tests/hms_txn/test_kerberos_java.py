@@ -25,7 +25,7 @@ import pytest
 from thrift.Thrift import TApplicationException
 from thrift.transport.TTransport import TTransportException
 
-from hms_txn.domain.token_codec import Token
+from hms_txn.domain.security.token_codec import Token
 from hms_txn.wire.client import ClientOptions, MetastoreUnreachable, SaslDigest, connect
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_kerberos import gssapi, kerberos_conf, krb_env  # noqa: F401 (fixture)

@@ -1,5 +1,5 @@
 """Principal names as Hadoop treats them (``hms_txn.common.kerberos_names``), Hadoop's proxy
-user rules (``hms_txn.domain.proxy_users``) and the SASL protection names: no KDC needed.
+user rules (``hms_txn.domain.security.proxy_users``) and the SASL protection names: no KDC needed.
 
 The auth_to_local cases are those of Hadoop's own ``TestKerberosName`` (hadoop-auth), with
 its rules and default realm, so a cluster's rules give the short names its Java services
@@ -12,7 +12,7 @@ import pytest
 from hms_txn.common.config import Config, ConfigError
 from hms_txn.common.kerberos_names import (AuthToLocal, KerberosNameError, parse_rpc_protection,
                                            server_principal)
-from hms_txn.domain.proxy_users import ImpersonationRefused, ProxyUsers
+from hms_txn.domain.security.proxy_users import ImpersonationRefused, ProxyUsers
 
 HADOOP_RULES = """
   RULE:[1:$1@$0](.*@YAHOO\\.COM)s/@.*//

@@ -1,5 +1,5 @@
 """Lazy commits on PostgreSQL: the same contract as on SQLite (tests/hms_txn/test_lazy_open.py;
-the argument is in hms_txn/service/transactions.py's docstring), with PostgreSQL's tools.
+the argument is in hms_txn/service/txn/transactions.py's docstring), with PostgreSQL's tools.
 
 ``open_txns`` and the commit of a transaction that wrote nothing commit with
 ``synchronous_commit = off`` (set for the call's own transaction: by the PostgreSQL
@@ -18,8 +18,9 @@ from sqlalchemy import select
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
-from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
-from hms_txn.domain.txn_records import COMMITTED, TxnState, TxnType
+from hms_txn.domain.locks.locks import (DataOp, LockComponent, LockLevel, LockRequest, LockState,
+                                        LockType)
+from hms_txn.domain.txn.txn_records import COMMITTED, TxnState, TxnType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import txn_to_write_id, txns
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -98,7 +99,7 @@ def _lazy_and_durable_calls(ms: Metastore) -> None:
     assert ms.units.lazy_commits
     watch = _Commits(ms)
     first = calls(ms).open_txns(1, "u", "h")[0]
-    # The first raises the id reservation (hms_txn.domain.txn): that commit is durable.
+    # The first raises the id reservation (hms_txn.domain.txn.txn): that commit is durable.
     assert watch.take() == ["on"]
     calls(ms).abort_txn(first)
     watch.take()

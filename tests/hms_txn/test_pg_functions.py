@@ -1,7 +1,7 @@
 """PostgreSQL's transaction functions (hms_txn.store.pg_functions): every transaction call is
 one statement, in autocommit (no BEGIN, SET LOCAL or COMMIT); the functions are installed,
 replaced and refused by version with the schema; the messages the database completes are
-the text Hive 4's builders (hms_txn.domain.event_messages) make for the same values.
+the text Hive 4's builders (hms_txn.domain.events.event_messages) make for the same values.
 
 That the calls answer as the Python path does is tests/hms_txn/test_txn_equivalence.py's
 (random call sequences on both backends) and the transaction suites', which run on both.
@@ -16,12 +16,12 @@ from sqlalchemy import event
 
 from hms_txn.common.config import GZIP_MESSAGE_FORMAT, JSON_MESSAGE_FORMAT, Config
 from hms_txn.common.errors import TxnAborted
-from hms_txn.domain import compaction_queue
-from hms_txn.domain.event_messages import formats, transactions as tm
-from hms_txn.domain.event_messages.base import MessageContext
-from hms_txn.domain.event_messages.templates import Templates
+from hms_txn.domain.txn import compaction_queue
+from hms_txn.domain.events.event_messages import formats, transactions as tm
+from hms_txn.domain.events.event_messages.base import MessageContext
+from hms_txn.domain.events.event_messages.templates import Templates
 from hms_txn.server.metastore import Metastore
-from hms_txn.service.external_compactor import ExternalCompactorService
+from hms_txn.service.compactor.external_compactor import ExternalCompactorService
 from hms_txn.store import Store, ensure_schema, pg_functions
 from hms_txn.store.migrations import SchemaError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t

@@ -130,7 +130,7 @@ def test_idle_connections_are_closed(hms_factory):
 def digest_client(port: int, token_str: str):
     """DIGEST-MD5 answered as Hive's client does: user base64(token identifier), password
     base64(token password)."""
-    from hms_txn.domain.token_codec import Token
+    from hms_txn.domain.security.token_codec import Token
     token = Token.decode_url_string(token_str)
     return open_endpoint(Endpoint("127.0.0.1", port),
                          ClientOptions(sasl=SaslDigest(token.sasl_username, token.sasl_password),

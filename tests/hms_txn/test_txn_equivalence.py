@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from hms_txn.domain.event_messages import formats
+from hms_txn.domain.events.event_messages import formats
 from hms_txn.store.schema import (completed_txn_components, hive_locks, next_lock_id,
                                   next_txn_id, next_write_id, notification_log,
                                   txn_components, txn_to_write_id, txns, write_set)

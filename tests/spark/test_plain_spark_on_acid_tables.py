@@ -5,7 +5,7 @@ getTable; ``VERSION`` = null, no capabilities anywhere) for every statement that
 (SessionCatalog.getTableRawMetadata -> HiveClientImpl.getTableOption -> Hive.getTable),
 ``catalog.tableExists`` (HiveClientImpl.tableExists) and DROP TABLE (Hive 2.3
 HiveMetaStoreClient.dropTable fetches the table first) among them. The metastore hands it
-ACID tables in the plain form (``hms_txn.domain.plain_form``): HiveClientImpl
+ACID tables in the plain form (``hms_txn.domain.catalog.plain_form``): HiveClientImpl
 .convertHiveTableToCatalogTable makes a Hive serde table of it (no serde name with "orc" in
 it, so HiveStrategies' RelationConversions leaves it to HiveTableScanExec), whose input and
 output format ``ACID.table.use.spark.hive_acid`` no class loader finds: HiveTableScanExec
@@ -41,7 +41,7 @@ from tests.support.servers import InProcessServer, checkout_env
 pytestmark = [pytest.mark.spark]
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "plain_spark_statements.py")
-PLAIN_FORMAT = "ACID.table.use.spark.hive_acid"      # hms_txn.domain.plain_form
+PLAIN_FORMAT = "ACID.table.use.spark.hive_acid"      # hms_txn.domain.catalog.plain_form
 
 
 def _plain_spark(uri: str, workdir: str, statements: list[str]) -> dict[str, dict]:

@@ -29,7 +29,7 @@ import threading
 import pytest
 
 from hms_txn.cli import main as cli_main
-from hms_txn.domain.token_codec import KIND, read_credentials
+from hms_txn.domain.security.token_codec import KIND, read_credentials
 from tests.hms_txn.test_security import SASL_CONF, sasl_client
 from tests.spark.spark_sasl_job import DB, STATEMENTS
 from tests.support.requirements import require

@@ -46,12 +46,12 @@ from orc_acid.compaction import (MAJOR, MINOR, begin_staging, compactor_write_id
 from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import MetastoreError, NoSuchObject, TxnAborted
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain import one_statement as one
-from hms_txn.domain import txn_commit
-from hms_txn.domain.compaction_queue import FAILED, REFUSED, CompactionType
-from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_records import TxnType, heartbeat_txn_in
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.compaction import one_statement as one
+from hms_txn.domain.txn import txn_commit
+from hms_txn.domain.txn.compaction_queue import FAILED, REFUSED, CompactionType
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.domain.txn.txn_records import TxnType, heartbeat_txn_in
 from hms_txn.service.compactor.common import (HOSTNAME, Loop, is_acid_table, is_insert_only,
                                               object_location, revoke_timed_out, snapshot,
                                               worker_id)
@@ -137,7 +137,7 @@ class Worker:
         if not self.units.read(bk.any_initiated):     # idle polls stay read-only
             return False
         fns = self.units.functions
-        if fns is not None:     # the claim in one statement (hms_txn.domain.one_statement)
+        if fns is not None:     # the claim in one statement (hms_txn.domain.compaction.one_statement)
             e = self.units.call(lambda conn: one.claim_next(conn, fns, self.worker_id,
                                                             __version__))
         else:

@@ -21,7 +21,7 @@ reserved for these functions in the metastore's schema.
 
 Conventions of the SQL: functions take the call's arguments as Python prepared them
 (validated, names lower-cased, the notification messages' text around the holes the
-database fills: hms_txn.domain.event_messages.templates), refuse with SQLSTATE ``HMnnn``
+database fills: hms_txn.domain.events.event_messages.templates), refuse with SQLSTATE ``HMnnn``
 and the client's error text (common.sql lists the codes), and return ``o_``-named columns.
 """
 
