@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 WORKLOAD_NAMES = ("open_commit", "writer", "valid_write_ids", "get_table", "partitions_by_names",
-                  "add_partitions", "spark_planning", "locks", "scale")
+                  "add_partitions", "spark_planning", "locks", "rest_load_table", "rest_append",
+                  "scale")
 
 
 def _run(args) -> int:

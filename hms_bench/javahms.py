@@ -71,9 +71,14 @@ def _listening(port: int) -> bool:
 
 def start_java_metastore(port: int, workdir: str, *, timeout: float = 180.0,
                          heap: str = "1g", extra_conf: dict[str, str] | None = None,
-                         extra_classpath: tuple[str, ...] = ()) -> JavaMetastore:
+                         extra_classpath: tuple[str, ...] = (),
+                         jvm_options: tuple[str, ...] = (),
+                         core_site: dict[str, str] | None = None) -> JavaMetastore:
     """Start Hive Metastore 2.3 on ``port`` with its Derby database under ``workdir`` (or
-    the database ``extra_conf`` names, with its JDBC driver on ``extra_classpath``)."""
+    the database ``extra_conf`` names, with its JDBC driver on ``extra_classpath``).
+    ``core_site``: Hadoop keys for a core-site.xml on its classpath (Kerberos:
+    ``hadoop.security.authentication``, ``hadoop.rpc.protection``, proxy users), with
+    ``jvm_options`` such as ``-Djava.security.krb5.conf``."""
     java = shutil.which("java")
     if not java:
         raise RuntimeError("java not found on PATH (Java 17 is needed for the reference metastore)")
@@ -97,9 +102,14 @@ def start_java_metastore(port: int, workdir: str, *, timeout: float = 180.0,
         f.write(_SITE.format(props=props))
     with open(os.path.join(conf_dir, "log4j2.properties"), "w") as f:
         f.write(_LOG4J)
+    if core_site is not None:
+        with open(os.path.join(conf_dir, "core-site.xml"), "w") as f:
+            f.write(_SITE.format(props="\n".join(
+                f"<property><name>{k}</name><value>{v}</value></property>"
+                for k, v in core_site.items())))
     log = open(os.path.join(workdir, "hms.log"), "ab")
     cmd = [
-        java, f"-Xmx{heap}",
+        java, f"-Xmx{heap}", *jvm_options,
         "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
         f"-Dlog4j.configurationFile={conf_dir}/log4j2.properties",
         f"-Dderby.stream.error.file={workdir}/derby.log",

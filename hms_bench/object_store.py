@@ -31,13 +31,13 @@ _REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/')
 
 
 def _wait_port(port: int, proc: subprocess.Popen, what: str, log: str,
-               timeout: float = 60.0) -> None:
+               timeout: float = 60.0, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode}: {_tail(log)}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
@@ -59,9 +59,10 @@ class _LocalServer:
 
     name = "server"
 
-    def __init__(self, workdir: str | None = None):
+    def __init__(self, workdir: str | None = None, host: str = "127.0.0.1"):
         self.workdir = workdir or tempfile.mkdtemp(prefix=f"hms-{self.name}-")
-        self.port = free_port()
+        self.host = host         # the address it listens on (another than loopback: a
+        self.port = free_port(host)      # test cluster's bridge, hms_bench.cluster)
         self.log = os.path.join(self.workdir, f"{self.name}.log")
         self.proc: subprocess.Popen | None = None
 
@@ -69,7 +70,7 @@ class _LocalServer:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True)
-        _wait_port(self.port, self.proc, self.name, self.log)
+        _wait_port(self.port, self.proc, self.name, self.log, host=self.host)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -87,14 +88,14 @@ class MotoS3(_LocalServer):
     name = "moto"
 
     def start(self) -> "MotoS3":
-        self._launch([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+        self._launch([sys.executable, "-m", "moto.server", "-H", self.host,
                       "-p", str(self.port)])
         return self
 
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def options(self) -> dict[str, str]:
         """The S3A keys of hive-site.xml (or ``spark.hadoop.*``) that reach this server."""

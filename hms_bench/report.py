@@ -43,7 +43,7 @@ def targets_markdown(results: dict[str, Any]) -> str:
         rss = "RSS" in t["target"]
         m = t["measured"]
         shown = "-" if m is None else (f"{m:.0f} MB" if rss else f"{m:.1f}×")
-        goal = f"< {t['goal']:.0f} MB" if rss else f"≥ {t['goal']:.0f}×"
+        goal = f"< {t['goal']:.0f} MB" if rss else f"≥ {t['goal']:g}×"
         rows.append(f"| {t['target']} | {t['server']} | {shown} | {goal} | "
                     f"{'yes' if t['met'] else '**no**'} | {t['detail']} |")
     return "\n".join(rows)

@@ -60,11 +60,23 @@ ISSUE31_TARGETS = (
 )
 
 
-def issue31_targets(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 31's targets: two server processes on one PostgreSQL database with 16 clients
-    spread over them, and one server with one client, against Java in the same run."""
+# Issue 42 (PostgreSQL, one statement per transaction call; Java on the same PostgreSQL).
+ISSUE42_TARGETS = (
+    ("open_commit", "hms-postgres-x2", 16, 2.5, None),
+    ("writer", "hms-postgres-x2", 16, 2.0, None),
+    ("open_commit", "hms-postgres", 1, 1.5, None),
+    ("get_table", "hms-postgres-x2-nocache", 16, 3.0, None),
+    ("valid_write_ids", "hms-postgres-x2", 16, None, 2000.0),
+)
+
+
+def issue31_targets(cells: list[dict[str, Any]],
+                    table: tuple = ISSUE31_TARGETS) -> list[dict[str, Any]]:
+    """Issue 31's targets (or another issue's ``table`` of the same form): two server
+    processes on one PostgreSQL database with 16 clients spread over them, and one server
+    with one client, against Java in the same run."""
     out = []
-    for wl, server, n, times_java, ops_goal in ISSUE31_TARGETS:
+    for wl, server, n, times_java, ops_goal in table:
         c = _cell(cells, wl, server, n)
         if c is None:
             continue
@@ -170,7 +182,7 @@ def format_targets(targets: list[dict[str, Any]]) -> str:
         unit = "MB" if "RSS" in tg["target"] else "/s" if "ops/s" in tg["target"] else "x"
         shown = "n/a" if m is None else (f"{m:.0f} {unit}" if unit != "x" else f"{m:.1f}x")
         goal = (f"< {tg['goal']:.0f} MB" if unit == "MB"
-                else f">= {tg['goal']:.0f}{'' if unit == 'x' else ' '}{unit}")
+                else f">= {tg['goal']:g}{'' if unit == 'x' else ' '}{unit}")
         lines.append(f"{'MET ' if tg['met'] else 'MISS'} {tg['target']:<48} {tg['server']:<16} "
                      f"{shown:>9} (goal {goal}; {tg['detail']})")
     return "\n".join(lines)

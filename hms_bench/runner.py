@@ -43,10 +43,12 @@ from thrift.transport.TTransport import TTransportException
 from hms_txn.common.config import ConfigError, parse_overrides
 from hms_bench.servers import (BenchPostgres, JavaServer, OurServer, ServerGroup, connect,
                                cpu_seconds, rss_bytes)
+from hms_bench.prerequisites import missing_packages
 from hms_bench.scale import scale_curve
-from hms_bench.results import (chart, percentile, evaluate_targets, format_table, format_targets,
-                               issue31_targets, ratios)
-from hms_bench.workloads import ALL, SCALE, WORKLOADS, Target, describe_error
+from hms_bench.results import (ISSUE42_TARGETS, chart, percentile, evaluate_targets,
+                               format_table, format_targets, issue31_targets, ratios)
+from hms_bench.workload_set import ALL, SCALE, WORKLOADS
+from hms_bench.workloads import Target, describe_error
 
 # ------------------------------------------------------------------ schedules
 
@@ -327,6 +329,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"hms-txn bench: {err}", file=sys.stderr)
         return 2
+    missing = missing_packages(java=not args.no_java, java_on_postgres=args.java_db == "postgres",
+                               postgres="postgres" in backends or args.java_db == "postgres")
+    if missing:
+        print(f"hms-txn bench: {'; '.join(missing)}", file=sys.stderr)
+        return 2
     # Stop cleanly (servers, PostgreSQL, temp dirs) on SIGTERM, and on SIGINT even when
     # started in the background (where the shell makes SIGINT ignored).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -369,6 +376,9 @@ def run(args: argparse.Namespace) -> int:
 
         def our_conf(backend: str, cache: bool) -> dict[str, str]:
             conf = dict(extra_conf)
+            if any(w.startswith("rest_") for w in wanted):     # the Iceberg REST catalog
+                conf.update({"metastore.catalog.servlet.port": "0",
+                             "metastore.catalog.servlet.auth": "none"})
             conf["hms_txn.cache.enabled"] = "true" if cache else "false"
             if backend == "postgres":
                 conf["javax.jdo.option.ConnectionURL"] = pg.create_database()
@@ -408,7 +418,9 @@ def run(args: argparse.Namespace) -> int:
                 # PostgreSQL: one target per number of server processes on one database.
                 for k in (pg_servers if b == "postgres" else [1]):
                     name = f"hms-{b}" if k == 1 else f"hms-{b}-x{k}"
-                    targets.append((Target(name, False, b, True), start_ours(name, b, True, k)))
+                    srv = start_ours(name, b, True, k)
+                    targets.append((Target(name, False, b, True, rest=getattr(srv, "rest", None)),
+                                    srv))
                     if "get_table" in cell_workloads:
                         targets.append((Target(f"{name}-nocache", False, b, False),
                                         start_ours(f"{name}-nocache", b, False, k)))
@@ -490,6 +502,7 @@ def run(args: argparse.Namespace) -> int:
     results["targets"] = evaluate_targets(results["cells"], results["scale"],
                                           max_rss if max_rss else None)
     results["issue31_targets"] = issue31_targets(results["cells"])
+    results["issue42_targets"] = issue31_targets(results["cells"], ISSUE42_TARGETS)
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
@@ -499,6 +512,8 @@ def run(args: argparse.Namespace) -> int:
         log("\nTargets (issue 8):\n" + format_targets(results["targets"]))
     if results["issue31_targets"]:
         log("\nTargets (issue 31, PostgreSQL):\n" + format_targets(results["issue31_targets"]))
+    if results["issue42_targets"]:
+        log("\nTargets (issue 42, PostgreSQL):\n" + format_targets(results["issue42_targets"]))
     try:
         chart(results, os.path.join(out, "bench.png"))
     except Exception as err:  # noqa: BLE001

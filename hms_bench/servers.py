@@ -21,9 +21,9 @@ from xml.sax.saxutils import escape
 
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -80,16 +80,18 @@ def checkout_env() -> dict[str, str]:
 
 
 def start_serve_process(site: str, data_dir: str, log, log_path: str, *, port: int = 0,
-                        log_level: str | None = None, env: dict | None = None
+                        log_level: str | None = None, env: dict | None = None,
+                        host: str = "127.0.0.1", new_session: bool = False
                         ) -> tuple[subprocess.Popen, int]:
-    """``hms-txn serve`` with ``site`` as a child process on loopback, its stderr to
-    ``log``; (the process, the port it listens on) once it prints its address."""
+    """``hms-txn serve`` with ``site`` as a child process on ``host`` (loopback), its
+    stderr to ``log``; (the process, the port it listens on) once it prints its address."""
     args = [sys.executable, "-m", "hms_txn.cli"]
     if log_level:
         args += ["--log-level", log_level]
     args += ["serve", "--conf", site, "--data-dir", data_dir, "--port", str(port),
-             "--host", "127.0.0.1"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, env=env)
+             "--host", host]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, env=env,
+                            start_new_session=new_session)
     line = proc.stdout.readline().decode()
     match = re.search(r"listening on thrift://[\d.]+:(\d+)", line)
     if not match:
@@ -117,6 +119,10 @@ class OurServer:
         self._log = open(self.log_path, "ab")
         self.proc, self.port = start_serve_process(site, data_dir, self._log, self.log_path,
                                                    log_level="WARNING", env=checkout_env())
+        # With the Iceberg REST catalog on, serve prints its address on the next line.
+        self.rest: str | None = None
+        if self.conf.get("metastore.catalog.servlet.port", "-1") != "-1":
+            self.rest = self.proc.stdout.readline().decode().strip().rsplit(" ", 1)[-1]
 
     @property
     def pid(self) -> int:

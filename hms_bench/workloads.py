@@ -37,6 +37,7 @@ class Target:
     java: bool
     backend: str       # derby, sqlite, postgres
     cache: bool = True
+    rest: str | None = None   # the server's Iceberg REST catalog (http://host:port/iceberg)
 
 
 # ------------------------------------------------------------------ catalog helpers
@@ -262,8 +263,8 @@ class GetTable(Workload):
     def worker_setup(self, client, target, worker):
         if target.java:
             return None
-        # as HiveServer2 3/4 ask: with Hive 3's capability (a full-ACID table is refused to
-        # a client that declares none)
+        # as HiveServer2 3/4 ask: with Hive 3's capability (a client that declares none
+        # gets a full-ACID table in the plain form, hms_txn.domain.catalog.plain_form)
         return t.GetTableRequest(dbName=self.db, tblName="acid",
                                  validWriteIdList=valid_write_id_list(client, f"{self.db}.acid"),
                                  capabilities=t.ClientCapabilities(
@@ -392,14 +393,6 @@ class Locks(Workload):
             user=USER, hostname=HOST))
         client.check_lock(t.CheckLockRequest(lockid=resp.lockid))
         client.unlock(t.UnlockRequest(lockid=resp.lockid))
-
-
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (
-    OpenCommit(), Writer(), ValidWriteIds(), GetTable(), PartitionsByNames(), AddPartitions(),
-    SparkPlanning(), Locks(),
-)}
-SCALE = "scale"   # the history scale curves (not a Workload: see runner.scale_curve)
-ALL = list(WORKLOADS) + [SCALE]
 
 
 def describe_error(err: BaseException) -> str:

@@ -7,7 +7,9 @@ lazily on first use of their names from this package:
 * reading: ``splits`` (a snapshot's files per bucket id), ``table_files`` (opening them),
   ``event_filters`` (write id validity, delete events), ``reader``;
 * writing: ``writer`` (insert/delete/update deltas, bases), ``streaming_writer`` (one
-  growing bucket file with intermediate footers), ``compaction`` (+ ``compaction_output``);
+  growing bucket file with intermediate footers), ``acid_file_writer`` (one file written as
+  its events come), ``compaction`` (its tasks: ``compaction_tasks``, ``compaction_plan``,
+  ``compaction_run``, ``compaction_events``, ``event_merge``);
 * ``hive_types``: Hive column type strings as Arrow types;
 * ``fs`` (light): a location's file system on ``pyarrow.fs`` by its scheme (``s3a://``,
   ``abfs://``, ``gs://``, ``hdfs://``, local), configured with Hadoop's keys; every public

@@ -307,14 +307,19 @@ class OrcTail:
         size = len(data) if data is not None else os.path.getsize(path)
         if size < 4:
             raise OrcTailError(f"{path}: too short to be an ORC file")
-        read = min(size, 16 * 1024 * 1024)
-        if data is not None:
-            tail = bytes(data[size - read:])
-        else:
+        read = min(size, 64 * 1024)    # usually all of the footer; else read again
+
+        def last(n: int) -> bytes:
+            if data is not None:
+                return bytes(data[size - n:])
             with open(path, "rb") as fh:
-                fh.seek(size - read)
-                tail = fh.read(read)
+                fh.seek(size - n)
+                return fh.read(n)
+
+        tail = last(read)
         self.ps_fields, vals, ps_len = read_postscript(tail, path)
+        if vals.get(1, 0) + ps_len + 1 > read and read < size:
+            tail = last(min(size, vals.get(1, 0) + ps_len + 1))
         self.footer_length = vals.get(1, 0)
         self.compression = vals.get(2, 0)
         self.block_size = vals.get(3, 256 * 1024)
@@ -356,6 +361,11 @@ class OrcTail:
         extra = original_chunks(payload, self.compression, self.block_size)
         ps = postscript_with(self.ps_fields, {1: self.footer_length + len(extra)}, self.path)
         return extra + ps + bytes((len(ps),))
+
+    def tail_with_user_metadata(self, items: Sequence[Tuple[str, bytes]]) -> bytes:
+        """What replaces the file's bytes from ``footer_end`` on to add ``items`` to the
+        footer metadata (a file on disk is rewritten in place: truncate, append)."""
+        return self._new_tail(items)
 
     def with_user_metadata(self, items: Sequence[Tuple[str, bytes]]) -> bytes:
         """The in-memory file (``of_bytes``) with ``items`` added to the footer metadata."""

@@ -34,9 +34,31 @@ directory the cleaner deletes (with any stale staging directory: :func:`cleanabl
   cleaner.
 
 Locations: any of ``orc_acid.fs`` (an optional ``filesystem`` as in ``orc_acid.writer``).
-Vectorized: whole files are read into
-Arrow, filtered, concatenated and sorted with pyarrow compute (``orc_acid.compaction_events``
-makes the events written); no per-row Python.
+
+The unit of work, for engines (the metastore's LOCAL worker, a Spark job)::
+
+    plan = plan_compaction(location, kind, write_ids, visibility_txn_id=C, valid_txns=...)
+    staged = begin_staging(plan)          # staging dir + output dirs and their markers
+    tasks = plan_tasks(staged)            # one CompactionTask per bucket id (picklable)
+    for task in tasks:                    # anywhere: a thread, a Spark executor
+        result = run_task(task)           # writes that bucket's files, returns a TaskResult
+        record_task(staged, result)       # back where `staged` lives
+    publish_compaction(staged)            # only once every task has a result
+    ... commit C ...                      # (or discard_staged(staged) and abort C)
+
+:func:`stage_compaction` is the LOCAL engine: that loop, in this thread. A task's contract
+(inputs, outputs, idempotent re-runs) is stated in ``orc_acid.compaction_tasks``.
+
+Memory, bounded whatever the partition's size: a task merges its already-sorted input files
+as streams (``orc_acid.event_merge``: a k-way merge by (originalTransaction, bucket, rowId,
+currentTransaction); deletes of a major compaction as a second sorted stream beside the
+rows), reads each file ``batch_rows`` rows at a time (``orc_acid.compaction_events``) and
+writes its output as it comes (``orc_acid.acid_file_writer``). It holds at most, per *open*
+input file, one batch and the ORC reader's buffers of one stripe; one merged table; and
+the writer's stripe being encoded (``WriterOptions.stripe_size``). A data file is open only
+while the merge is inside its key range (deltas of successive write ids: one or two at a
+time); a bucket's delete files are open together. Measured: 20 million rows in 50 files,
+peak RSS under 300 MiB (docs/compaction.md; ``python -m hms_bench.compaction_memory``).
 """
 
 from __future__ import annotations
@@ -49,25 +71,24 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
-import pyarrow as pa
-
 from . import fs as afs
-from .compaction_events import live_rows_as_events, pick_row_type, read_events, sort_events
-from .layout import (METADATA_FILE, format_base, format_bucket_file, format_delete_delta,
-                     format_delta, parse_bucket_file)
-from .reader import read_split
+from .compaction_plan import group_tasks, remove_stale_temporaries
+from .compaction_run import run_task
+from .compaction_tasks import CompactionTask, TaskResult
+from .layout import METADATA_FILE, format_base, format_delete_delta, format_delta
 from .snapshot import AcidSnapshot, SnapshotError, get_acid_state
-from .splits import plan_splits_for_snapshot
-from .table_files import AcidSchemaError, TableFiles
-from .valid_ids import (RangeResponse, ValidTxnList, ValidWriteIdList, as_valid_txns,
-                        as_valid_write_ids)
-from .writer import WriterOptions, ensure_acid_dir, write_acid_file
+from .table_files import TableFiles
+from .valid_ids import ValidTxnList, ValidWriteIdList, as_valid_txns, as_valid_write_ids
+from .writer import WriterOptions, ensure_acid_dir
 
 __all__ = [
     "MINOR", "MAJOR", "STAGING_PREFIX", "CompactionError", "CompactionPlan", "CompactionResult",
     "StagedCompaction", "compactor_write_ids", "plan_compaction", "stage_compaction",
     "publish_compaction", "discard_staged", "compact", "compact_minor", "compact_major",
     "cleanable", "staging_txn_id", "dir_size",
+    # the unit of work (one per partition and bucket id), for engines that fan out
+    "begin_staging", "plan_tasks", "run_task", "record_task", "CompactionTask",
+    "TaskResult",
 ]
 
 MINOR, MAJOR = "minor", "major"
@@ -179,7 +200,7 @@ def plan_compaction(location: str, kind: str, valid_write_ids, *, visibility_txn
                           inputs, tuple(outputs), fs)
 
 
-# -- staging ---------------------------------------------------------------------------------
+# -- staging: the output directories, then one task per bucket id -------------------------
 
 @dataclass
 class StagedCompaction:
@@ -191,6 +212,8 @@ class StagedCompaction:
     bytes_read: int = 0
     seconds: float = 0.0
     published: List[str] = field(default_factory=list)
+    tasks: Optional[Tuple[CompactionTask, ...]] = None     # set by plan_tasks
+    results: Dict[int, TaskResult] = field(default_factory=dict)   # bucket id -> result
 
 
 @dataclass(frozen=True)
@@ -208,94 +231,17 @@ class CompactionResult:
     seconds: float
 
 
-def _stage_minor(st: StagedCompaction, files: TableFiles,
-                 options: Optional[WriterOptions]) -> None:
-    plan = st.plan
-    wids = plan.valid_write_ids
-    snap = plan.snapshot
-    cands = [(rel, d.side_file_for(rel), True) for d in snap.deltas for rel in d.files]
-    if not cands:
-        cands = [(rel, None, True) for d in snap.delete_deltas for rel in d.files]
-    row_type = pick_row_type(files, cands) or pa.struct([])
-    for is_delete, dirs, out in ((False, snap.deltas, format_delta),
-                                 (True, snap.delete_deltas, format_delete_delta)):
-        if not dirs:
-            continue
-        name = out(plan.min_write_id, plan.max_write_id, None, plan.visibility_txn_id)
-        target = afs.join(st.staging_dir, name)
-        ensure_acid_dir(target, plan.filesystem)
-        by_bucket: Dict[int, List[pa.Table]] = {}
-        for d in dirs:
-            filt = wids.range_validity(d.min_write_id, d.max_write_id) is not RangeResponse.ALL
-            for rel in d.files:
-                b = parse_bucket_file(rel.rsplit("/", 1)[-1])
-                if b is None:
-                    raise AcidSchemaError(f"{files.full(rel)}: not a bucket file name in an "
-                                          f"ACID directory")
-                st.bytes_read += files.size(rel)
-                t = read_events(files, rel, d.side_file_for(rel), filt, wids, row_type)
-                if t.num_rows:
-                    by_bucket.setdefault(b.bucket_id, []).append(t)
-        for bucket_id in sorted(by_bucket):
-            events = sort_events(pa.concat_tables(by_bucket[bucket_id]).combine_chunks())
-            n = events.num_rows
-            write_acid_file(afs.join(target, format_bucket_file(bucket_id)), events,
-                            inserts=0 if is_delete else n, deletes=n if is_delete else 0,
-                            options=options, filesystem=plan.filesystem)
-            st.files += 1
-            if is_delete:
-                st.deletes += n
-            else:
-                st.rows += n
-
-
-def _stage_major(st: StagedCompaction, files: TableFiles, options: Optional[WriterOptions],
-                 schema: Optional[pa.Schema]) -> None:
-    plan = st.plan
-    snap = plan.snapshot
-    name = format_base(plan.max_write_id, plan.visibility_txn_id)
-    target = afs.join(st.staging_dir, name)
-    ensure_acid_dir(target, plan.filesystem)
-    afs.write_bytes(plan.filesystem, afs.join(target, METADATA_FILE),
-                    json.dumps(_METADATA_ACID, separators=(",", ":")).encode("utf-8"))
-    splits = plan_splits_for_snapshot(plan.location, snap)
-    if schema is None:
-        cands = []
-        if snap.base is not None:
-            cands += [(rel, snap.base.side_file_for(rel), True) for rel in snap.base.files]
-        cands += [(rel, d.side_file_for(rel), True) for d in snap.deltas for rel in d.files]
-        cands += [(rel, None, False) for rel in snap.original_files]
-        row_type = pick_row_type(files, cands)
-        schema = pa.schema(list(row_type)) if row_type is not None else pa.schema([])
-    else:
-        schema = schema.remove_metadata() if isinstance(schema, pa.Schema) else pa.schema(schema)
-    for sp in splits:
-        for df in sp.data_files:
-            st.bytes_read += files.size(df.path)
-        for dfile in sp.delete_files:
-            st.bytes_read += files.size(dfile.path)
-        t = read_split(sp, schema=schema, with_row_id=True, filesystem=plan.filesystem)
-        n = t.num_rows
-        if n == 0:
-            continue
-        events = sort_events(live_rows_as_events(t, schema))
-        write_acid_file(afs.join(target, format_bucket_file(sp.bucket_id)), events,
-                        inserts=n, options=options, filesystem=plan.filesystem)
-        st.files += 1
-        st.rows += n
-
-
 def _direct(plan: CompactionPlan) -> bool:
     """Output written under its final names (object stores: no atomic rename)."""
     return not afs.can_rename(plan.filesystem)
 
 
-def stage_compaction(plan: CompactionPlan, *, schema=None,
-                     options: Optional[WriterOptions] = None) -> StagedCompaction:
-    """Write the output: under a hidden staging directory of the table where directories
-    rename atomically, else directly under the final ``_vC`` names (not yet visible either
-    way: the compaction transaction has not committed)."""
-    start = time.perf_counter()
+def begin_staging(plan: CompactionPlan) -> StagedCompaction:
+    """Create where the output goes, before any task runs: a hidden staging directory of the
+    table where directories rename atomically (else the table itself: output written
+    directly under the final ``_vC`` names, invisible until the compaction transaction
+    commits), and in it the output directories with their marker files
+    (``_orc_acid_version``; a base's ``_metadata_acid``)."""
     fs = plan.filesystem
     if _direct(plan):
         for name in plan.outputs:
@@ -303,19 +249,62 @@ def stage_compaction(plan: CompactionPlan, *, schema=None,
                 raise CompactionError(f"{afs.join(plan.location, name)} already exists: "
                                       f"compaction output names are unique per compaction "
                                       f"transaction")
-        staging = plan.location
-        st = StagedCompaction(plan, staging, published=list(plan.outputs))
+        st = StagedCompaction(plan, plan.location, published=list(plan.outputs))
     else:
         staging = afs.join(plan.location, f"{STAGING_PREFIX}{plan.visibility_txn_id:07d}-"
                                           f"{uuid.uuid4().hex[:12]}")
         afs.makedirs(fs, staging)
         st = StagedCompaction(plan, staging)
-    files = TableFiles(plan.location, fs)
     try:
-        if plan.kind == MINOR:
-            _stage_minor(st, files, options)
-        else:
-            _stage_major(st, files, options, schema)
+        for name in plan.outputs:
+            target = afs.join(st.staging_dir, name)
+            ensure_acid_dir(target, fs)
+            if plan.kind == MAJOR:
+                afs.write_bytes(fs, afs.join(target, METADATA_FILE),
+                                json.dumps(_METADATA_ACID, separators=(",", ":")).encode())
+    except BaseException:
+        discard_staged(st)
+        raise
+    return st
+
+
+def plan_tasks(staged: StagedCompaction, *, schema=None) -> List[CompactionTask]:
+    """The compaction cut into one task per bucket id (sorted), to run anywhere with
+    :func:`orc_acid.compaction_tasks.run_task` and record with :func:`record_task`.
+    ``schema`` (major): the table columns the base gets; default: the widest ``row`` found
+    in the inputs (by position; real names preferred over ``_colN``), as for minor."""
+    plan = staged.plan
+    files = TableFiles(plan.location, plan.filesystem)
+    tasks = group_tasks(plan, staged.staging_dir, files, schema)
+    staged.tasks = tuple(tasks)
+    return tasks
+
+
+def record_task(staged: StagedCompaction, result: TaskResult) -> None:
+    """Count a finished task's result in the compaction (a re-run's result replaces the
+    earlier one of the same bucket id)."""
+    if staged.tasks is None or result.bucket_id not in {t.bucket_id for t in staged.tasks}:
+        raise CompactionError(f"bucket {result.bucket_id} is not a task of this compaction")
+    staged.results[result.bucket_id] = result
+    done = staged.results.values()
+    staged.rows = sum(r.rows for r in done)
+    staged.deletes = sum(r.deletes for r in done)
+    staged.files = sum(len(r.files) for r in done)
+    staged.bytes_read = sum(r.bytes_read for r in done)
+
+
+def stage_compaction(plan: CompactionPlan, *, schema=None,
+                     options: Optional[WriterOptions] = None,
+                     batch_rows: Optional[int] = None) -> StagedCompaction:
+    """The LOCAL engine: :func:`begin_staging`, :func:`plan_tasks`, then every task in this
+    thread, one after the other (:func:`run_task`, :func:`record_task`). On failure the
+    staged output is discarded."""
+    start = time.perf_counter()
+    st = begin_staging(plan)
+    try:
+        for task in plan_tasks(st, schema=schema):
+            record_task(st, run_task(task, options=options, filesystem=plan.filesystem,
+                                     batch_rows=batch_rows))
     except BaseException:
         discard_staged(st)
         raise
@@ -325,11 +314,18 @@ def stage_compaction(plan: CompactionPlan, *, schema=None,
 
 def publish_compaction(st: StagedCompaction) -> List[str]:
     """Rename the staged directories to their final ``_vC`` names (still invisible until the
-    compaction transaction commits); refuses to replace an existing directory. Output
-    written directly (object stores) is already in place."""
+    compaction transaction commits); refuses to replace an existing directory, and refuses
+    while a task of the compaction has no recorded result. Output written directly (object
+    stores) is already in place. Hidden temporaries of dead task attempts are removed."""
+    if st.tasks is None or set(st.results) != {t.bucket_id for t in st.tasks}:
+        missing = sorted({t.bucket_id for t in st.tasks or ()} - set(st.results))
+        raise CompactionError(f"cannot publish: tasks of buckets {missing} have not finished"
+                              if st.tasks is not None else "cannot publish: no tasks planned")
+    fs, loc = st.plan.filesystem, st.plan.location
+    for name in st.plan.outputs:
+        remove_stale_temporaries(fs, afs.join(st.staging_dir, name))
     if _direct(st.plan):
         return list(st.published)
-    fs, loc = st.plan.filesystem, st.plan.location
     for name in st.plan.outputs:
         src = afs.join(st.staging_dir, name)
         dst = afs.join(loc, name)

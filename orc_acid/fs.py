@@ -44,7 +44,7 @@ from .layout import location_path
 __all__ = ["FileSystemError", "filesystem_for", "resolve", "scheme_of", "s3_options",
            "azure_options", "gcs_options", "can_rename", "join", "makedirs", "exists",
            "is_dir", "list_names", "walk_files", "read_bytes", "write_bytes", "delete_tree", "delete_file",
-           "file_size", "uri_of", "SCHEMES", "hadoop_options"]
+           "file_size", "uri_of", "SCHEMES", "hadoop_options", "write_new"]
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
@@ -349,16 +349,20 @@ def read_bytes(fs, path: str) -> bytes:
         return fh.read()
 
 
-def write_bytes(fs, path: str, data: bytes) -> None:
+def write_bytes(fs, path: str, data) -> None:
     """Write a whole object (one upload on object stores: it appears complete or not at
-    all). Local files are written in place; callers wanting atomic local publication use a
-    temporary name."""
+    all) from ``data``: bytes, or a list of buffers written one after the other (a file
+    assembled from pieces is not copied into one). Local files are written in place;
+    callers wanting atomic local publication use a temporary name."""
+    parts = data if isinstance(data, list) else [data]
     if fs is None:
         with open(path, "wb") as fh:
-            fh.write(data)
+            for part in parts:
+                fh.write(part)
         return
     with fs.open_output_stream(path) as out:
-        out.write(data)
+        for part in parts:
+            out.write(part)
 
 
 def delete_tree(fs, path: str) -> bool:
@@ -387,3 +391,33 @@ def delete_file(fs, path: str) -> None:
         os.unlink(path)
     else:
         fs.delete_file(path)
+
+
+def write_new(fs, path: str, data: bytes) -> None:
+    """Write a file that must not exist yet, durably: FileExistsError if it does. On the
+    local disk the bytes go to a temporary name, are fsynced, linked to ``path`` (a link
+    never replaces a file) and the directory is fsynced, so a file that exists is whole
+    and survives a power cut once this returns. On an object store one upload (complete or
+    absent); there is no create-if-absent there, callers use names nobody else can choose
+    (a random UUID in them)."""
+    if fs is not None:
+        if exists(fs, path):
+            raise FileExistsError(path)
+        write_bytes(fs, path, data)
+        return
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -23,7 +23,7 @@ from typing import List
 
 import pyarrow as pa
 
-__all__ = ["UnsupportedHiveType", "arrow_type"]
+__all__ = ["UnsupportedHiveType", "arrow_type", "hive_type"]
 
 _PRIMITIVES = {
     "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "integer": pa.int32(),
@@ -83,3 +83,34 @@ def _split_top_level(text: str) -> List[str]:
     if last:
         out.append(last)
     return out
+
+
+_HIVE_OF = [(pa.types.is_int8, "tinyint"), (pa.types.is_int16, "smallint"),
+            (pa.types.is_int32, "int"), (pa.types.is_int64, "bigint"),
+            (pa.types.is_uint8, "smallint"), (pa.types.is_uint16, "int"),
+            (pa.types.is_uint32, "bigint"), (pa.types.is_boolean, "boolean"),
+            (pa.types.is_float16, "float"), (pa.types.is_float32, "float"),
+            (pa.types.is_float64, "double"), (pa.types.is_string, "string"),
+            (pa.types.is_large_string, "string"), (pa.types.is_string_view, "string"),
+            (pa.types.is_binary, "binary"), (pa.types.is_large_binary, "binary"),
+            (pa.types.is_date, "date"), (pa.types.is_timestamp, "timestamp")]
+
+
+def hive_type(t: pa.DataType) -> str:
+    """The Hive column type string of an Arrow type (the inverse of :func:`arrow_type`,
+    widened where Hive has no exact type: unsigned integers to the next signed one,
+    dictionaries to their values); UnsupportedHiveType when Hive has none."""
+    if pa.types.is_dictionary(t):
+        return hive_type(t.value_type)
+    for test, name in _HIVE_OF:
+        if test(t):
+            return name
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"array<{hive_type(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"map<{hive_type(t.key_type)},{hive_type(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "struct<" + ",".join(f"{f.name}:{hive_type(f.type)}" for f in t) + ">"
+    raise UnsupportedHiveType(f"Arrow type {t} has no Hive column type")

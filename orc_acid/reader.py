@@ -44,7 +44,7 @@ from .event_filters import DeleteSet, keep_mask, read_delete_set, valid_mask
 from .layout import encode_bucket
 from .splits import DataFile, Split, plan_splits
 from .table_files import (AcidSchemaError, OrcAcidError, TableFiles, acid_column_names,
-                          infer_row_schema, schema_from_any_file)
+                          cast_column, infer_row_schema, schema_from_any_file)
 from .valid_ids import ValidWriteIdList, as_valid_write_ids
 
 __all__ = ["read_table", "iter_batches", "read_split", "iter_split", "ROW_ID_TYPE"]
@@ -75,15 +75,8 @@ def _conform(cols: List[pa.ChunkedArray], n: int, ctx: _Ctx, path: str) -> List[
     for pos in ctx.proj:
         target = ctx.schema.field(pos)
         if pos < len(cols):
-            col = cols[pos]
-            if col.type != target.type:
-                try:
-                    col = col.cast(target.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise AcidSchemaError(
-                        f"{path}: column {pos} ({target.name}) has type {col.type}, "
-                        f"table says {target.type}: {e}") from e
-            out.append(col)
+            out.append(cast_column(cols[pos], target.type,
+                                   f"{path}: column {pos} ({target.name})"))
         else:  # column added to the table after this file was written
             out.append(pa.nulls(n, type=target.type))
     return out

@@ -13,7 +13,7 @@ marked ``filter_current_txn``: its rows must be filtered by ``currentTransaction
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from .layout import bucket_id_of_file, parse_bucket_file
@@ -21,7 +21,8 @@ from .snapshot import AcidSnapshot, get_acid_state
 from .table_files import AcidSchemaError, OrcAcidError
 from .valid_ids import RangeResponse
 
-__all__ = ["DataFile", "DeleteFile", "Split", "plan_splits", "plan_splits_for_snapshot"]
+__all__ = ["DataFile", "DeleteFile", "Split", "plan_splits", "plan_splits_for_snapshot",
+           "split_per_file"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,16 @@ def plan_splits(location: str, valid_write_ids, *, valid_txns=None, insert_only:
     """List the table, select the snapshot and group its files by bucket id."""
     snap = get_acid_state(location, valid_write_ids, valid_txns, filesystem=filesystem)
     return plan_splits_for_snapshot(location, snap, insert_only=insert_only)
+
+
+def split_per_file(split: Split) -> List[Split]:
+    """``split`` as several splits that can be read in parallel: one per data file, each with
+    the bucket's delete files; the original (pre-ACID) files stay together, in order, as
+    their synthetic row ids count the rows of the earlier ones."""
+    originals = tuple(df for df in split.data_files if df.kind == "original")
+    parts = [(df,) for df in split.data_files if df.kind != "original"]
+    if originals:
+        parts.insert(0, originals)
+    if len(parts) <= 1:
+        return [split]
+    return [replace(split, data_files=p) for p in parts]

@@ -13,6 +13,7 @@ and Parquet, on the local file system or any ``pyarrow.fs``; and what their sche
 
 from __future__ import annotations
 
+import io
 from typing import List, Optional, Sequence
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ from .layout import SIDE_FILE_SUFFIX, parse_base, parse_delta
 from .fs import can_rename, file_size, read_bytes
 from .snapshot import list_table_dir, resolve_filesystem
 
-__all__ = ["OrcAcidError", "AcidSchemaError", "TableFiles", "flush_lengths",
+__all__ = ["OrcAcidError", "AcidSchemaError", "TableFiles", "flush_lengths", "cast_column",
            "acid_column_names", "row_fields", "looks_positional", "infer_row_schema",
            "schema_from_any_file"]
 
@@ -65,18 +66,66 @@ class TableFiles:
         with self.fs.open_input_file(p) as fh:
             return fh.read(length)
 
+    def flushed_length(self, rel: str, side_file: Optional[str]) -> Optional[int]:
+        """How much of a data file to read: -1 all of it (no side file, or one deleted since
+        the listing: the writer closed the file), 0 nothing (nothing flushed yet: length 0
+        or an empty side file), else the last length its side file records."""
+        if side_file is None:
+            return -1
+        try:
+            lengths = flush_lengths(self.read_bytes(side_file))
+        except FileNotFoundError:
+            return -1
+        return lengths[-1] if lengths else 0
+
+    def open_input(self, rel: str, side_file: Optional[str] = None,
+                   whole_object_max: int = 0) -> Optional[pa.NativeFile]:
+        """The data file as a random-access file read in ranges as a reader goes (bounded
+        memory, unlike :meth:`open_orc` on object stores); a streaming file's flushed prefix
+        as a file of that length; on object stores a file of at most ``whole_object_max``
+        bytes is read in one request. None when nothing was flushed yet."""
+        p = self.full(rel)
+        length = self.flushed_length(rel, side_file)
+        if length == 0:
+            return None
+        try:
+            f = pa.OSFile(p) if self.fs is None else self.fs.open_input_file(p)
+            size = f.size()
+            if 0 < length < size:
+                return pa.PythonFile(_Prefix(f, length), mode="r")
+            if self.fs is not None and not can_rename(self.fs) and size <= whole_object_max:
+                data = f.read()
+                f.close()
+                return pa.BufferReader(data)
+            return f
+        except FileNotFoundError:
+            raise
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise OrcAcidError(f"{p}: not a readable file ({e})") from e
+
+    def orc_footer(self, rel: str, side_file: Optional[str] = None) -> Optional[orc.ORCFile]:
+        """The ORC file's footer only (schema, row count, statistics: read in ranges, the
+        file closed again; no data can be read from it); None when nothing was flushed."""
+        src = self.open_input(rel, side_file)
+        if src is None:
+            return None
+        try:
+            return orc.ORCFile(src)
+        except FileNotFoundError:
+            raise
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise OrcAcidError(f"{self.full(rel)}: not a readable ORC file ({e})") from e
+        finally:
+            src.close()
+
     def open_orc(self, rel: str, side_file: Optional[str] = None) -> Optional[orc.ORCFile]:
         """The ORC file, or for a streaming file with a side file its flushed prefix; None
         when nothing was flushed yet (length 0, or an empty side file)."""
         p = self.full(rel)
         try:
             if side_file is not None:
-                try:
-                    lengths = flush_lengths(self.read_bytes(side_file))
-                    length = lengths[-1] if lengths else None
-                except FileNotFoundError:
-                    length = -1       # closed meanwhile: read it whole
-                if length is None or length == 0:
+                length = self.flushed_length(rel, side_file)
+                if length == 0:
                     return None
                 if 0 < length < self.size(rel):
                     return orc.ORCFile(pa.BufferReader(self.read_prefix(rel, length)))
@@ -106,6 +155,51 @@ class TableFiles:
     def parquet_schema(self, rel: str) -> pa.Schema:
         import pyarrow.parquet as pq     # only insert-only tables have Parquet files
         return pq.read_schema(self.full(rel), filesystem=self.fs).remove_metadata()
+
+
+class _Prefix(io.RawIOBase):
+    """The first ``length`` bytes of a random-access file, as a file of that size."""
+
+    def __init__(self, f: pa.NativeFile, length: int):
+        self.f = f
+        self.length = length
+        self.pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.length}[whence]
+        self.pos = max(0, min(self.length, base + offset))
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, b) -> int:
+        n = max(0, min(len(b), self.length - self.pos))
+        data = self.f.read_at(n, self.pos) if n else b""
+        b[:len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def cast_column(col, to: pa.DataType, what: str):
+    """A file's column (array or chunked) as the table's type; AcidSchemaError naming
+    ``what`` (the file and the column) when it cannot be cast."""
+    if col.type == to:
+        return col
+    try:
+        return col.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise AcidSchemaError(f"{what} has type {col.type}, table says {to}: {e}") from e
 
 
 def flush_lengths(side: bytes) -> List[int]:

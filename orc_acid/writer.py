@@ -13,7 +13,10 @@ also gets ``_orc_acid_version`` holding the single byte ``2``.
 How: columns are assembled with pyarrow (no per-row Python), the file is written by pyarrow's
 ORC writer into memory and the footer metadata added by rewriting the file tail there (see
 ``_orc_tail`` for why): a file is held in memory whole before it is stored (one bucket file
-of one statement). Then, by file system (``orc_acid.fs``):
+of one statement). Inserts (deltas, bases) go faster: pyarrow encodes only the table columns
+and ``_insert_file`` splices in the five ACID columns, whose values it knows in closed form
+(the same file, without the cost of encoding them value by value). Then, by file system
+(``orc_acid.fs``):
 
 * local disk (and file systems that rename): written to a hidden temporary name in the target
   directory (not fsync'ed) and moved to its final name with a no-replace link, so a crash
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 
 from . import fs as afs
+from ._insert_file import encode_insert_file
 from ._orc_tail import OrcTail, OrcTailError
 from .layout import (ACID_FORMAT_FILE, MAX_BUCKET_ID, MAX_STATEMENT_ID, ORC_ACID_VERSION,
                      encode_bucket, format_base, format_bucket_file, format_delete_delta,
@@ -56,7 +60,7 @@ from .layout import (ACID_FORMAT_FILE, MAX_BUCKET_ID, MAX_STATEMENT_ID, ORC_ACID
 __all__ = [
     "ACID_FIELD_NAMES", "OP_INSERT", "OP_UPDATE", "OP_DELETE",
     "acid_schema", "write_delta", "write_delete_delta", "write_update", "write_base",
-    "write_acid_file", "write_insert_only", "WriterOptions",
+    "write_acid_file", "write_insert_file", "write_insert_only", "WriterOptions",
 ]
 
 OP_INSERT, OP_UPDATE, OP_DELETE = 0, 1, 2
@@ -89,16 +93,26 @@ class WriterOptions:
 DEFAULT_OPTIONS = WriterOptions()
 
 
+def orc_writer_kwargs(opts: WriterOptions) -> dict:
+    """pyarrow ORC writer arguments for ``opts`` (no padding between stripes, so the
+    stripes' offsets are what the footer says)."""
+    return dict(compression=opts.compression, stripe_size=opts.stripe_size,
+                compression_block_size=opts.compression_block_size,
+                row_index_stride=opts.row_index_stride, batch_size=opts.batch_size,
+                padding_tolerance=0.0, file_version=opts.file_version)
+
+
+def acid_footer_items(key_index: str, inserts: int, updates: int, deletes: int) -> list:
+    """The footer user metadata of an ACID file, as Hive's writers put it."""
+    return [("hive.acid.key.index", key_index.encode("utf-8")),
+            ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
+            ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii"))]
+
+
 def encode_orc(events: pa.Table, opts: WriterOptions) -> pa.Buffer:
-    """``events`` as one ORC file in memory, written with ``opts`` (no padding between
-    stripes, so the stripes' offsets are what the footer says)."""
+    """``events`` as one ORC file in memory, written with ``opts``."""
     sink = pa.BufferOutputStream()
-    orc.write_table(events, sink, compression=opts.compression,
-                    stripe_size=opts.stripe_size,
-                    compression_block_size=opts.compression_block_size,
-                    row_index_stride=opts.row_index_stride,
-                    batch_size=opts.batch_size, padding_tolerance=0.0,
-                    file_version=opts.file_version)
+    orc.write_table(events, sink, **orc_writer_kwargs(opts))
     return sink.getvalue()
 
 
@@ -183,8 +197,9 @@ def _stripe_rows(data: bytes) -> List[int]:
         return [f.read_stripe(i, columns=["operation"]).num_rows for i in range(f.nstripes)]
 
 
-def publish_bytes(fs, path: str, data: bytes) -> None:
-    """Put a finished file under its final name, never replacing one (``fs`` None: local).
+def publish_bytes(fs, path: str, data) -> None:
+    """Put a finished file (bytes, or a list of buffers: its consecutive parts) under its
+    final name, never replacing one (``fs`` None: local).
 
     Local: temporary name + no-replace link. Other file systems that rename (HDFS): check,
     write under a temporary name, rename. Object stores: check, one upload."""
@@ -234,11 +249,8 @@ def write_acid_file(path: str, events: pa.Table, *, inserts: int = 0, updates: i
         key_index = "".join(f"{o},{b},{r};" for o, b, r in zip(otid, bkt, rid))
     else:
         key_index = ""
-    data = OrcTail.of_bytes(data, path).with_user_metadata([
-        ("hive.acid.key.index", key_index.encode("utf-8")),
-        ("hive.acid.stats", f"{inserts},{updates},{deletes}".encode("ascii")),
-        ("hive.acid.version", str(ORC_ACID_VERSION).encode("ascii")),
-    ])
+    data = OrcTail.of_bytes(data, path).with_user_metadata(
+        acid_footer_items(key_index, inserts, updates, deletes))
     publish_bytes(fs, path, data)
     return path
 
@@ -257,14 +269,7 @@ def insert_events(data: pa.Table, write_id: int, bucket_prop: int, row_id_start:
                   row_schema: Optional[pa.Schema]) -> pa.Table:
     """``data`` (table columns, by position) as insert events of ``write_id``: ROW__IDs
     (write_id, ``bucket_prop``, ``row_id_start``...), currentTransaction = write_id."""
-    if row_schema is None:
-        row_schema = data.schema.remove_metadata()
-    else:
-        row_schema = as_row_schema(row_schema)
-        if len(row_schema) != data.num_columns:
-            raise ValueError(f"data has {data.num_columns} columns, row schema "
-                             f"{len(row_schema)}")
-        data = data.rename_columns(row_schema.names).cast(row_schema)
+    data, row_schema = conform_rows(data, row_schema)
     n = data.num_rows
     return pa.Table.from_arrays([
         pa.array(np.zeros(n, dtype=np.int32)),
@@ -274,6 +279,40 @@ def insert_events(data: pa.Table, write_id: int, bucket_prop: int, row_id_start:
         pa.array(np.full(n, write_id, dtype=np.int64)),
         _row_struct_chunks(data, row_schema),
     ], schema=acid_schema(row_schema))
+
+
+def conform_rows(data: pa.Table, row_schema) -> Tuple[pa.Table, pa.Schema]:
+    """``data`` (table columns, by position) with the names and types of ``row_schema``
+    (default: its own) -> (rows, row schema)."""
+    if row_schema is None:
+        return data, data.schema.remove_metadata()
+    row_schema = as_row_schema(row_schema)
+    if len(row_schema) != data.num_columns:
+        raise ValueError(f"data has {data.num_columns} columns, row schema "
+                         f"{len(row_schema)}")
+    return data.rename_columns(row_schema.names).cast(row_schema), row_schema
+
+
+def write_insert_file(path: str, data: pa.Table, write_id: int, bucket_property: int, *,
+                      row_schema=None, options: Optional[WriterOptions] = None,
+                      filesystem=None) -> str:
+    """``data`` as one file of insert events of ``write_id`` (ROW__IDs (write_id,
+    ``bucket_property``, 0..n-1)) at ``path``: pyarrow encodes the rows, the ACID columns
+    are spliced in (``orc_acid._insert_file``: the same file, without their encoding cost);
+    published as :func:`write_acid_file` does."""
+    opts = options or DEFAULT_OPTIONS
+    rows, _ = conform_rows(data, row_schema)
+    fs, path = afs.resolve(path, filesystem)
+    if rows.num_columns == 0:     # no table column to encode: the whole event table
+        return write_acid_file(path, insert_events(rows, write_id, bucket_property, 0, None),
+                               inserts=rows.num_rows, options=opts, filesystem=fs)
+    parts, _ = encode_insert_file(rows, write_id, bucket_property, 0,
+                                  compression=opts.compression, stripe_size=opts.stripe_size,
+                                  compression_block_size=opts.compression_block_size,
+                                  row_index_stride=opts.row_index_stride,
+                                  batch_size=opts.batch_size)
+    publish_bytes(fs, path, parts)
+    return path
 
 
 def _check_ids(write_id: int, bucket_id: int, statement_id: int) -> None:
@@ -298,14 +337,13 @@ def write_delta(table_dir: str, write_id: int, statement_id: int, bucket_id: int
     _check_ids(write_id, bucket_id, statement_id)
     if data.num_rows == 0:
         return []
+    rows, _ = conform_rows(data, row_schema)
     fs, root = afs.resolve(table_dir, filesystem)
     d = afs.join(root, format_delta(write_id, write_id, statement_id))
-    events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
-                            row_schema)
     ensure_acid_dir(d, fs)
     path = afs.join(d, format_bucket_file(bucket_id, attempt))
-    return [write_acid_file(path, events, inserts=data.num_rows, options=options,
-                            filesystem=fs)]
+    return [write_insert_file(path, rows, write_id, encode_bucket(bucket_id, statement_id),
+                              options=options, filesystem=fs)]
 
 
 def write_base(table_dir: str, write_id: int, bucket_id: int, data, *, statement_id: int = 0,
@@ -317,16 +355,15 @@ def write_base(table_dir: str, write_id: int, bucket_id: int, data, *, statement
     ``_orc_acid_version`` so that it hides all older data."""
     data = as_table(data)
     _check_ids(write_id, bucket_id, statement_id)
+    rows, _ = conform_rows(data, row_schema)
     fs, root = afs.resolve(table_dir, filesystem)
     d = afs.join(root, format_base(write_id, visibility_txn_id))
     ensure_acid_dir(d, fs)
     if data.num_rows == 0:
         return []
-    events = insert_events(data, write_id, encode_bucket(bucket_id, statement_id), 0,
-                            row_schema)
     path = afs.join(d, format_bucket_file(bucket_id))
-    return [write_acid_file(path, events, inserts=data.num_rows, options=options,
-                            filesystem=fs)]
+    return [write_insert_file(path, rows, write_id, encode_bucket(bucket_id, statement_id),
+                              options=options, filesystem=fs)]
 
 
 _ROWID_ALIASES = {

@@ -1,17 +1,19 @@
 """Draw the import graph between hms_txn's layers and the other packages into
 docs/architecture.md (between its ``<!-- diagram:start -->`` and ``<!-- diagram:end -->``
-markers), as a Mermaid flowchart.
+markers), as a Mermaid flowchart; and, for every other ``layers`` contract (the parts of
+``hms_txn.domain`` and ``hms_txn.service``), the graph between its layers (between
+``<!-- diagram:CONTAINER:start -->`` and ``<!-- diagram:CONTAINER:end -->``).
 
-    python scripts/architecture_diagram.py           # rewrite the diagram
-    python scripts/architecture_diagram.py --check   # exit 1 if the committed one is stale
+    python scripts/architecture_diagram.py           # rewrite the diagrams
+    python scripts/architecture_diagram.py --check   # exit 1 if a committed one is stale
 
-The nodes come from the import contracts in pyproject.toml: the layers of the ``layers``
-contract, and the other root packages. The arrows are the imports the code has now (grimp,
-every import statement, lazy ones included), one arrow per pair of nodes that has at least
-one; an arrow that a ``layers`` or ``forbidden`` contract does not allow is drawn dashed and
-red and named after the contract it breaks. tests/test_architecture_doc.py fails when the
-committed diagram is not what this script draws now; ``lint-imports`` is the check of the
-rules themselves.
+The nodes come from the import contracts in pyproject.toml: the layers of a ``layers``
+contract, and, in hms_txn's diagram, the other root packages. The arrows are the imports
+the code has now (grimp, every import statement, lazy ones included), one arrow per pair of
+nodes that has at least one; an arrow that a ``layers`` or ``forbidden`` contract does not
+allow is drawn dashed and red and named after the contract it breaks.
+tests/test_architecture_doc.py fails when the committed diagrams are not what this script
+draws now; ``lint-imports`` is the check of the rules themselves.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ except ImportError:                       # Python 3.10: import-linter depends o
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-START, END = "<!-- diagram:start -->", "<!-- diagram:end -->"
+TOP = "hms_txn"                           # the container of the page's main diagram
 
 
 def config() -> dict:
@@ -38,17 +40,38 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def nodes_and_rules(config: dict) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
-    """(the layer nodes, top first; the other nodes; (importer, imported, contract id)
-    pairs of nodes that a contract forbids)."""
-    [layers] = [c for c in config["contracts"] if c["type"] == "layers"]
-    [container] = layers["containers"]
-    layer_nodes = [f"{container}.{name}" for name in layers["layers"]]
-    others = sorted(p for p in config["root_packages"] if p != container)
+def containers(config: dict) -> list[str]:
+    """The container of every ``layers`` contract: hms_txn first, then the others in the
+    order of pyproject.toml."""
+    found = [c["containers"][0] for c in config["contracts"] if c["type"] == "layers"]
+    return sorted(found, key=lambda c: c != TOP)
+
+
+def markers(container: str) -> tuple[str, str]:
+    if container == TOP:
+        return "<!-- diagram:start -->", "<!-- diagram:end -->"
+    return f"<!-- diagram:{container}:start -->", f"<!-- diagram:{container}:end -->"
+
+
+def nodes_and_rules(config: dict, container: str = TOP
+                    ) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
+    """(the layer nodes of ``container``'s layers contract, top first; the other nodes;
+    (importer, imported, contract id) pairs of nodes that a contract forbids)."""
+    [layers] = [c for c in config["contracts"]
+                if c["type"] == "layers" and c["containers"] == [container]]
+    # a layer "a | b" is two independent siblings: neither imports the other
+    levels = [[f"{container}.{name.strip()}" for name in layer.split("|")]
+              for layer in layers["layers"]]
+    layer_nodes = [n for level in levels for n in level]
+    others = (sorted(p for p in config["root_packages"] if p != container)
+              if container == TOP else [])
     nodes = layer_nodes + others
     forbidden = []
-    for upper, lower in ((a, b) for i, a in enumerate(layer_nodes) for b in layer_nodes[i + 1:]):
-        forbidden.append((lower, upper, layers["id"]))
+    for i, upper_level in enumerate(levels):
+        for lower_level in levels[i + 1:]:
+            forbidden += [(lower, upper, layers["id"]) for upper in upper_level
+                          for lower in lower_level]
+        forbidden += [(a, b, layers["id"]) for a in upper_level for b in upper_level if a != b]
     for contract in config["contracts"]:
         if contract["type"] != "forbidden":
             continue
@@ -84,9 +107,9 @@ def actual_edges(config: dict, nodes: list[str]) -> set[tuple[str, str]]:
     return edges
 
 
-def render() -> str:
+def render(container: str = TOP) -> str:
     contracts = config()
-    layer_nodes, others, forbidden = nodes_and_rules(contracts)
+    layer_nodes, others, forbidden = nodes_and_rules(contracts, container)
     nodes = layer_nodes + others
     edges = actual_edges(contracts, nodes)
     broken = {}
@@ -94,9 +117,9 @@ def render() -> str:
         if (a, b) in edges:
             broken.setdefault((a, b), []).append(contract)
     ident = {n: n.replace(".", "_") for n in nodes}
-    container = layer_nodes[0].rsplit(".", 1)[0]
     lines = ["```mermaid", "flowchart TD",
-             f'    subgraph {container}["{container}: layers, top to bottom"]']
+             f'    subgraph {container.replace(".", "_")}'
+             f'["{container}: layers, top to bottom"]']
     lines += [f'        {ident[n]}["{n.rsplit(".", 1)[1]}"]' for n in layer_nodes]
     lines.append("    end")
     lines += [f'    {ident[n]}["{n}"]' for n in others]
@@ -119,32 +142,38 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def splice(doc: str, diagram: str) -> str:
-    head, found, rest = doc.partition(START)
-    _, found_end, tail = rest.partition(END)
+def splice(doc: str, diagram: str, container: str = TOP) -> str:
+    start, end = markers(container)
+    head, found, rest = doc.partition(start)
+    _, found_end, tail = rest.partition(end)
     if not found or not found_end:
-        raise SystemExit(f"{DOC} has no {START} ... {END} markers")
-    return f"{head}{START}\n{diagram}\n{END}{tail}"
+        raise SystemExit(f"{DOC} has no {start} ... {end} markers")
+    return f"{head}{start}\n{diagram}\n{end}{tail}"
 
 
-def committed() -> str:
+def committed(container: str = TOP) -> str:
+    start, end = markers(container)
     doc = DOC.read_text()
-    return doc.partition(START)[2].partition(END)[0].strip("\n")
+    return doc.partition(start)[2].partition(end)[0].strip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 when docs/architecture.md's diagram is not the current one")
+                        help="exit 1 when a diagram of docs/architecture.md is not the current one")
     args = parser.parse_args(argv)
-    diagram = render()
+    diagrams = {container: render(container) for container in containers(config())}
     if args.check:
-        if committed() != diagram:
-            print(f"{DOC.relative_to(ROOT)}: the diagram is out of date; run "
-                  f"python scripts/architecture_diagram.py", file=sys.stderr)
+        stale = [c for c, diagram in diagrams.items() if committed(c) != diagram]
+        if stale:
+            print(f"{DOC.relative_to(ROOT)}: the diagram of {', '.join(stale)} is out of date; "
+                  f"run python scripts/architecture_diagram.py", file=sys.stderr)
             return 1
         return 0
-    DOC.write_text(splice(DOC.read_text(), diagram))
+    doc = DOC.read_text()
+    for container, diagram in diagrams.items():
+        doc = splice(doc, diagram, container)
+    DOC.write_text(doc)
     return 0
 
 

@@ -28,13 +28,17 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from multiprocessing import AuthenticationError
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+# Outcome and ABORTED (how a statement ended) are the shared statement bookkeeping's
+from hms_txn.clients.acid.statement_dirs import ABORTED as ABORTED
+from hms_txn.clients.acid.statement_dirs import Outcome
 
 from ._coordinator import COORDINATOR_HOST
 from ._errors import HiveAcidError
 from ._rpc import quiet_rpc, rpc
+
 
 # Spark kills a cancelled task's Python worker after spark.python.task.killTimeout (2 s by
 # default); an attempt that neither finishes nor is killed within this is not waited for
@@ -43,20 +47,6 @@ ABORT_WAIT_S = 10.0
 
 # ended statements whose outcome is remembered for attempts reporting late
 _REMEMBERED = 4096
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a statement ended. ``None`` as the kept sets means aborted: nothing is kept."""
-    kept_files: Optional[FrozenSet[str]] = None     # absolute, normalized paths
-    kept_dirs: Optional[FrozenSet[str]] = None
-
-    @property
-    def aborted(self) -> bool:
-        return self.kept_files is None
-
-
-ABORTED = Outcome()
 
 
 class Attempts:

@@ -8,7 +8,9 @@ auth key: each connection is handled in its own thread, proves the key (both way
 handler's ``rpc_<method>``; an exception is returned as ``("error", (type, message))``.
 
 Where it listens, and the address tasks call, come from the SparkConf
-(:func:`coordinator_hosts`).
+(:func:`coordinator_hosts`), and so does its port (:func:`coordinator_ports`: any free one by
+default, or a fixed port or range that a firewall between executors and the driver can
+open, as ``spark.driver.port`` fixes Spark's own).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import threading
 from multiprocessing.connection import Listener, answer_challenge, deliver_challenge
 from typing import Optional, Tuple
 
+from ._errors import HiveAcidError
 from ._rpc import nodelay, set_timeout
 
 log = logging.getLogger("spark.hive_acid")
 
 COORDINATOR_HOST = "spark.hive_acid.coordinator.host"
+COORDINATOR_PORT = "spark.hive_acid.coordinator.port"
 
 # A connection to the coordinator must prove it holds the key within this time. The
 # handshake runs in the connection's own thread: a peer that connects and stays silent (a
@@ -58,14 +62,48 @@ def coordinator_hosts(conf) -> Tuple[str, str]:
     return bind, advertised or socket.getfqdn()
 
 
+def coordinator_ports(conf) -> Tuple[int, int]:
+    """(first, last) port the coordinator may listen on, from ``COORDINATOR_PORT`` in a
+    SparkConf (as :func:`coordinator_hosts`): unset or ``0``: any free port, ``(0, 0)``;
+    ``40100``: that port; ``40100-40115``: the first free one of the range (one process
+    runs a coordinator per metastore it uses, so several need a range)."""
+    raw = (conf.get(COORDINATOR_PORT, None) or "").strip()
+    if not raw:
+        return 0, 0
+    first, sep, last = raw.partition("-")
+    try:
+        lo, hi = int(first), int(last if sep else first)
+    except ValueError:
+        lo = hi = -1
+    if not (0 <= lo <= hi <= 65535) or (sep and lo == 0):
+        raise HiveAcidError(f"{COORDINATOR_PORT}={raw!r}: expected a port (40100), a range of "
+                            f"ports (40100-40115) or 0 (any free port)")
+    return lo, hi
+
+
+def _listen(host: str, ports: Tuple[int, int]) -> Listener:
+    """A listener on ``host`` at the first free port of ``ports`` (``(0, 0)``: any)."""
+    lo, hi = ports
+    last_error: Optional[OSError] = None
+    for port in range(lo, hi + 1):
+        try:
+            return Listener((host, port))
+        except OSError as err:        # taken (EADDRINUSE); or the address is not ours
+            last_error = err
+    where = f"port {lo}" if lo == hi else f"ports {lo}-{hi}"
+    raise HiveAcidError(f"the hive_acid coordinator cannot listen on {host} at {where} "
+                        f"({last_error}): free one or widen {COORDINATOR_PORT}")
+
+
 class Coordinator:
     """The listener thread and a thread per connection, answering with ``handler``'s
     ``rpc_<method>`` methods."""
 
     def __init__(self, handler, authkey: bytes, bind_host: str,
-                 advertised_host: Optional[str]):
+                 advertised_host: Optional[str], ports: Tuple[int, int] = (0, 0)):
         """``bind_host``: where to listen; ``advertised_host``: the address tasks are told
-        to call, by default ``bind_host`` (it must be given when that is a wildcard)."""
+        to call, by default ``bind_host`` (it must be given when that is a wildcard);
+        ``ports``: the range to listen in (:func:`coordinator_ports`)."""
         if not advertised_host and bind_host in ("", "0.0.0.0"):
             raise ValueError("a coordinator bound to a wildcard address needs the address "
                              "tasks should call (advertised_host)")
@@ -74,7 +112,7 @@ class Coordinator:
         self._stop = threading.Event()
         # No authkey here: Listener would run the key handshake inside accept(), in the one
         # accepting thread (see HANDSHAKE_TIMEOUT_S).
-        self.listener = Listener((bind_host, 0))
+        self.listener = _listen(bind_host, ports)
         self.address = (advertised_host or bind_host, self.listener.address[1])
         threading.Thread(target=self._serve, name="hive-acid-coordinator", daemon=True).start()
 

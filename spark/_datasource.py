@@ -26,13 +26,17 @@ from pyspark.sql import types as S
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader,
                                     InputPartition, WriterCommitMessage)
 
-from . import _io
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
+# what a task needs to write a statement (shared with hms_txn.tables: the same files)
+from hms_txn.clients.acid.table_schema import write_spec
+from orc_acid import table_io as _io
+
 from . import _types as TY
 from ._attempts import refuse_speculation, run_as_attempt
 from ._errors import HiveAcidError
 from ._rpc import quiet_rpc, rpc
 from ._scans import PRUNING_FILTERS
+
 
 FORMAT = "hive_acid"
 
@@ -164,18 +168,6 @@ class HiveAcidReader(DataSourceReader):
             real = f.name if f.name == "ROW__ID" else names[f.name.lower()]
             fields.append(pa.field(real, f.type, f.nullable))
         return pa.schema(fields)
-
-
-def write_spec(info: M.TableInfo, write_id: int, statement_id: int, mode: str
-               ) -> _io.WriteSpec:
-    """What a task needs to write into ``info``'s table for one statement (picklable)."""
-    return _io.WriteSpec(location=info.location,
-                         data_schema=TY.arrow_schema(TY.table_struct(info.columns, [])),
-                         part_keys=tuple(info.part_names), write_id=write_id,
-                         statement_id=statement_id, mode=mode,
-                         insert_only=info.insert_only, file_format=info.file_format,
-                         bucketed=info.num_buckets > 0, compression=info.compression,
-                         filesystem=info.fs, file_version=info.orc_file_version)
 
 
 @dataclass

@@ -2,23 +2,27 @@
 
 ``create_table`` makes the tables hive_acid reads and writes: managed, ``transactional``,
 full ACID ORC or insert-only ORC/Parquet, ``bucketing_version=2``; an ORC table gets the
-session's ORC codec as ``orc.compress`` unless ``properties`` say otherwise.
+session's ORC codec as ``orc.compress`` unless ``properties`` say otherwise. The table
+itself is made by the clients' shared ``hms_txn.clients.acid.ddl``.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Dict, Optional, Sequence, Union
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as S
 from pyspark.sql.types import _parse_datatype_string
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
+from hms_txn.clients.acid.ddl import create_acid_table
+from hms_txn.clients.acid.ddl import create_database as acid_create_database
+from hms_txn.clients.acid.metastore import T
+
 from . import _types as TY
 from ._errors import HiveAcidError
-from ._metastore import T
 from ._session import registered_driver
+
 
 # Spark's ORC codec names -> the table property ``orc.compress`` that Hive's writers read.
 _ORC_CODECS = {"none": "NONE", "uncompressed": "NONE", "snappy": "SNAPPY", "zlib": "ZLIB",
@@ -37,54 +41,20 @@ def create_table(session: SparkSession, table: str, schema: Union[S.StructType, 
         schema = _parse_datatype_string(schema)
         if not isinstance(schema, S.StructType):
             raise HiveAcidError("schema must be a struct")
-    db, name = M.split_name(table)
-    parts = [p.lower() for p in partition_by]
-    by_name = {f.name.lower(): f for f in schema.fields}
-    missing = [p for p in parts if p not in by_name]
-    if missing:
-        raise HiveAcidError(f"partition columns {missing} are not in the schema")
-    cols = [T.FieldSchema(f.name.lower(), TY.spark_to_hive(f.dataType), "")
-            for f in schema.fields if f.name.lower() not in parts]
-    pkeys = [T.FieldSchema(p, TY.spark_to_hive(by_name[p].dataType), "") for p in parts]
-    if file_format not in ("orc", "parquet"):
-        raise HiveAcidError("file_format must be orc or parquet")
-    if file_format == "parquet" and not insert_only:
-        raise HiveAcidError("full-ACID tables are ORC; Parquet needs insert_only=True")
-    if file_format == "orc":
-        inf, outf, serde = M.ORC_INPUT, M.ORC_OUTPUT, M.ORC_SERDE
-    else:
-        inf, outf, serde = M.PARQUET_INPUT, M.PARQUET_OUTPUT, M.PARQUET_SERDE
-    params = {"transactional": "true",
-              "transactional_properties": "insert_only" if insert_only else "default",
-              "bucketing_version": "2"}
-    if file_format == "orc":
-        codec = _orc_codec_of(session)
-        if codec:
-            params["orc.compress"] = codec
-    params.update(properties or {})
-    if buckets is not None and (isinstance(buckets, bool) or not isinstance(buckets, int)
-                                or buckets <= 0):
-        raise HiveAcidError(f"buckets must be a positive number of buckets, not {buckets!r}")
-    if bucket_by and not buckets:
-        raise HiveAcidError("bucket_by needs buckets (the number of buckets)")
-    unknown = [b for b in bucket_by if b.lower() not in {c.name for c in cols}]
-    if unknown:
-        raise HiveAcidError(f"bucket_by: {unknown} are not data columns of {db}.{name} "
-                            f"(its data columns: {[c.name for c in cols]})")
-    bcols = [b.lower() for b in bucket_by] or ([cols[0].name] if buckets else [])
-    sd = T.StorageDescriptor(cols=cols, location=None, inputFormat=inf, outputFormat=outf,
-                             compressed=False, numBuckets=buckets or -1,
-                             serdeInfo=T.SerDeInfo(name=None, serializationLib=serde,
-                                                   parameters={"serialization.format": "1"}),
-                             bucketCols=bcols if buckets else [], sortCols=[], parameters={})
-    t = T.Table(tableName=name, dbName=db, owner=M.USER, createTime=int(time.time()),
-                lastAccessTime=0, retention=0, sd=sd, partitionKeys=pkeys, parameters=params,
-                tableType="MANAGED_TABLE")
-    try:
-        d.ms.create_table(t)
-    except T.AlreadyExistsException:
-        if not if_not_exists:
-            raise HiveAcidError(f"table {db}.{name} already exists") from None
+    columns = [(f.name, TY.spark_to_hive(f.dataType)) for f in schema.fields]
+    params = dict(properties or {})
+    codec = _orc_codec_of(session) if file_format == "orc" else None
+    if codec and "orc.compress" not in params:
+        params["orc.compress"] = codec
+    create_acid_table(d.ms, table, columns, partition_by=partition_by, buckets=buckets,
+                      bucket_by=bucket_by, insert_only=insert_only, file_format=file_format,
+                      if_not_exists=if_not_exists, properties=params, owner=_owner(session))
+
+
+def _owner(session: SparkSession) -> str:
+    """The owner of what the session creates: Spark's user, as Spark's own CREATE TABLE
+    records it (the short name of its Kerberos principal, else the login user)."""
+    return session.sparkContext.sparkUser() or M.USER
 
 
 def _orc_codec_of(session: SparkSession) -> Optional[str]:
@@ -99,13 +69,8 @@ def _orc_codec_of(session: SparkSession) -> Optional[str]:
 def create_database(session: SparkSession, name: str, *, location: Optional[str] = None
                     ) -> None:
     """CREATE DATABASE IF NOT EXISTS ``name`` in the metastore."""
-    d = registered_driver(session)
-    try:
-        d.ms.create_database(T.Database(name=name.lower(), description="",
-                                        locationUri=location, parameters={},
-                                        ownerName=M.USER, ownerType=1))
-    except T.AlreadyExistsException:
-        pass
+    acid_create_database(registered_driver(session).ms, name, location=location,
+                         owner=_owner(session))
 
 
 def drop_table(session: SparkSession, table: str, *, if_exists: bool = True) -> None:

@@ -16,7 +16,7 @@ updated.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Union
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -24,15 +24,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
-from . import _io
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
+from hms_txn.clients.acid.statements import assignments as statement_assignments
+from hms_txn.clients.acid.statements import checked_clauses, merge_clauses, partition_check
+from hms_txn.clients.acid.table_schema import write_spec
+from hms_txn.clients.acid.txns import Statement, Txn
+from orc_acid import table_io as _io
+
 from . import _types as TY
 from ._attempts import refuse_speculation, run_as_attempt
-from ._datasource import write_spec
-from ._driver import Driver, Statement, Txn
-from ._errors import HiveAcidError
+from ._driver import Driver
 from ._scope import acid_table, snapshot_df, source_df, txn_scope
 from ._session import speculation_on
+
 
 _RESULT_SCHEMA = "part string, path string, rows long"
 
@@ -126,26 +130,6 @@ def _run_dml(d: Driver, txn: Txn, info: M.TableInfo, st: Statement, rows: DataFr
     d.finish_statement(txn, st, files)
 
 
-def _assignments(info: M.TableInfo, assign: Dict[str, str], what: str) -> Dict[str, str]:
-    """``{column: expression}`` with the columns named as the table names them; partition
-    and bucketing columns refused when ``what`` updates them."""
-    lower = {c.lower(): c for c in info.data_names + info.part_names}
-    out = {}
-    for k, v in assign.items():
-        if k.lower() not in lower:
-            raise HiveAcidError(f"{what}: no column {k}")
-        out[lower[k.lower()]] = v
-    return out
-
-
-def _partition_check(info: M.TableInfo, cols: Sequence[str], what: str) -> None:
-    bad = [c for c in cols if c.lower() in {p.lower() for p in info.part_names}]
-    bad += [c for c in cols if c.lower() in {b.lower() for b in info.bucket_cols}
-            and info.num_buckets > 0]
-    if bad:
-        raise HiveAcidError(f"{what}: cannot update partitioning/bucketing columns {bad}")
-
-
 def delete(session: SparkSession, table: str, condition: Optional[str] = None) -> None:
     """DELETE FROM table [WHERE condition] (Spark SQL condition)."""
     with txn_scope(session) as (d, txn):
@@ -165,8 +149,8 @@ def update(session: SparkSession, table: str, set: Dict[str, str],
     with txn_scope(session) as (d, txn):
         info = acid_table(d, table, full_acid=True)
         what = f"UPDATE {info.full_name}"
-        assignments = _assignments(info, set, what)
-        _partition_check(info, list(assignments), what)
+        assignments = statement_assignments(info, set, what)
+        partition_check(info, list(assignments), what)
         st = d.begin_statement(txn, info, "update")
         df = snapshot_df(session, d, txn, info, with_row_id=True)
         if condition:
@@ -191,29 +175,12 @@ def merge(session: SparkSession, table: str, source: Union[DataFrame, str], on: 
     ``clauses`` (ordered, as SQL): ``("update", cond, {col: expr})``, ``("delete", cond)``,
     ``("insert", cond, {col: expr})``; the first clause whose condition holds applies. With
     the keyword form, a conditional matched clause is tried before an unconditional one."""
-    if clauses is None:
-        clauses = []
-        matched = []
-        if when_matched_update is not None:
-            matched.append(("update", when_matched_update_condition, when_matched_update))
-        if when_matched_delete:
-            cond = None if when_matched_delete is True else when_matched_delete
-            matched.append(("delete", cond))
-        matched.sort(key=lambda c: c[1] is None)
-        clauses += matched
-        if when_not_matched_insert is not None:
-            clauses.append(("insert", when_not_matched_insert_condition,
-                            when_not_matched_insert))
-    if not clauses:
-        raise HiveAcidError("MERGE needs at least one WHEN clause")
+    clauses = merge_clauses(when_matched_update, when_matched_update_condition,
+                            when_matched_delete, when_not_matched_insert,
+                            when_not_matched_insert_condition, clauses)
     with txn_scope(session) as (d, txn):
         info = acid_table(d, table, full_acid=True)
-        what = f"MERGE {info.full_name}"
-        clauses = [(c[0], c[1], _assignments(info, c[2], what))
-                   if c[0] in ("update", "insert") else c for c in clauses]
-        for c in clauses:
-            if c[0] == "update":
-                _partition_check(info, list(c[2]), what)
+        clauses = checked_clauses(info, clauses, f"MERGE {info.full_name}")
         src = source_df(session, d, txn, source) if isinstance(source, str) else source
         st = d.begin_statement(txn, info, "update")
         tgt = snapshot_df(session, d, txn, info, with_row_id=True)

@@ -1,10 +1,7 @@
-"""The errors of ``spark.hive_acid`` (re-exported there). No imports: Spark's Python workers
-raise them too."""
+"""The errors of ``spark.hive_acid`` (re-exported there): the ACID table clients' own
+(``hms_txn.clients.acid.errors``), so a caller catches the same class from Spark and from
+``hms_txn.tables``."""
 
+from hms_txn.clients.acid.errors import HiveAcidError, WriteConflictError
 
-class HiveAcidError(Exception):
-    """Something the hive_acid integration cannot do (bad table, bad request, lock timeout)."""
-
-
-class WriteConflictError(HiveAcidError):
-    """The transaction lost a write-write conflict and was aborted by the metastore."""
+__all__ = ["HiveAcidError", "WriteConflictError"]

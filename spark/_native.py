@@ -51,7 +51,7 @@ from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
 
 from . import _jvm
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from . import _native_jvm as J
 from . import _native_stock as K
 from . import _types as TY

@@ -31,7 +31,7 @@ from pyspark.sql import types as S
 
 from orc_acid.layout import DEFAULT_PARTITION_NAME
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from . import _native as N
 from . import _types as TY
 from ._datasource import FORMAT

@@ -14,9 +14,11 @@ from typing import Iterator, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
+from hms_txn.clients.acid.txns import Txn
+
 from ._datasource import FORMAT
-from ._driver import Driver, Txn
+from ._driver import Driver
 from ._errors import HiveAcidError
 from ._session import registered_driver
 

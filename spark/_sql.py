@@ -6,8 +6,8 @@ of the metastore run as ``hive_acid.insert/update/delete/merge`` (``_dml``); eve
 statement goes to
 ``session.sql``. In queries, in the source of an INSERT into a table that is not ACID and in
 CREATE TABLE ... AS SELECT, ACID tables read in FROM/USING clauses are replaced by temporary
-views over hive_acid reads: Spark's own Hive client is refused ACID tables by the metastore
-(client capability check), and would see raw ACID events if it got them.
+views over hive_acid reads: Spark's own Hive client gets ACID tables from the metastore in a
+form it cannot read (client capability check), and would see raw ACID events if it could.
 Expressions are handed to Spark as Spark SQL text (sqlglot's Spark generator).
 """
 
@@ -20,11 +20,13 @@ import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from . import _metastore as M
+from hms_txn.clients.acid import metastore as M
+
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError
 from ._reads import read
 from ._session import registered_driver
+
 
 DIALECT = "spark"
 _view_ids = itertools.count(1)

@@ -13,8 +13,10 @@ from typing import Dict, Iterator, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hms_txn.clients.acid.txns import Txn
+
 from ._dml import delete, insert, merge, update
-from ._driver import Driver, Txn
+from ._driver import Driver
 from ._errors import HiveAcidError
 from ._held_snapshot import Snapshot, snapshot
 from ._reads import read

@@ -59,9 +59,11 @@ This module is the public front; the work is done by private modules, each one c
 
 from __future__ import annotations
 
-# the setting naming where the coordinator listens, and the function reading it
+# the settings naming where the coordinator listens, and the functions reading them
 from ._coordinator import COORDINATOR_HOST as COORDINATOR_HOST
+from ._coordinator import COORDINATOR_PORT as COORDINATOR_PORT
 from ._coordinator import coordinator_hosts as coordinator_hosts
+from ._coordinator import coordinator_ports as coordinator_ports
 from ._datasource import FORMAT as FORMAT    # the data source's name: format("hive_acid")
 from ._datasource import HiveAcidDataSource
 from ._ddl import create_database, create_table, drop_table

@@ -33,13 +33,14 @@ from typing import Callable, Dict, Optional, Tuple, Union
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from hms_txn.clients.acid import metastore as M
 from orc_acid.layout import location_path
 
-from . import _metastore as M
 from ._errors import HiveAcidError
 from ._scope import acid_table
 from ._session import registered_driver
 from ._transaction import transaction
+
 
 log = logging.getLogger("spark.hive_acid.streaming")
 

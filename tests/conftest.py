@@ -88,6 +88,20 @@ def java_metastore(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def kdc():
+    """One throw-away MIT Kerberos realm on loopback for the whole suite
+    (tests/support/kerberos.py): the Kerberos tests share it."""
+    from tests.support.kerberos import start_realm
+    from tests.support.requirements import require, require_module
+    require(os.path.exists("/usr/sbin/krb5kdc"), "the MIT KDC is not installed (krb5-kdc)")
+    require_module("k5test")
+    require_module("gssapi")
+    realm = start_realm()
+    yield realm
+    realm.stop()
+
+
 # -- object stores the suite starts itself (hms_bench.object_store) ---------------------------
 
 @pytest.fixture(scope="session")

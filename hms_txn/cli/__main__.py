@@ -1,3 +1,3 @@
-from hms_txn.cli import main
+from hms_txn.cli.app import main
 
 raise SystemExit(main())

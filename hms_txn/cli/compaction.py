@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 
 from hms_txn.cli.connection import EPILOG, add_connection_args, client_for, render_table, when
+from hms_txn.cli.errors import CommandError
 from hms_txn.cli.txn import split_object
 
 TYPES = {1: "MINOR", 2: "MAJOR", 3: "REBALANCE"}
@@ -29,13 +31,15 @@ def register_compact_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "compact", help="request a compaction of a table or partition",
-        description="Queue a compaction (ALTER TABLE ... COMPACT). A server with "
+        description="Queue a compaction (ALTER TABLE ... COMPACT) of a transactional table "
+                    "or partition that exists (exit 2 otherwise). A server with "
                     "hive.compactor.worker.threads > 0 runs it, one with "
                     "hive.compactor.cleaner.on removes the old files afterwards. With --wait, "
                     "follow it through initiated -> working -> ready for cleaning -> succeeded "
                     "(or failed) as far as the server's configuration takes it: to 'ready for "
                     "cleaning' when it runs no Cleaner, not at all when it runs no worker "
-                    "(the command says which); exit 0 when it gets there, 1 when it fails.",
+                    "(the command says which); exit 0 when it gets there, 1 when it fails. A "
+                    "request for an object already queued follows the queued compaction.",
         epilog=EPILOG, formatter_class=fmt)
     add_conn(p)
     p.add_argument("table", metavar="db.table", help="table to compact (db defaults to 'default')")
@@ -102,16 +106,24 @@ def cmd_compact(args: argparse.Namespace) -> int:
     client = client_for(args)
     out = sys.stdout
     try:
+        what = f"{db}.{table}" + (f"/{args.partition}" if args.partition else "")
+        require_compactable(client, db, table, args.partition, what)
         resp = client.compact2(ttypes.CompactionRequest(
             dbname=db, tablename=table, partitionname=args.partition, type=args.ctype))
-        what = f"{db}.{table}" + (f"/{args.partition}" if args.partition else "")
+        cid = resp.id
         if not resp.accepted:
             msg = resp.errormessage or f"already queued as id {resp.id} ({resp.state})"
+            queued = queued_id(resp)
             if args.json and not args.wait:
                 print(json.dumps({"id": resp.id, "state": resp.state, "accepted": False,
-                                  "message": msg}))
+                                  "message": msg, "queued_id": queued}))
                 return 0
             print(f"{what}: {msg}", file=out)
+            if queued is None:
+                return 0 if not args.wait else 1
+            cid = queued
+            if args.wait:
+                print(f"following compaction {cid}, queued before this request", file=out)
         elif not args.json or args.wait:
             print(f"{TYPES[args.ctype]} compaction {resp.id} of {what}: {resp.state}", file=out)
         if not args.wait:
@@ -123,9 +135,39 @@ def cmd_compact(args: argparse.Namespace) -> int:
         print(f"waiting until it is {target!r}{why}", file=out)
         if target == "initiated":
             return 0
-        return _follow(client, resp.id, args, out, target)
+        return _follow(client, cid, args, out, target)
     finally:
         client.close()
+
+
+# Hive 4's answer to a request for an object already queued (CompactFunction.execute): id
+# -1, state "refused", and the queued entry's id in the message only.
+_QUEUED_ID = re.compile(r"\bid=(\d+)")
+
+
+def queued_id(resp) -> int | None:
+    """The id of the queued compaction a refused compact2 names, or None."""
+    found = _QUEUED_ID.search(resp.errormessage or "")
+    return int(found.group(1)) if found else None
+
+
+def require_compactable(client, db: str, table: str, partition: str | None, what: str) -> None:
+    """CommandError (exit 2) unless the table (and partition) exists and is transactional:
+    HiveServer2 checks this before it calls compact2 (AlterTableCompactAnalyzer: the table
+    must resolve; Compaction is not allowed on non-ACID table), the metastore does not
+    (Hive 4's HMSHandler.compact2 -> TxnHandler.compact queues whatever it is given)."""
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    try:
+        found = client.get_table_acid_aware(db, table)
+        if partition is not None:
+            client.get_partition_by_name(db, table, partition)
+    except ttypes.NoSuchObjectException as err:
+        raise CommandError(f"cannot compact {what}: {err.message or 'no such object'}") from None
+    params = found.parameters or {}
+    if str(params.get("transactional", "")).lower() != "true":
+        raise CommandError(f"cannot compact {what}: not a transactional table (compaction "
+                           f"rewrites the base and delta directories of ACID tables only)")
 
 
 def reachable_state(client) -> tuple[str, str]:

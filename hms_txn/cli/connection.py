@@ -10,7 +10,7 @@ import sys
 from typing import Any, Sequence
 
 from hms_txn.cli.errors import CommandError
-from hms_txn.cli.options import add_config_args, metastore_uris, positive_seconds
+from hms_txn.cli.options import add_config_args, load_config, metastore_uris, positive_seconds
 from hms_txn.wire.failover import FailoverClient, connect_failover
 
 EPILOG = """\
@@ -20,7 +20,8 @@ The connection follows --conf/--hiveconf as the server reads them: framed transp
 compact protocol (hive.metastore.thrift.framed.transport.enabled / .compact.protocol.enabled),
 TLS (hive.metastore.use.SSL, hive.metastore.truststore.path), SASL
 (hive.metastore.sasl.enabled: PLAIN with --user/--password-file, else the delegation token of
-HADOOP_TOKEN_FILE_LOCATION).
+HADOOP_TOKEN_FILE_LOCATION, else Kerberos with hive.metastore.kerberos.principal: the ticket
+of kinit, or --principal/--keytab).
 Output: an aligned table by default, --json for machine-readable output."""
 
 
@@ -40,6 +41,10 @@ def add_connection_args(p: argparse.ArgumentParser, *, json_help: str,
                         + ("" if user_required else " (with --password-file)"))
     p.add_argument("--password-file", required=user_required, metavar="FILE",
                    help="file whose first line is the user's password ('-': standard input)")
+    p.add_argument("--principal", metavar="PRINCIPAL",
+                   help="authenticate with Kerberos as this principal (with --keytab; "
+                        "default: the ticket cache of kinit)")
+    p.add_argument("--keytab", metavar="FILE", help="keytab holding --principal's key")
 
 
 def read_password(path: str) -> str:
@@ -58,16 +63,20 @@ def read_password(path: str) -> str:
 def client_for(args: argparse.Namespace) -> FailoverClient:
     """A client of ``args``' metastore, connected as ``--conf``/``--hiveconf`` and the
     user options say (``hms_txn.clients.connection``); CommandError when it cannot."""
-    from hms_txn.cli import load_config
     from hms_txn.clients.connection import client_options, metastore_uri
     from hms_txn.common.config import ConfigError
 
     if bool(args.user) != bool(args.password_file):
         raise CommandError("--user and --password-file go together (SASL PLAIN)")
+    if args.keytab and not args.principal:
+        raise CommandError("--keytab needs --principal (the principal whose key it holds)")
+    if args.user and args.principal:
+        raise CommandError("--user (SASL PLAIN) and --principal (Kerberos) exclude each other")
     config = load_config(args)
     password = read_password(args.password_file) if args.password_file else None
     try:
         options = client_options(config, user=args.user, password=password,
+                                 principal=args.principal, keytab=args.keytab,
                                  timeout=args.timeout)
         uri = metastore_uri(config, args.uri)
         return connect_failover(uri, options=options)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from hms_txn.cli.errors import CommandError
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -57,3 +59,12 @@ def add_config_args(p: argparse.ArgumentParser, *, conf_help: str) -> None:
     p.add_argument("--conf", metavar="FILE", help=conf_help)
     p.add_argument("--hiveconf", action="append", type=key_value, metavar="KEY=VALUE",
                    help="override a configuration key (repeatable)")
+
+
+def load_config(args: argparse.Namespace):
+    """The configuration of ``--conf`` and ``--hiveconf`` (CommandError when unusable)."""
+    from hms_txn.common.config import ConfigError, load
+    try:
+        return load(args.conf, dict(args.hiveconf or ()))
+    except ConfigError as err:
+        raise CommandError(str(err)) from None

@@ -1,7 +1,9 @@
 """``hms-txn delegation-token``, ``renew-delegation-token``, ``cancel-delegation-token``.
 
-``delegation-token`` connects to a metastore with SASL PLAIN (a user and a password file),
-obtains a Hive delegation token and writes it to a Hadoop credentials file. A Spark (or
+``delegation-token`` connects to a metastore with Kerberos (a ticket of kinit, or
+--principal/--keytab) or SASL PLAIN (a user and a password file), obtains a Hive delegation
+token (for the authenticated user, or with --owner for a user a proxy user may act for) and
+writes it to a Hadoop credentials file. A Spark (or
 any Hadoop/Hive) job started with ``HADOOP_TOKEN_FILE_LOCATION=<that file>`` and
 ``hive.metastore.sasl.enabled=true`` then authenticates to the metastore with SASL
 DIGEST-MD5 and the token, without a password and without Kerberos (see docs/security.md).
@@ -18,8 +20,8 @@ import sys
 
 from hms_txn.cli.connection import add_connection_args, client_for
 from hms_txn.cli.errors import CommandError
-from hms_txn.domain.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
-                                        write_credentials_file)
+from hms_txn.domain.security.token_codec import (DEFAULT_ALIAS, KIND, Token, read_credentials,
+                                                 write_credentials_file)
 
 EPILOG = """\
 Connection: --uri thrift://HOST:PORT, else --conf's hive.metastore.uris, else
@@ -27,7 +29,8 @@ thrift://127.0.0.1:PORT with PORT from --conf's hive.metastore.port (9083 by def
 transport, protocol and TLS (hive.metastore.use.SSL, hive.metastore.truststore.path) as
 --conf/--hiveconf say. The metastore must have SASL enabled (hive.metastore.sasl.enabled=
 true); the command authenticates with SASL PLAIN as --user with the first line of
---password-file.
+--password-file, or with Kerberos (hive.metastore.kerberos.principal names the metastore's
+principal; the ticket of kinit, or --principal with --keytab).
 
 Use the file from Spark:
   HADOOP_TOKEN_FILE_LOCATION=/path/to/file spark-submit \\
@@ -41,16 +44,18 @@ def register_token_commands(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
     def add_auth(p: argparse.ArgumentParser) -> None:
-        add_connection_args(p, json_help="print the token's details as JSON",
-                            user_required=True)
+        add_connection_args(p, json_help="print the token's details as JSON")
 
     p = sub.add_parser(
         "delegation-token", help="obtain a Hive delegation token into a Hadoop credentials file",
-        description="Obtain a Hive delegation token for --user (get_delegation_token over SASL "
-                    "PLAIN) and write it to a Hadoop credentials file for "
+        description="Obtain a Hive delegation token (get_delegation_token over Kerberos or "
+                    "SASL PLAIN) and write it to a Hadoop credentials file for "
                     "HADOOP_TOKEN_FILE_LOCATION.", epilog=EPILOG, formatter_class=fmt)
     add_auth(p)
-    p.add_argument("--renewer", help="user allowed to renew the token (default: --user)")
+    p.add_argument("--owner", help="the token's owner when it is not the authenticated user "
+                                   "(a proxy user's request: hadoop.proxyuser.* on the server)")
+    p.add_argument("--renewer", help="user allowed to renew the token (default: the "
+                                     "authenticated user)")
     p.add_argument("--signature", default="", metavar="S",
                    help="token service; clients select it with hive.metastore.token.signature=S "
                         "(default: empty, what clients look for when that key is unset)")
@@ -88,9 +93,10 @@ def _describe(token: Token) -> dict:
 def cmd_delegation_token(args: argparse.Namespace) -> int:
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
+    renewer = args.renewer or args.user or args.principal or _ticket_principal(args)
     client = client_for(args)
     try:
-        token_str = client.get_delegation_token(args.user, args.renewer or args.user)
+        token_str = client.get_delegation_token(args.owner or args.user or "", renewer)
     except ttypes.MetaException as err:
         print(f"hms-txn: the metastore refused the delegation token: {_meta_error(err)}",
               file=sys.stderr)
@@ -117,6 +123,18 @@ def cmd_delegation_token(args: argparse.Namespace) -> int:
               f"{args.output}\nuse it with HADOOP_TOKEN_FILE_LOCATION={args.output} and "
               f"hive.metastore.sasl.enabled=true")
     return 0
+
+
+def _ticket_principal(args: argparse.Namespace) -> str:
+    """The principal of the ticket cache (the default renewer of a Kerberos user's token),
+    or "" (the server then records no renewer)."""
+    if args.user:
+        return ""
+    from hms_txn.wire.sasl_gssapi import KerberosFailure, ticket_principal
+    try:
+        return ticket_principal()
+    except KerberosFailure:
+        return ""        # the connection reports the missing ticket itself
 
 
 def _tokens_of(path: str) -> list[Token]:

@@ -13,8 +13,10 @@ import argparse
 import json
 
 from hms_txn.cli.connection import EPILOG, add_connection_args, client_for, render_table, when
+from hms_txn.cli.errors import CommandError
 
 TXN_STATES = {1: "COMMITTED", 2: "ABORTED", 3: "OPEN"}
+ABORTED, OPEN = 2, 3
 LOCK_STATES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
 LOCK_TYPES = {1: "SHARED_READ", 2: "SHARED_WRITE", 3: "EXCLUSIVE", 4: "EXCL_WRITE"}
 
@@ -41,7 +43,8 @@ def register_txn_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("abort-txns", help="abort transactions by id",
                        description="Abort the given transactions (ABORT TRANSACTIONS id ...). "
-                                   "Ids that are not open are reported and left alone.",
+                                   "Ids that are not open are left alone and reported with "
+                                   "why (already aborted, committed, unknown); exit 1 then.",
                        epilog=EPILOG, formatter_class=fmt)
     add_conn(p)
     p.add_argument("ids", nargs="+", type=int, metavar="ID", help="transaction id")
@@ -121,28 +124,56 @@ def cmd_show_locks(args: argparse.Namespace) -> int:
 
 
 def cmd_abort_txns(args: argparse.Namespace) -> int:
+    """Hive's ABORT TRANSACTIONS calls abort_txns, which aborts the open ones and answers
+    nothing about the others (Hive 4 TxnHandler.abortTxns: a warning that it "only aborted
+    N out of M transactions"). So the open ones are aborted that way, and each other id gets
+    abort_txn, whose answer says why it is not open (TxnUtils.raiseTxnUnexpectedState:
+    NoSuchTxnException "... is already committed." or "No such transaction ...";
+    AbortTxnFunction takes an already aborted one silently, which the listing before tells).
+    Exit 1 when any id was not aborted."""
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
     ids = sorted(set(args.ids))
     client = client_for(args)
     try:
         before = {t.id: t.state for t in client.get_open_txns_info().open_txns or []}
-        client.abort_txns(ttypes.AbortTxnsRequest(txn_ids=ids))
+        open_ids = [t for t in ids if before.get(t) == OPEN]
+        if open_ids:
+            client.abort_txns(ttypes.AbortTxnsRequest(txn_ids=open_ids))
         after = {t.id: t.state for t in client.get_open_txns_info().open_txns or []}
+        result = []
+        for t in ids:
+            if before.get(t) == ABORTED:
+                outcome, why = "already aborted", None
+            elif before.get(t) == OPEN and after.get(t) == ABORTED:
+                outcome, why = "aborted", None
+            else:
+                outcome, why = _abort_one(client, t)
+            result.append({"txnid": t, "result": outcome, **({"reason": why} if why else {})})
     finally:
         client.close()
-    result = []
-    for t in ids:
-        was, now = before.get(t), after.get(t)
-        if was == 3 and now == 2:
-            outcome = "aborted"
-        elif was == 2:
-            outcome = "already aborted"
-        else:
-            outcome = "not open (committed or unknown)"
-        result.append({"txnid": t, "result": outcome})
     if args.json:
         print(json.dumps({"results": result}, indent=2))
     else:
-        print(render_table(["TXNID", "RESULT"], [[r["txnid"], r["result"]] for r in result]))
+        print(render_table(["TXNID", "RESULT"], [
+            [r["txnid"], r["result"] + (f" ({r['reason']})" if "reason" in r else "")]
+            for r in result]))
+    failed = [r for r in result if r["result"] != "aborted"]
+    if failed:
+        raise CommandError(f"{len(failed)} of {len(result)} transaction(s) not aborted: " +
+                           ", ".join(f"{r['txnid']} {r['result']}" for r in failed), status=1)
     return 0
+
+
+def _abort_one(client, txn_id: int) -> tuple[str, str | None]:
+    """abort_txn of one id the listing did not show open: (outcome, the server's reason)."""
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes
+
+    try:
+        client.abort_txn(ttypes.AbortTxnRequest(txnid=txn_id))
+    except ttypes.TxnAbortedException as err:
+        return "already aborted", err.message
+    except ttypes.NoSuchTxnException as err:
+        message = err.message or ""
+        return ("committed" if "committed" in message else "unknown"), message
+    return "aborted", None      # opened since the listing

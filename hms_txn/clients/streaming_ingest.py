@@ -137,7 +137,7 @@ class StreamingConnection:
             self.partition_values = self._partition_values(partition)
             self.partition_name = None
             if self.partition_values is not None:
-                from hms_txn.domain.names import make_partition_name
+                from hms_txn.domain.model.names import make_partition_name
                 self.partition_name = make_partition_name(self.partition_keys,
                                                           self.partition_values)
                 self.location = self._ensure_partition(tbl, create_partition)

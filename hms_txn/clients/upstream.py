@@ -32,9 +32,11 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TTransport
 
 from hms_txn.common import errors
-from hms_txn.domain import names, upstream_table_form
-from hms_txn.wire.client import (ClientOptions, Endpoint, SaslPlain, describe, open_endpoint,
-                                 parse_uris, table_request)
+from hms_txn.common.kerberos_names import server_principal
+from hms_txn.domain.extension import upstream_table_form
+from hms_txn.domain.model import names
+from hms_txn.wire.client import (ClientOptions, Endpoint, SaslGssapi, SaslPlain, describe,
+                                 open_endpoint, parse_uris, table_request)
 from hms_txn.wire.tls import TlsClient, TlsSetupError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
@@ -67,14 +69,27 @@ class _Conn:
             pass
 
 
+def upstream_kerberos(config) -> SaslGssapi | None:
+    """Kerberos towards the upstream (``hms_txn.upstream.kerberos.principal`` names its
+    principal) as this server's own principal from its keytab, else the ticket cache."""
+    service = config["hms_txn.upstream.kerberos.principal"]
+    if not service:
+        return None
+    keytab = config["hive.metastore.kerberos.keytab.file"]
+    principal = config["hive.metastore.kerberos.principal"] if keytab else None
+    return SaslGssapi(service, server_principal(principal, "0.0.0.0") if principal else None,
+                      keytab or None, config["hadoop.rpc.protection"])
+
+
 class UpstreamPool:
     def __init__(self, endpoints: list[Endpoint], *, sasl: bool = False, user: str | None = None,
                  password: str | None = None, framed: bool = False, timeout: float = 60.0,
                  retries: int = 2, retry_delay: float = 0.2, max_idle: int = 16,
-                 tls: TlsClient | None = None):
+                 tls: TlsClient | None = None, kerberos: SaslGssapi | None = None):
         self.endpoints = list(endpoints)
         self.tls = tls
-        self.sasl = sasl
+        self.sasl = sasl or kerberos is not None
+        self.kerberos = kerberos
         self.user = user
         self.password = password
         self.framed = framed or sasl
@@ -105,9 +120,11 @@ class UpstreamPool:
         except ValueError as err:
             raise ConfigError(f"{config.source}: hms_txn.upstream.uris: {err}") from None
         sasl = config["hms_txn.upstream.sasl.enabled"]
-        if sasl and not config["hms_txn.upstream.sasl.user"]:
+        kerberos = upstream_kerberos(config) if sasl else None
+        if sasl and kerberos is None and not config["hms_txn.upstream.sasl.user"]:
             raise ConfigError(f"{config.source}: hms_txn.upstream.sasl.enabled needs "
-                              f"hms_txn.upstream.sasl.user (and .password)")
+                              f"hms_txn.upstream.sasl.user (and .password), or "
+                              f"hms_txn.upstream.kerberos.principal for Kerberos")
         tls = None
         if config["hms_txn.upstream.use.SSL"]:
             tls = TlsClient(config["hms_txn.upstream.truststore.path"],
@@ -123,7 +140,7 @@ class UpstreamPool:
                    timeout=config["hms_txn.upstream.socket.timeout"],
                    retries=config["hms_txn.upstream.retries"],
                    retry_delay=config["hms_txn.upstream.retry.delay"],
-                   max_idle=config["hms_txn.upstream.pool.size"])
+                   max_idle=config["hms_txn.upstream.pool.size"], kerberos=kerberos)
 
     @property
     def uris(self) -> str:
@@ -132,7 +149,7 @@ class UpstreamPool:
     # ------------------------------------------------------------------ connections
 
     def _open(self, endpoint: Endpoint, generation: int) -> _Conn:
-        sasl = SaslPlain(self.user, self.password or "") if self.sasl else None
+        sasl = self.kerberos or (SaslPlain(self.user, self.password or "") if self.sasl else None)
         client = open_endpoint(endpoint, ClientOptions(sasl=sasl, framed=self.framed,
                                                         timeout=self.timeout, tls=self.tls))
         return _Conn(client, client.transport, endpoint, generation)

@@ -95,11 +95,23 @@ class Config:
     def sasl_required(self) -> bool:
         """Whether clients must authenticate; raises ConfigError for unsupported modes."""
         mode = self["hive.metastore.authentication"]
-        if mode in ("KERBEROS", "LDAP", "CUSTOM"):
+        if mode in ("LDAP", "CUSTOM"):
             raise ConfigError(
-                f"{self.source}: hive.metastore.authentication={mode} is not supported by hms-txn "
-                f"yet (Kerberos/GSSAPI included); use CONFIG for SASL PLAIN, or NOSASL")
-        return self["hive.metastore.sasl.enabled"] or mode == "CONFIG"
+                f"{self.source}: hive.metastore.authentication={mode} is not supported by "
+                f"hms-txn; use KERBEROS, CONFIG (SASL PLAIN) or NOSASL")
+        return self["hive.metastore.sasl.enabled"] or mode in ("CONFIG", "KERBEROS")
+
+    def kerberos_required(self) -> bool:
+        """Whether the server authenticates with Kerberos (SASL GSSAPI): Hive 4's
+        ``hive.metastore.authentication=KERBEROS``, or SASL on with Hive 2.3's
+        ``hadoop.security.authentication=kerberos`` or a principal and keytab of its own.
+        A client with this configuration authenticates with Kerberos unless it has a
+        password or a delegation token."""
+        if self["hive.metastore.authentication"] == "KERBEROS":
+            return True
+        return self.sasl_required() and (
+            self["hadoop.security.authentication"] == "kerberos"
+            or bool(self["hive.metastore.kerberos.keytab.file"]))
 
     def warehouse_dir(self, data_dir: str) -> str:
         """The warehouse root: an absolute local path, or a location on another file
@@ -226,8 +238,28 @@ def parse_overrides(items: Sequence[str] | None) -> dict[str, str]:
 
 
 def load(path: str | None = None, overrides: Mapping[str, str] | None = None) -> Config:
-    """Load hive-site.xml (or nothing: the embedded defaults) plus ``overrides``."""
-    raw: dict[str, str] = read_site_xml(path) if path else {}
+    """Load hive-site.xml (or nothing: the embedded defaults) plus ``overrides``, over the
+    Hadoop settings of ``core_site_files`` (hive-site.xml wins, as in Hive's HiveConf)."""
+    raw: dict[str, str] = {}
+    for core in core_site_files(path):
+        raw.update(read_site_xml(core))
+    if path:
+        raw.update(read_site_xml(path))
     if overrides:
         raw.update(overrides)
     return Config(raw, source=path or "<defaults>")
+
+
+def core_site_files(path: str | None = None) -> list[str]:
+    """The core-site.xml files whose Hadoop keys (``hadoop.security.*``,
+    ``hadoop.rpc.protection``, ``hadoop.proxyuser.*``) a configuration includes, as a Java
+    metastore finds them on its classpath: ``$HADOOP_CONF_DIR/core-site.xml``, then the
+    one beside ``path`` (the hive-site.xml)."""
+    found = []
+    dirs = [os.environ.get("HADOOP_CONF_DIR"),
+            os.path.dirname(os.path.abspath(path)) if path else None]
+    for d in filter(None, dirs):
+        candidate = os.path.join(d, "core-site.xml")
+        if os.path.isfile(candidate) and candidate not in found:
+            found.append(candidate)
+    return found

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hms_txn.common.kerberos_names import parse_auth_to_local, parse_rpc_protection
+
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message names the file or key."""
@@ -175,8 +177,36 @@ _key("hive.metastore.sasl.enabled", False, parse_bool,
      "Require SASL before any call: PLAIN (configured users) or DIGEST-MD5 (Hive "
      "delegation tokens).", "metastore.sasl.enabled")
 _key("hive.metastore.authentication", "NOSASL", lambda v: _choice(v, AUTH_MODES),
-     "NOSASL, NONE or CONFIG (SASL PLAIN against configured users). KERBEROS and LDAP are "
-     "not supported yet.", "metastore.authentication")
+     "NOSASL, NONE, CONFIG (SASL PLAIN against configured users) or KERBEROS (SASL GSSAPI, "
+     "with DIGEST-MD5 for delegation tokens). LDAP and CUSTOM are not supported.",
+     "metastore.authentication")
+# Kerberos (hms_txn.wire.sasl_gssapi; docs/security.md, "Kerberos")
+_key("hive.metastore.kerberos.principal", None, parse_str,
+     "Server: its Kerberos principal (hive/_HOST@REALM: _HOST becomes this host's canonical "
+     "name). Clients: the metastore's principal (_HOST becomes the host of the URI).",
+     "metastore.kerberos.principal")
+_key("hive.metastore.kerberos.keytab.file", None, parse_str,
+     "Server: the keytab holding the key of hive.metastore.kerberos.principal.",
+     "metastore.kerberos.keytab.file")
+_key("hadoop.security.authentication", "simple",
+     lambda v: _choice(v, ("SIMPLE", "KERBEROS")).lower(),
+     "kerberos: with hive.metastore.sasl.enabled the metastore authenticates clients with "
+     "Kerberos (SASL GSSAPI), Hive 2.3's way of saying it (usually in core-site.xml).")
+_key("hadoop.security.auth_to_local", "DEFAULT", parse_auth_to_local,
+     "Rules mapping Kerberos principals to the short user names the metastore records and "
+     "checks (Hadoop's syntax: DEFAULT, RULE:[n:fmt](regex)s/from/to/g/L).")
+_key("hadoop.security.auth_to_local.mechanism", "hadoop",
+     lambda v: _choice(v, ("HADOOP", "MIT")).lower(),
+     "hadoop: a principal no rule maps is refused; mit: it is used as it is.")
+_key("hadoop.rpc.protection", ("auth",), parse_rpc_protection,
+     "SASL GSSAPI protection, a comma-separated list of authentication, integrity, "
+     "privacy: the server offers each, a client chooses the first the server offers.")
+_key("hms_txn.client.kerberos.principal", None, parse_str,
+     "Clients (the hms-txn commands, hive_acid, the streaming client): authenticate with "
+     "Kerberos as this principal, from hms_txn.client.kerberos.keytab (--principal).")
+_key("hms_txn.client.kerberos.keytab", None, parse_str,
+     "Clients: the keytab of hms_txn.client.kerberos.principal (--keytab); unset: the "
+     "ticket cache (kinit).")
 _key("hive.metastore.authentication.config.username", None, parse_str,
      "User accepted by CONFIG authentication.", "metastore.authentication.config.username")
 _key("hive.metastore.authentication.config.password", None, lambda v: v,
@@ -289,16 +319,23 @@ _key("hive.compactor.history.reaper.interval", 120.0, _seconds("ms"),
      "metastore.compactor.history.reaper.interval")
 
 
-def _compactor_engine(text: str) -> str:
-    value = text.strip().upper()
-    if value == "SPARK":
-        raise ValueError("SPARK (compaction as a Spark job) is not implemented yet; use LOCAL")
-    return _choice(value, ("LOCAL",))
-
-
-_key("hms_txn.compactor.engine", "LOCAL", _compactor_engine,
-     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid). A Spark "
-     "job variant (SPARK) is not implemented yet.")
+_key("hms_txn.compactor.engine", "LOCAL", lambda text: _choice(text, ("LOCAL", "SPARK")),
+     "Where workers run a compaction: LOCAL (in the worker thread, with orc_acid) or SPARK "
+     "(a Spark application per claimed batch of requests, one task per partition and bucket "
+     "id; hms_txn.service.compactor.spark_engine). SPARK needs spark.master.")
+_key("spark.master", "", str,
+     "engine=SPARK: the cluster the compaction applications run on (Spark's own key; every "
+     "other spark.* key of hive-site.xml is passed to the application as well, as Hive on "
+     "Spark does: spark.executor.memory, spark.executor.cores, spark.cores.max, ...).")
+_key("hive.compactor.job.queue", "", str,
+     "The queue compaction jobs run in (Hive's key): on YARN, the Spark application's "
+     "spark.yarn.queue unless that is set.", "metastore.compactor.job.queue")
+_key("hms_txn.compactor.spark.submit", "", str,
+     "engine=SPARK: the spark-submit to run (default: $SPARK_HOME/bin/spark-submit, else the "
+     "one of the installed pyspark).")
+_key("hms_txn.compactor.spark.requests.per.application", 16, parse_positive_int,
+     "engine=SPARK: a worker claims up to this many queued requests of one table and type "
+     "together and runs them in one application (one Spark task per partition and bucket).")
 _key("hms_txn.compactor.worker.test.pause", 0.0, _seconds("s"),
      "Test hook: a worker sleeps this long after writing the (invisible) output and before "
      "committing the compaction transaction (crash-safety tests).")
@@ -359,13 +396,14 @@ _key("hms_txn.cache.strict.writeids", False, parse_bool,
 _key("hms_txn.cache.tailer.pausable", False, parse_bool,
      "Test hook: allow fb303 setOption('hms_txn.cache.tailer.paused', 'true'|'false') to "
      "pause and resume the cache's log tailer.")
-# Client capabilities (hms_txn.domain.capabilities)
+# Client capabilities (hms_txn.domain.catalog.capabilities)
 _key("hive.metastore.client.capability.check", True, parse_bool,
-     "Refuse ACID tables to clients that have not declared they understand them: "
-     "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (as Hive "
-     "3/4), full-ACID tables on get_table/get_table_req to clients that declared no "
-     "capability at all (Hive 2 clients such as Spark's built-in one, and every get_table "
-     "call). false: such clients get the tables and misread them.",
+     "Hand ACID tables to clients that have not declared they understand them in the plain "
+     "form (hms_txn.domain.catalog.plain_form: described, listed, dropped, never read or written): "
+     "insert-only tables to clients without ClientCapability INSERT_ONLY_TABLES (Hive 3/4 "
+     "refuse them), full-ACID tables to clients that declared no capability at all (Hive 2 "
+     "clients such as Spark's built-in one, and every get_table call). false: such clients "
+     "get the tables as stored and misread them.",
      "metastore.client.capability.check")
 # Extension mode (hms_txn.upstream, hms_txn.extension; docs/extension-mode.md)
 _key("hms_txn.upstream.uris", None, parse_str,
@@ -373,7 +411,12 @@ _key("hms_txn.upstream.uris", None, parse_str,
      "turns on extension mode (catalog calls forwarded there; transactions, write ids, "
      "locks, notifications and the cache served here).")
 _key("hms_txn.upstream.sasl.enabled", False, parse_bool,
-     "Authenticate to the upstream with SASL PLAIN (thrift-sasl).")
+     "Authenticate to the upstream with SASL: PLAIN (thrift-sasl), or Kerberos when "
+     "hms_txn.upstream.kerberos.principal is set.")
+_key("hms_txn.upstream.kerberos.principal", None, parse_str,
+     "The upstream metastore's Kerberos principal (hive/_HOST@REALM: _HOST becomes the "
+     "upstream's host): authenticate to it with SASL GSSAPI, as hive.metastore.kerberos."
+     "principal from its keytab (else the ticket cache).")
 _key("hms_txn.upstream.sasl.user", None, parse_str, "SASL PLAIN user for the upstream.")
 _key("hms_txn.upstream.sasl.password", None, lambda v: v, "SASL PLAIN password for the upstream.")
 _key("hms_txn.upstream.framed", False, parse_bool,
@@ -446,6 +489,39 @@ _key("hive.metastore.client.plain.username", None, parse_str,
 _key("hms_txn.client.plain.password", None, lambda v: v,
      "Clients: the password of that user (Hive 4 reads it from a Hadoop credential "
      "provider; the commands' --password-file wins).")
+
+# The Iceberg REST catalog (hms_txn.rest; Hive 4.1's keys, README "Iceberg REST")
+def _servlet_port(text: str) -> int:
+    value = int(text.strip())
+    if not -1 <= value <= 65535:
+        raise ValueError(f"not a TCP port, 0 (any free port) or -1 (off): {text!r}")
+    return value
+
+
+def _servlet_auth(text: str) -> str:
+    value = text.strip().lower()
+    if value == "oauth2":
+        raise ValueError("oauth2 is not supported by hms-txn; use jwt (with "
+                         "metastore.authentication.jwt.jwks.url), simple or none")
+    return _choice(value.upper(), ("NONE", "SIMPLE", "JWT")).lower()
+
+
+_key("metastore.catalog.servlet.port", -1, _servlet_port,
+     "Port of the Iceberg REST catalog inside `hms-txn serve`: -1 off, 0 any free port.",
+     "hive.metastore.catalog.servlet.port")
+_key("metastore.iceberg.catalog.servlet.path", "iceberg", parse_str,
+     "Path of the Iceberg REST catalog: http(s)://host:port/<path>/v1/...",
+     "hive.metastore.iceberg.catalog.servlet.path")
+_key("metastore.catalog.servlet.auth", "jwt", _servlet_auth,
+     "Authentication of the Iceberg REST catalog: jwt (a bearer token signed by a key of "
+     "metastore.authentication.jwt.jwks.url; the user is its sub claim), simple (the user is "
+     "the x-actor-username header) or none.", "hive.metastore.catalog.servlet.auth")
+_key("metastore.authentication.jwt.jwks.url", None, parse_str,
+     "URL(s) of the JSON Web Key Set(s) that sign the REST catalog's JWTs (comma-separated).",
+     "hive.metastore.authentication.jwt.jwks.url")
+_key("hms_txn.iceberg.lock.timeout", 180.0, _seconds("s"),
+     "How long an Iceberg REST commit waits for its table's lock (held by another commit, "
+     "through either door) before it fails with 409; Iceberg's own default is 3 minutes.")
 
 # Keys handed out by get_config_value / getMetaConf even though the server itself does not
 # act on them; clients read them to decide features.

@@ -68,6 +68,17 @@ class Refused(MetastoreError):
     MetaException even when the method declares more specific exceptions."""
 
 
-class ClientNotCapable(MetastoreError):
-    """The client has not declared the capabilities the object needs (Hive's client
-    capability check: an ACID table for a client that does not understand ACID)."""
+class NoSuchNamespace(NoSuchObject):
+    """An Iceberg namespace (a database, seen through the Iceberg REST catalog) does not
+    exist; Thrift answers it as any ``NoSuchObject``."""
+
+
+class ConcurrentModification(MetastoreError):
+    """The object changed since the caller read it: a parameter no longer has the value the
+    caller expected (Hive 4's ``expected_parameter_key``/``_value``), or an Iceberg commit's
+    requirement does not hold. Nothing was changed; the caller may re-read and retry."""
+
+
+class CommitStateUnknown(MetastoreError):
+    """A write whose outcome cannot be known: the database failed while committing it (the
+    commit may or may not have happened). The caller must re-read before retrying."""

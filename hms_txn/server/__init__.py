@@ -11,11 +11,13 @@ import logging
 import os
 
 from hms_txn.common.config import Config, ConfigError
+from hms_txn.server import iceberg_rest
 from hms_txn.server.metastore import Metastore
 from hms_txn.server.observability import MetricsServer
 from hms_txn.service.handler import ServiceRouter, build_dispatcher
 from hms_txn.wire.codec import object_json
-from hms_txn.wire.sasl import PasswordBook, SaslServer
+from hms_txn.server.authentication import kerberos_server, sasl_server
+from hms_txn.wire.sasl import KerberosServer
 from hms_txn.wire.server import ThriftServer, TransportOptions
 from hms_txn.wire.tls import TlsServer, TlsSetupError
 
@@ -23,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 class MetastoreServer:
-    def __init__(self, ms: Metastore, *, host: str | None = None, port: int | None = None):
+    def __init__(self, ms: Metastore, *, host: str | None = None, port: int | None = None,
+                 kerberos: KerberosServer | None = None):
         self.ms = ms
         config = ms.config
         idle = config["hms_txn.connection.idle.timeout"]
@@ -40,8 +43,8 @@ class MetastoreServer:
             # hms_txn.wire.event_loop); with PostgreSQL a thread per connection.
             event_loop=config["hms_txn.server.txn.loop"] and ms.store.is_sqlite,
             spin=config["hms_txn.server.txn.loop.spin"], tls=tls)
-        sasl = (SaslServer(PasswordBook.from_config(config), ms.token_service.sasl_credential)
-                if config.sasl_required() else None)
+        sasl = sasl_server(config, ms.token_service.sasl_credential,
+                           kerberos if kerberos is not None else kerberos_server(config))
         handler = ms.handler()
         self.dispatcher = build_dispatcher(
             handler, metrics=ms.observability.calls,
@@ -50,6 +53,10 @@ class MetastoreServer:
         router = ServiceRouter(handler, ms.units, inline_reads=ms.upstream is None)
         self.transport = ThriftServer(self.dispatcher, router, options, sasl=sasl)
         self.metrics: MetricsServer | None = None
+        # The Iceberg REST catalog (metastore.catalog.servlet.port; hms_txn.rest), bound in
+        # start() beside the Thrift port.
+        self._tls = tls
+        self.rest = None
         self._stopped = False
 
     @property
@@ -67,8 +74,22 @@ class MetastoreServer:
         if cpus:
             pin_process(cpus)
         self.transport.bind()
+        if iceberg_rest.enabled(config):
+            host = self.transport.host or "0.0.0.0"
+            try:
+                self.rest = iceberg_rest.open_listener(self.ms, host, self._tls)
+            except OSError as err:
+                port = config["metastore.catalog.servlet.port"]
+                raise ConfigError(f"cannot listen on {host}:{port} (metastore.catalog.servlet."
+                                  f"port): {err.strerror or err}") from None
         self.ms.start()
         self.transport.serve()
+        if self.rest is not None:
+            self.rest.start()
+            if not self.rest.wait_started():
+                raise ConfigError(f"{config.source}: the Iceberg REST catalog did not start "
+                                  f"on port {self.rest.port}")
+            log.info("Iceberg REST catalog on %s", self.rest_address)
         self.ms.counter_sources.append(self.transport.counters)
         if config["hms_txn.metrics.enabled"]:
             self.metrics = MetricsServer(self.ms.observability, self.ms.health,
@@ -76,11 +97,21 @@ class MetastoreServer:
             log.info("metrics on http://%s:%d/metrics", self.transport.host, self.metrics.port)
         return self
 
+    @property
+    def rest_address(self) -> str | None:
+        """The Iceberg REST catalog's base URI (None when it is off)."""
+        if self.rest is None:
+            return None
+        path = self.ms.config["metastore.iceberg.catalog.servlet.path"].strip("/")
+        return f"{self.rest.scheme}://{self.rest.host}:{self.rest.port}/{path}"
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving (in-flight calls finish), then the metastore."""
         if self._stopped:
             return
         self._stopped = True
+        if self.rest is not None:
+            self.rest.stop(timeout)
         self.transport.stop(timeout)
         if self.metrics is not None:
             self.metrics.stop()
@@ -124,13 +155,16 @@ def server_tls(config: Config) -> TlsServer | None:
 def create_server(config: Config, *, data_dir: str = "metastore_data", host: str | None = None,
                   port: int | None = None) -> MetastoreServer:
     server_tls(config)       # an unusable certificate stops start-up before the database
+    iceberg_rest.check(config, extension_mode=bool(config["hms_txn.upstream.uris"]))
+    kerberos = kerberos_server(config)        # and so does an unusable keytab,
+    sasl_server(config, None, kerberos)       # SASL with framed transport or without users
     upstream = None
     if config["hms_txn.upstream.uris"]:   # extension mode (docs/extension-mode.md)
         from hms_txn.clients.upstream import UpstreamPool
         upstream = UpstreamPool.from_config(config)
     ms = Metastore(config, data_dir=data_dir, object_json=object_json, upstream=upstream)
     try:
-        return MetastoreServer(ms, host=host, port=port)
+        return MetastoreServer(ms, host=host, port=port, kerberos=kerberos)
     except BaseException:      # a configuration error of the transport: nothing started
         ms.close()
         raise

@@ -15,51 +15,53 @@ from typing import Any, Callable
 
 from sqlalchemy import text
 
-from hms_txn.domain.cache import MetadataCache
-from hms_txn.domain.cache_source import CatalogSource
-from hms_txn.domain.constraints import Constraints
-from hms_txn.domain.databases import Databases
-from hms_txn.domain.event_messages import MessageContext
-from hms_txn.domain.dml_events import CatalogObjects, DmlEvents
-from hms_txn.domain.extension_cache import ExtensionCache
-from hms_txn.domain.extension_events import ForwardedEvents, UpstreamObjects
-from hms_txn.domain.functions import Functions
-from hms_txn.domain.partitions import Partitions
-from hms_txn.domain.tables import Tables
-from hms_txn.domain import roles
-from hms_txn.service.authorization import AuthorizationService
-from hms_txn.service.catalog import CatalogService
-from hms_txn.service.constraints import ConstraintService
-from hms_txn.domain import catalogs
-from hms_txn.service.catalog_names import CatalogNames, ForeignCatalog
-from hms_txn.service.catalogs import CatalogsService
+from hms_txn.domain.cache.cache import MetadataCache
+from hms_txn.domain.cache.cache_source import CatalogSource
+from hms_txn.domain.catalog.constraints import Constraints
+from hms_txn.domain.catalog.databases import Databases
+from hms_txn.domain.events.event_messages import MessageContext
+from hms_txn.domain.txn.dml_events import CatalogObjects, DmlEvents
+from hms_txn.domain.extension.extension_cache import ExtensionCache
+from hms_txn.domain.extension.extension_events import ForwardedEvents, UpstreamObjects
+from hms_txn.domain.catalog.functions import Functions
+from hms_txn.domain.catalog.partitions import Partitions
+from hms_txn.domain.catalog.tables import Tables
+from hms_txn.domain.security import roles
+from hms_txn.service.security.authorization import AuthorizationService
+from hms_txn.service.catalog.catalog import CatalogService
+from hms_txn.service.catalog.constraints import ConstraintService
+from hms_txn.domain.catalog import catalogs
+from hms_txn.service.catalog.catalog_names import CatalogNames, ForeignCatalog
+from hms_txn.service.catalog.catalogs import CatalogsService
 from hms_txn.service.features_off import FeaturesOff
-from hms_txn.service.forwarding_requests import RequestForwarding
-from hms_txn.service.partition_calls import PartitionCalls
-from hms_txn.service.table_calls import TableCalls
-from hms_txn.service.external_compactor import ExternalCompactorService
+from hms_txn.service.extension.forwarding_requests import RequestForwarding
+from hms_txn.service.catalog.partition_calls import PartitionCalls
+from hms_txn.service.catalog.table_calls import TableCalls
+from hms_txn.service.compactor.external_compactor import ExternalCompactorService
 from hms_txn.service.fb303 import Fb303Service
-from hms_txn.service.functions import FunctionService
-from hms_txn.service.hive_records import (PartitionEventService, RuntimeStatsService,
-                                          TypeService)
-from hms_txn.service.forwarding import Forwarder, ForwardingService, owned_methods
-from hms_txn.service.forwarding_partitions import PartitionForwarding
-from hms_txn.service.forwarding_table_form import WriteIdRecovery
+from hms_txn.service.catalog.functions import FunctionService
+from hms_txn.service.catalog.hive_records import (PartitionEventService, RuntimeStatsService,
+                                                  TypeService)
+from hms_txn.service.extension.forwarder import Forwarder
+from hms_txn.service.extension.forwarding import ForwardingService, owned_methods
+from hms_txn.service.extension.forwarding_partitions import PartitionForwarding
+from hms_txn.service.extension.forwarding_table_form import WriteIdRecovery
 from hms_txn.service.handler import Handler
 from hms_txn.service.notifications import NotificationService
-from hms_txn.service.statistics import StatisticsService
-from hms_txn.service.table_access import TableAccess
+from hms_txn.service.catalog.statistics import StatisticsService
+from hms_txn.service.catalog.table_access import TableAccess
 from hms_txn.common.config import Config
-from hms_txn.domain.delegation_tokens import DelegationTokens
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.security.delegation_tokens import DelegationTokens
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.server.authentication import user_names
 from hms_txn.server.observability import Observability
-from hms_txn.service.locks import CompactionService, LockService
-from hms_txn.service.token_store import TokenStoreService
-from hms_txn.service.tokens import TokenService
-from hms_txn.service.transactions import TxnService
+from hms_txn.service.txn.locks import CompactionService, LockService
+from hms_txn.service.security.token_store import TokenStoreService
+from hms_txn.service.security.tokens import TokenService
+from hms_txn.service.txn.transactions import TxnService
 from hms_txn.service.units import UnitOfWork
 from hms_txn.store import Store, ensure_schema
-from hms_txn.domain.warehouse import Warehouse
+from hms_txn.domain.model.warehouse import Warehouse
 from hms_txn.wire.codec import object_json as thrift_object_json
 
 log = logging.getLogger(__name__)
@@ -99,9 +101,10 @@ class Metastore:
         # Every transaction the service layer runs goes through this unit of work; the
         # metadata cache (made below) learns of this process's writes from it.
         self.units = UnitOfWork(self.store)
-        # How every notification event is built and encoded (domain.event_messages).
+        # How every notification event is built and encoded (domain.events.event_messages).
         self.messages = message_context(config, object_json or thrift_object_json)
-        # The catalog: changes (domain.databases/tables/partitions), reads through the cache.
+        # The catalog: changes (domain.catalog.databases/tables/partitions), reads through
+        # the cache.
         self.constraints = Constraints(self.messages)
         self.functions = Functions(self.messages)
         self.tables = Tables(self.warehouse, self.messages, self.constraints)
@@ -127,7 +130,8 @@ class Metastore:
         self.lock_service = LockService(self.units)
         self.compaction_service = CompactionService(self.units)
         # Hive delegation tokens (get/renew/cancel_delegation_token, SASL DIGEST-MD5).
-        self.token_service = TokenService(self.units, DelegationTokens.from_config(config))
+        self.token_service = TokenService(
+            self.units, DelegationTokens.from_config(config, short_name=user_names(config)))
         self.observability = Observability()
         # The metadata cache; in extension mode it reads the catalog from the upstream.
         if upstream is None:
@@ -161,7 +165,7 @@ class Metastore:
 
     def handler(self) -> Handler:
         """The Thrift handler over this metastore's services (``service.handler``)."""
-        fb303 = Fb303Service(self.config, self.counters, self.cache, self.started_at,
+        fb303 = Fb303Service(self.config, self.counters, self.cache.tailer, self.started_at,
                              self.db_uuid)
         services = [fb303, self.txn_service, self.lock_service, self.compaction_service,
                     self.notification_service, self.token_service,
@@ -205,7 +209,7 @@ class Metastore:
 
     def start(self) -> None:
         """Start background work (housekeeping); idempotent."""
-        from hms_txn.service.housekeeping import Housekeeper
+        from hms_txn.service.txn.housekeeping import Housekeeper
         if not self._serving:
             # Only a serving process hands out ids, so only it settles the reservation of
             # lazily opened transactions (hms_txn.txn.TxnManager); CLI commands do not.

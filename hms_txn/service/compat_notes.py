@@ -60,7 +60,7 @@ for _method in ("add_primary_key", "add_foreign_key", "add_unique_constraint",
 # Methods answered "not supported" whose answer a client treats specially.
 NOT_SUPPORTED: dict[str, str] = {}
 
-# A Hive compactor running elsewhere on our queue (domain/external_compactor.py).
+# A Hive compactor running elsewhere on our queue (domain/compaction/external_compactor.py).
 _ONE_CLAIM = (
     "claims through the claim our own compactor uses (compaction_bookkeeping.claim_next), "
     "so a Hive Worker in HiveServer2 (`hive.metastore.runworker.in=hs2`) and ours never "
@@ -90,12 +90,13 @@ IMPLEMENTED.update({
 })
 
 # Catalogs, partition and table calls, truncate and the features kept off (issue 28;
-# service.catalog_names, catalogs, partition_calls, table_calls, features_off).
+# service.catalog.catalog_names, catalogs, partition_calls, table_calls, features_off).
 _JAVA_EXPRESSION = (
     "always TApplicationException UNKNOWN_METHOD, answered by the dispatcher: the request's "
     "Kryo-serialized Hive expression can only be read by Java code, and on this answer "
     "Hive's client (HiveMetaStoreClient, PartitionPruner) prunes partitions itself")
-_OTHER_CATALOG = "; hms-txn keeps databases in the `hive` catalog only (service/catalog_names.py)"
+_OTHER_CATALOG = ("; hms-txn keeps databases in the `hive` catalog only "
+                  "(service/catalog/catalog_names.py)")
 _WM = ("as Hive with no resource plan: NoSuchObjectException \"There is no resource plan "
        "named: <plan>\" (creating plans is refused, so none exists)")
 _NO_SCHEMA = "as Hive with an empty schema registry: NoSuchObjectException with Hive's text"
@@ -122,10 +123,19 @@ IMPLEMENTED.update({
     "translate_table_dryrun": (
         "the table as sent: hms-txn has no metadata transformer (as Hive with "
         "`metastore.metadata.transformer.class` empty)"),
+    "get_table": (
+        "an ACID table in the plain form for a client that has not declared it understands "
+        "it (hms_txn/domain/catalog/plain_form.py; Hive hands a full-ACID table as stored and "
+        "refuses an insert-only one)"),
+    "get_table_req": (
+        "as get_table for a client that declared too little; processor capabilities get "
+        "Hive 4's translation (service/catalog/table_access.py)"),
+    "get_table_objects_by_name": "ACID tables as get_table gives them",
+    "get_table_objects_by_name_req": "ACID tables as get_table_req gives them, untranslated",
     "get_tables_ext": (
         "empty without processor capabilities or with MANAGERAWMETADATA, as Hive; the access "
         "type and required capabilities are Hive 4's default translation's "
-        "(service/table_access.py)"),
+        "(service/catalog/table_access.py)"),
     "truncate_table": (
         "on a transactional table refused with MetaException: it needs the write id of "
         "truncate_table_req (Hive would write a base_-000001)"),

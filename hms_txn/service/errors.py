@@ -66,9 +66,10 @@ def translate(err: errors.MetastoreError, declared: tuple[type, ...],
               method: str | None = None) -> Exception:
     if method in _SINGLE_ID:
         return _SINGLE_ID[method](message=err.message)
-    for cls in _PREFERRED.get(type(err), ()):
-        if cls in declared:
-            return cls(message=err.message)
+    for kind in type(err).__mro__:      # a subclass is answered as its declared parent
+        for cls in _PREFERRED.get(kind, ()):
+            if cls in declared:
+                return cls(message=err.message)
     if ttypes.MetaException in declared:
         return ttypes.MetaException(message=err.message)
     if declared:

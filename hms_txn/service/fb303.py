@@ -9,6 +9,7 @@ from typing import Callable, Protocol
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import InvalidInput
+from hms_txn.wire.session import identity
 from hms_txn.wire.thrift_gen.fb303.ttypes import fb_status
 from hms_txn.wire.thrift_gen.hive_metastore.ttypes import ConfigValSecurityException
 
@@ -105,7 +106,9 @@ class Fb303Service:
         log.debug("ignored fb303 reinitialize from a client")
 
     def set_ugi(self, user_name, group_names):
-        return [user_name or ""] + list(group_names or [])
+        # On an authenticated connection the user is who authenticated (a Kerberos
+        # principal's short name), whatever name the client claims.
+        return [identity(user_name) or ""] + list(group_names or [])
 
     def getMetaConf(self, key):
         value = self.config.lookup_string(key)

@@ -4,16 +4,16 @@ events, and the ACID write notifications (``add_write_notification_log``,
 
 Clients keep event ids (they ask for "events after N"), so what they are shown must not be
 taken back by a power cut: after reading, every commit so far is made durable (a no-op
-unless a lazy commit happened since; see ``service.transactions``). After rather than
+unless a lazy commit happened since; see ``service.txn.transactions``). After rather than
 before the read, so that a lazy commit landing in between is covered.
 """
 
 from __future__ import annotations
 
 from hms_txn.common.errors import InvalidInput, NoSuchObject
-from hms_txn.domain import event_messages as em
-from hms_txn.domain import notifications
-from hms_txn.domain.dml_events import DmlEvents
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events import notifications
+from hms_txn.domain.txn.dml_events import DmlEvents
 from hms_txn.service.units import UnitOfWork
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 

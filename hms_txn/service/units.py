@@ -22,6 +22,16 @@ each call it frames (``ServiceRouter``) and keeps no method lists of its own.
 
 After every write, the notification events it appended are handed to ``on_commit`` (the
 metadata cache evicts what this process changed, so a client reads its own writes here).
+
+Two forms of a transaction call. Where the store offers it (``functions``: PostgreSQL),
+a transaction call is one statement, a function of the database doing the call's reads,
+checks and writes (hms_txn.store.pg_functions), and ``call`` runs it in autocommit: the
+statement is the transaction, one round trip instead of BEGIN, SET LOCAL, a statement per
+step and COMMIT. Its durability is declared here as for ``write``: ``MAY_BE_LAZY``
+reaches the function, which commits its implicit transaction without a flush unless it
+finds it must be durable (the same rules ``require_durable`` applies on the Python path).
+Everywhere else (SQLite) the call's Python path runs in ``write``/``read``. The service
+methods pick the form (hms_txn.domain.txn.one_statement says why the choice is theirs).
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from sqlalchemy.engine import Connection
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.store import Store
 from hms_txn.store.engine import WriterBusy
 from hms_txn.wire.event_loop import Route
@@ -102,6 +112,30 @@ class UnitOfWork:
             return result
 
         result = self.store.transaction(unit, durable=durability is Durability.DURABLE)
+        if written and self.on_commit is not None:
+            self.on_commit(written)
+        return result
+
+    @property
+    def functions(self):
+        """The one-statement form of the transaction calls (``store.txn_functions.
+        TxnFunctions``) where the store has it, else None: the store decides, by dialect."""
+        return self.store.functions
+
+    def call(self, work: Callable[[Connection], T],
+             durability: Durability = Durability.DURABLE) -> T:
+        """Run ``work(conn)``, which sends one statement (a call of ``functions``), as a
+        transaction of its own (autocommit), committed as ``durability`` says (see the
+        module docstring); retried on deadlocks and serialization failures."""
+        written: list[notifications.Written] = []
+
+        def unit(conn: Connection) -> T:
+            try:
+                return work(conn)
+            finally:
+                written[:] = notifications.take_written(conn)
+
+        result = self.store.one_statement(unit, lazy=durability is Durability.MAY_BE_LAZY)
         if written and self.on_commit is not None:
             self.on_commit(written)
         return result

@@ -47,6 +47,8 @@ live here:
   commit: concurrent commits overlap and PostgreSQL flushes them with shared WAL writes.
 * Lazy commits on PostgreSQL, what a server process does when the database server
   restarts under it, and why psycopg 3: hms_txn.store.postgres.
+* PostgreSQL's transaction calls are one statement each (``one_statement``, ``functions``:
+  hms_txn.store.txn_functions and pg_functions); SQLite runs their Python path.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hms_txn.store import postgres
 from hms_txn.store.prepared import run_fixed
+from hms_txn.store.txn_functions import TxnFunctions
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,11 @@ class Store:
         # on a new connection (see the module docstring); set by the serving process.
         self.on_database_restart: Callable[[Connection], None] | None = None
         self._restarts = postgres.RestartWatch(self.engine) if self.dialect == "postgresql" else None
+        # The transaction calls' one-statement form, where this store has it (PostgreSQL on
+        # psycopg 3: hms_txn.store.txn_functions); None: their Python path.
+        self.functions: TxnFunctions | None = (
+            TxnFunctions() if self.dialect == "postgresql"
+            and self.engine.dialect.driver == "psycopg" else None)
 
     @contextlib.contextmanager
     def write(self, lazy: bool = False) -> Iterator[Connection]:
@@ -216,6 +224,13 @@ class Store:
                 log.debug("retrying transaction after %s (attempt %d)", err.orig, attempt)
                 time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
         raise AssertionError("unreachable")
+
+    def one_statement(self, fn: Callable[[Connection], T], *, lazy: bool = False) -> T:
+        """PostgreSQL: ``fn(conn)`` sends one statement (a call of hms_txn.store.
+        txn_functions), in autocommit: the statement is the transaction; ``lazy``: it may
+        commit without a flush. Retried as ``transaction`` retries (hms_txn.store.postgres)."""
+        return postgres.one_statement(self.engine, self._restarts, self.on_database_restart,
+                                      fn, lazy and self.lazy_commits, self._retryable)
 
     @contextlib.contextmanager
     def batch(self, lazy: bool = False, wait: bool = True) -> Iterator[None]:

@@ -3,6 +3,10 @@
 Every table carries the version that introduced it (``info["since"]``). Upgrading from
 version V creates the tables introduced after V and runs the data steps registered for
 the versions in between, all in one database transaction, then records the new version.
+
+On PostgreSQL the same transaction installs the transaction calls' functions, or replaces
+them when the database's are older (they have a version of their own:
+hms_txn.store.pg_functions).
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ from typing import Callable
 from sqlalchemy import inspect, select, text, update
 from sqlalchemy.engine import Connection
 
+from hms_txn.store import pg_functions
 from hms_txn.store.engine import Store
+# security_schema puts its tables on ``metadata``: imported here, so that every schema this
+# module creates or upgrades has them.
+from hms_txn.store import security_schema  # noqa: F401
 from hms_txn.store.schema import SCHEMA_VERSION, metadata, notification_log, schema_version
 
 log = logging.getLogger(__name__)
@@ -75,32 +83,54 @@ def current_version(conn: Connection) -> int | None:
 
 
 def ensure_schema(store: Store, *, auto_upgrade: bool = True) -> int:
-    """Bring the database to ``SCHEMA_VERSION``; returns the version found before."""
+    """Bring the database to ``SCHEMA_VERSION`` (and, on PostgreSQL, its functions to
+    ``pg_functions.FUNCTIONS_VERSION``); returns the schema version found before."""
     with store.write() as conn:
-        found = current_version(conn)
-        if found is None:
-            if inspect(conn).get_table_names():
-                unknown = sorted(inspect(conn).get_table_names())[:5]
-                log.warning("database has tables but no hms-txn schema version: %s", unknown)
-            metadata.create_all(conn)
-            conn.execute(schema_version.insert().values(id=1, version=SCHEMA_VERSION))
-            log.info("created metastore schema version %d", SCHEMA_VERSION)
-            return 0
-        if found == SCHEMA_VERSION:
-            return found
-        if found > SCHEMA_VERSION:
-            raise SchemaError(
-                f"the database has metastore schema version {found}, newer than the "
-                f"version {SCHEMA_VERSION} this hms-txn supports; upgrade hms-txn"
-            )
-        if not auto_upgrade:
-            raise SchemaError(
-                f"the database has metastore schema version {found}; this hms-txn needs "
-                f"version {SCHEMA_VERSION}. Run `hms-txn upgrade-schema` or set "
-                f"hms_txn.schema.auto.upgrade=true"
-            )
-        upgrade(conn, found)
+        found = _ensure_tables(conn, auto_upgrade)
+        if conn.dialect.name == "postgresql":
+            _ensure_functions(conn, auto_upgrade or not found)
         return found
+
+
+def _ensure_tables(conn: Connection, auto_upgrade: bool) -> int:
+    found = current_version(conn)
+    if found is None:
+        if inspect(conn).get_table_names():
+            unknown = sorted(inspect(conn).get_table_names())[:5]
+            log.warning("database has tables but no hms-txn schema version: %s", unknown)
+        metadata.create_all(conn)
+        conn.execute(schema_version.insert().values(id=1, version=SCHEMA_VERSION))
+        log.info("created metastore schema version %d", SCHEMA_VERSION)
+        return 0
+    if found == SCHEMA_VERSION:
+        return found
+    if found > SCHEMA_VERSION:
+        raise SchemaError(
+            f"the database has metastore schema version {found}, newer than the "
+            f"version {SCHEMA_VERSION} this hms-txn supports; upgrade hms-txn"
+        )
+    if not auto_upgrade:
+        raise SchemaError(
+            f"the database has metastore schema version {found}; this hms-txn needs "
+            f"version {SCHEMA_VERSION}. Run `hms-txn upgrade-schema` or set "
+            f"hms_txn.schema.auto.upgrade=true"
+        )
+    upgrade(conn, found)
+    return found
+
+
+def _ensure_functions(conn: Connection, may_install: bool) -> None:
+    try:
+        if not may_install and pg_functions.needs_install(conn):
+            raise SchemaError(
+                f"the database's PostgreSQL functions are not version "
+                f"{pg_functions.FUNCTIONS_VERSION}, which this hms-txn needs. Run `hms-txn "
+                f"upgrade-schema` or set hms_txn.schema.auto.upgrade=true")
+        if pg_functions.ensure(conn):
+            log.info("installed the PostgreSQL functions, version %d",
+                     pg_functions.FUNCTIONS_VERSION)
+    except pg_functions.NewerFunctions as err:
+        raise SchemaError(str(err)) from None
 
 
 def upgrade(conn: Connection, found: int) -> None:

@@ -10,8 +10,18 @@ hms_txn.store.engine):
   any server process on the database), makes one synchronous commit. A database server
   that restarts after a crash may have lost lazy commits, which the server processes
   outlived: the first new connection after a restart (``pg_postmaster_start_time`` moved)
-  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn) before
+  runs ``on_database_restart`` (the id reservation's recovery, hms_txn.domain.txn.txn) before
   any transaction on a new connection proceeds.
+* One statement per call: the transaction calls run as functions
+  (hms_txn.store.pg_functions), each call one statement in autocommit, so no BEGIN, SET
+  LOCAL or COMMIT round trip: ``statement_connection`` gives the connection, and the
+  function sets ``synchronous_commit`` for its own implicit transaction (off for a lazy
+  call, back on when it finds it must be durable), which is what that transaction's commit
+  obeys. A statement in autocommit cannot be retried when its connection dies under it
+  (it may have committed), so a connection that the server closed while it was idle in
+  the pool (a restart) is found before the statement is sent: its socket has something to
+  read (the server's goodbye, or its end), which costs one non-blocking poll instead of a
+  ping's round trip.
 * Why psycopg 3 (``postgresql+psycopg``, what a ``jdbc:postgresql:`` URL maps to): it
   prepares a statement on the server once a connection has run it five times, so the
   transaction calls' fixed statements are parsed and planned once per connection instead
@@ -28,22 +38,97 @@ hms_txn.store.engine):
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import random
+import select
 import threading
-from typing import Callable
+import time
+from typing import Callable, Iterator, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from hms_txn.store.prepared import run_fixed
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _LAZY = "SET LOCAL synchronous_commit TO off"
 _DURABLE = "SET LOCAL synchronous_commit TO on"
 _IS_LAZY = "hms_txn.pg_lazy"        # Connection.info: this transaction is at _LAZY
 # Whether WAL written so far may not be flushed yet (by a lazy commit of any process).
 _WAL_BEHIND = "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
+
+
+def is_lazy(conn: Connection) -> bool:
+    """Whether the call on ``conn`` may commit without a flush (its unit of work said so)."""
+    return conn.info.get(_IS_LAZY, False)
+
+
+def one_statement(engine: Engine, restarts: "RestartWatch | None",
+                  recover: Callable[[Connection], None] | None, fn: Callable[[Connection], T],
+                  lazy: bool, retryable: Callable[[DBAPIError], bool], attempts: int = 8) -> T:
+    """``Store.one_statement``: ``fn(conn)`` on a ``statement_connection``, run again on a
+    deadlock or serialization failure (the statement then rolled back), never after the
+    statement may have committed."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with statement_connection(engine, restarts, recover, lazy) as conn:
+                return fn(conn)
+        except DBAPIError as err:
+            if attempt == attempts or not retryable(err):
+                raise
+            log.debug("retrying statement after %s (attempt %d)", err.orig, attempt)
+            time.sleep(min(0.2, 0.005 * 2 ** attempt) * random.random())
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def statement_connection(engine: Engine, restarts: "RestartWatch | None",
+                         recover: Callable[[Connection], None] | None,
+                         lazy: bool) -> Iterator[Connection]:
+    """A pooled connection in autocommit for one statement (see the module docstring),
+    alive when handed out, after the restart recovery if the database server restarted."""
+    while True:
+        conn = engine.connect()
+        if not _closed_by_server(conn):
+            break
+        conn.invalidate()
+        conn.close()
+    try:
+        if restarts is not None:
+            restarts.recover_if_restarted(conn, recover)
+        # Autocommit on the driver itself: SQLAlchemy's isolation-level option would set and
+        # reset it through its execution options at every checkout, which cost more of our
+        # CPU than the statement. Nothing here goes through SQLAlchemy's execution (the
+        # direct path, hms_txn.store.prepared), so nothing there assumes a transaction.
+        driver = conn.connection.driver_connection
+        driver.autocommit = True
+        conn.info[_IS_LAZY] = lazy
+        try:
+            yield conn
+        finally:
+            conn.info.pop(_IS_LAZY, None)
+            if not conn.invalidated:
+                driver.autocommit = False      # as the pool hands connections out
+    finally:
+        conn.close()
+
+
+def _closed_by_server(conn: Connection) -> bool:
+    """Whether an idle pooled connection was closed by the server (nothing is sent)."""
+    pgconn = conn.connection.driver_connection.pgconn
+    readable, _, _ = select.select([pgconn.socket], [], [], 0)
+    if not readable:
+        return False
+    try:
+        pgconn.consume_input()       # what arrived: a notice (alive) or the end (closed)
+    except Exception:                # psycopg.OperationalError: the server closed it
+        return True
+    return pgconn.status != 0        # psycopg.pq.ConnStatus.OK
 
 
 def begin_lazy(conn: Connection) -> None:

@@ -199,11 +199,7 @@ class _PsycopgPlan:
         return args
 
     def run(self, conn: Connection, params, many: bool) -> "_Result":
-        driver = conn.connection.driver_connection
-        info = conn.info
-        cursor = info.get(_CURSOR_KEY)
-        if cursor is None or cursor.closed or cursor.connection is not driver:
-            cursor = info[_CURSOR_KEY] = driver.cursor()
+        driver, cursor = _psycopg_cursor(conn)
         args: Any = None
         try:
             args = [self._args(p) for p in params] if many else self._args(params)
@@ -215,12 +211,27 @@ class _PsycopgPlan:
                 cursor.execute(self.sql, args)
             return _fetch(self, cursor)
         except conn.dialect.loaded_dbapi.Error as err:
-            gone = conn.dialect.is_disconnect(err, driver, cursor)
-            if gone:
-                conn.invalidate(err)
-            raise exc.DBAPIError.instance(
-                self.sql, args, err, conn.dialect.loaded_dbapi.Error,
-                connection_invalidated=gone, dialect=conn.dialect) from err
+            raise _psycopg_error(conn, driver, cursor, err, self.sql, args) from err
+
+
+def _psycopg_cursor(conn: Connection):
+    """(psycopg connection, the cursor the direct path reuses on it)."""
+    driver = conn.connection.driver_connection
+    info = conn.info
+    cursor = info.get(_CURSOR_KEY)
+    if cursor is None or cursor.closed or cursor.connection is not driver:
+        cursor = info[_CURSOR_KEY] = driver.cursor()
+    return driver, cursor
+
+
+def _psycopg_error(conn: Connection, driver, cursor, err, sql: str, args) -> exc.DBAPIError:
+    """A psycopg error as ``conn.execute`` raises it; a connection it left dead is
+    invalidated first."""
+    gone = conn.dialect.is_disconnect(err, driver, cursor)
+    if gone:
+        conn.invalidate(err)
+    return exc.DBAPIError.instance(sql, args, err, conn.dialect.loaded_dbapi.Error,
+                                   connection_invalidated=gone, dialect=conn.dialect)
 
 
 def run_fixed(conn: Connection, sql: str) -> None:
@@ -234,6 +245,35 @@ def run_fixed(conn: Connection, sql: str) -> None:
         _FixedStatement(sql).run(conn, None, False)
     else:
         conn.exec_driver_sql(sql)
+
+
+class DriverSQL(_PsycopgPlan):
+    """SQL text with psycopg's named placeholders (``%(name)s``), run like a prepared
+    statement's plan on psycopg's reused cursor, inside the caller's SQLAlchemy transaction
+    or autocommit block: the store's one-statement calls (hms_txn.store.txn_functions),
+    whose SQL is a function call written by hand rather than a Core statement."""
+    __slots__ = ()
+
+    def __init__(self, sql: str):
+        super().__init__(sql, {})
+
+    def _args(self, params: dict | None) -> dict | None:
+        return params
+
+    def execute(self, conn: Connection, params: dict) -> "_Result":
+        return self.run(conn, params, False)
+
+    def rows(self, conn: Connection, params: dict) -> list:
+        """The rows as the driver's plain tuples (the statement returns rows: a function's
+        answer)."""
+        driver, cursor = _psycopg_cursor(conn)
+        try:
+            if conn.dispatch.before_cursor_execute:
+                _announce(conn, cursor, self.sql, params, False)
+            cursor.execute(self.sql, params)
+            return cursor.fetchall()
+        except conn.dialect.loaded_dbapi.Error as err:
+            raise _psycopg_error(conn, driver, cursor, err, self.sql, params) from err
 
 
 class _FixedStatement(_PsycopgPlan):

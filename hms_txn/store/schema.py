@@ -7,11 +7,13 @@ and uniqueness need.
 
 Each table records in ``info["since"]`` the schema version that introduced it; the
 migration code creates the tables newer than a database's version when it upgrades it.
+The security tables (delegation tokens, roles, privileges, HiveServer2's token store) are in
+``security_schema``, on the same ``metadata``.
 """
 
 from sqlalchemy import (
-    BigInteger, Boolean, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String,
-    Table, Text, UniqueConstraint,
+    BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text,
+    UniqueConstraint,
 )
 
 SCHEMA_VERSION = 11
@@ -311,121 +313,10 @@ next_compaction_id = Table(
     info={"since": 2},
 )
 
-# ------------------------------------------------------------------ delegation tokens (v3)
+# ------------------------------------------------------------ Hive's small stores (v8)
 #
-# Owned by hms_txn.delegation_tokens. One row per live token, keyed by its sequence number;
-# cancelling deletes the row. ``identifier`` is base64 of the identifier Writable (the
-# DIGEST-MD5 user name); ``digest_secret`` is hex of H(identifier:realm:password), what
-# DIGEST-MD5 needs, so the token password itself is not stored.
-
-delegation_tokens = Table(
-    "delegation_tokens", metadata,
-    Column("sequence_number", Integer, primary_key=True, autoincrement=False),
-    Column("identifier", Text, nullable=False),
-    Column("owner", String(256), nullable=False),
-    Column("renewer", String(256), nullable=False),
-    Column("real_user", String(256), nullable=False),
-    Column("issue_ms", BigInteger, nullable=False),
-    Column("max_date_ms", BigInteger, nullable=False),
-    Column("expiry_ms", BigInteger, nullable=False),
-    Column("digest_secret", String(32), nullable=False),
-    info={"since": 3},
-)
-
-next_delegation_token_id = Table(
-    "next_delegation_token_id", metadata,
-    Column("id", Integer, primary_key=True),
-    Column("next_id", BigInteger, nullable=False),
-    info={"since": 3},
-)
-
-
-# ------------------------------------------- roles, privileges and Hive's small stores (v8)
-#
-# Owned by hms_txn.domain.roles / privileges (the SQL-standard authorization calls: we store
-# and answer, engines decide), token_store (HiveServer2's DBTokenStore), runtime_stats,
-# type_definitions and partition_events. Principal and grantor types are stored as
-# PrincipalType names ("USER", "ROLE", "GROUP"), as Hive stores them.
-
-roles = Table(
-    "roles", metadata,
-    Column("role_name", NAME, primary_key=True),
-    Column("create_time", Integer, nullable=False),
-    Column("owner_name", String(128)),
-    info={"since": 8},
-)
-
-# Hive's ROLE_MAP: who (a user, group or role) holds a role.
-role_members = Table(
-    "role_members", metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-           autoincrement=True),
-    Column("role_name", NAME, nullable=False),
-    Column("principal_name", String(128), nullable=False),
-    Column("principal_type", String(16), nullable=False),
-    Column("add_time", Integer, nullable=False),
-    Column("grantor", String(128)),
-    Column("grantor_type", String(16)),
-    Column("grant_option", Boolean, nullable=False),
-    UniqueConstraint("role_name", "principal_name", "principal_type",
-                     name="uq_role_members"),
-    info={"since": 8},
-)
-Index("ix_role_members_principal", role_members.c.principal_name,
-      role_members.c.principal_type)
-
-# One row per granted privilege, of every object type (Hive's GLOBAL_PRIVS, DB_PRIVS,
-# DC_PRIVS, TBL_PRIVS, PART_PRIVS, TBL_COL_PRIVS, PART_COL_PRIVS in one table): object_type
-# is the HiveObjectType number. A database is named (db_name), a data connector too
-# (object_name); tables and partitions are referenced by id, as Hive references them, so
-# their grants follow a rename and go with a drop (the foreign keys cascade).
-privileges = Table(
-    "privileges", metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-           autoincrement=True),
-    Column("object_type", Integer, nullable=False),
-    Column("cat_name", NAME),
-    Column("db_name", NAME),
-    Column("object_name", NAME),
-    Column("tbl_id", BigInteger, ForeignKey("tbls.tbl_id", ondelete="CASCADE")),
-    Column("part_id", BigInteger, ForeignKey("partitions.part_id", ondelete="CASCADE")),
-    Column("column_name", String(767)),
-    Column("principal_name", String(128), nullable=False),
-    Column("principal_type", String(16), nullable=False),
-    Column("privilege", String(128), nullable=False),
-    Column("create_time", Integer, nullable=False),
-    Column("grantor", String(128)),
-    Column("grantor_type", String(16)),
-    Column("grant_option", Boolean, nullable=False),
-    Column("authorizer", String(128)),
-    info={"since": 8},
-)
-Index("ix_privileges_object", privileges.c.object_type, privileges.c.db_name,
-      privileges.c.object_name)
-Index("ix_privileges_table", privileges.c.tbl_id)
-Index("ix_privileges_partition", privileges.c.part_id)
-Index("ix_privileges_principal", privileges.c.principal_name, privileges.c.principal_type)
-
-# HiveServer2's DBTokenStore (add_token ... get_master_keys): opaque strings it stores and
-# reads back; unrelated to the tokens this metastore issues (delegation_tokens).
-token_store_tokens = Table(
-    "token_store_tokens", metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-           autoincrement=True),
-    Column("token_identifier", String(767), nullable=False, unique=True),
-    Column("token", Text),
-    info={"since": 8},
-)
-
-# Key ids are handed out once (AUTOINCREMENT on SQLite: a removed key's id is not reused).
-token_store_master_keys = Table(
-    "token_store_master_keys", metadata,
-    Column("key_id", Integer, primary_key=True, autoincrement=True),
-    Column("master_key", Text),
-    sqlite_autoincrement=True,
-    info={"since": 8},
-)
-
+# Owned by hms_txn.domain.stats.runtime_stats, hms_txn.domain.catalog.type_definitions and
+# partition_events. The security tables of the same version are in security_schema.
 
 runtime_stats = Table(
     "runtime_stats", metadata,
@@ -467,10 +358,10 @@ Index("ix_partition_events_table", partition_events.c.db_name, partition_events.
 
 # ------------------------------------------------------------------------ constraints (v6)
 #
-# Owned by hms_txn.domain.constraints. One row per column of a constraint, as Hive's
+# Owned by hms_txn.domain.catalog.constraints. One row per column of a constraint, as Hive's
 # KEY_CONSTRAINTS: ``parent_tbl_id`` is the table the constraint is declared on (for a
 # foreign key, the referenced table), ``child_tbl_id`` the referencing table of a foreign
-# key. Rows go with either table (domain.tables.Tables.drop_rows). Column names are stored
+# key. Rows go with either table (domain.catalog.tables.Tables.drop_rows). Column names are stored
 # lower-case; ``kind`` is Hive's MConstraint type (0 primary key, 1 foreign key, 2 unique,
 # 3 not null, 4 default, 5 check); ``value`` the default value or check expression.
 
@@ -498,7 +389,7 @@ Index("ix_table_constraints_child", table_constraints.c.child_tbl_id)
 
 # ------------------------------------------------------------------ column statistics (v7)
 #
-# Owned by hms_txn.domain.column_stats. One row per table (or partition), engine ("hive",
+# Owned by hms_txn.domain.stats.column_stats. One row per table (or partition), engine ("hive",
 # "impala", ...) and column, as Hive's TAB_COL_STATS / PART_COL_STATS; ``data`` is the
 # ColumnStatisticsData document. Rows go with their table or partition (ON DELETE CASCADE;
 # SQLite enforces it, see hms_txn.store.engine).
@@ -531,7 +422,7 @@ partition_column_stats = Table(
 
 # ------------------------------------------------------- ACID write notifications (v9)
 #
-# Owned by hms_txn.domain.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
+# Owned by hms_txn.domain.events.notifications: Hive's TXN_WRITE_NOTIFICATION_LOG. One row per
 # (transaction, table, partition) an ACID write went into (add_write_notification_log, or a
 # commit's writeEventInfos), read by get_all_write_event_info and purged with the
 # notification log. ``part_name`` is "" for an unpartitioned table; ``files`` the encoded
@@ -556,7 +447,7 @@ txn_write_notification_log = Table(
 
 # ------------------------------------------------- catalogs and catalog extras (v10)
 #
-# Owned by hms_txn.domain.catalogs and catalog_extras. Documents mirror the Thrift structs
+# Owned by hms_txn.domain.catalog.catalogs and catalog_extras. Documents mirror the Thrift structs
 # (Catalog, DataConnector, StoredProcedure, Package, ReplicationMetrics). Databases live in
 # the ``hive`` catalog only; ``catalogs`` holds it and the catalogs created with
 # create_catalog.

@@ -9,11 +9,15 @@ transports, SASL and failover behave the same everywhere:
   connection (Hive's client does the same; it shuffles only when asked to). A URI without
   a port means Hive's default, 9083.
 * Transports as the Java metastore offers them: buffered (the default), framed
-  (``framed=True``), SASL (``sasl=SaslPlain(...)`` or ``SaslDigest(...)``: every message in
-  a length-prefixed SASL frame after the handshake); binary protocol (the accelerated C
+  (``framed=True``), SASL (``sasl=SaslPlain(...)``, ``SaslDigest(...)`` or
+  ``SaslGssapi(...)``, Kerberos: every message in a length-prefixed SASL frame after the
+  handshake, GSS-wrapped with a security layer); binary protocol (the accelerated C
   codec) or compact (``compact=True``); any of them over TLS (``tls=TlsClient(...)``,
   ``wire.tls``: the server's certificate and host name are verified).
-* ``timeout`` bounds every socket operation, the connect included.
+* ``timeout`` bounds every socket operation, the connect included; a SASL negotiation gets
+  at most ``SASL_NEGOTIATION_TIMEOUT``: a server without SASL never answers one (a Thrift
+  server reads its START as a message with a 16 MiB name and waits for the rest), so a
+  SASL client fails within it, and is not retried (``SaslNegotiationFailed``).
 * ``wire.failover.connect_failover`` (the CLI and the streaming client use it) returns a
   client that also fails over during its life, the way Hive's ``RetryingMetaStoreClient``
   does.
@@ -25,13 +29,14 @@ the generated client.
 The project's clients understand ACID tables and say so: they read tables with
 ``get_table_acid_aware`` (``table_request``, ``tables_request``), which declares Hive 3's
 ``ClientCapabilities [INSERT_ONLY_TABLES]`` and Hive 4's processor capabilities. A metastore
-with a client capability check (Hive 3/4, hms-txn) refuses ACID tables to a plain
-``get_table``.
+with a client capability check refuses insert-only tables to a plain ``get_table`` (Hive
+3/4) or hands ACID tables in a form no reader can read (hms-txn).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import ssl
 from dataclasses import dataclass
@@ -41,7 +46,11 @@ from urllib.parse import urlsplit
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.protocol.TCompactProtocol import TCompactProtocolAccelerated
 from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
 
+from hms_txn.common.kerberos_names import server_principal
+from hms_txn.wire.sasl_gssapi import ClientNegotiation, KerberosFailure, client_credentials
+from hms_txn.wire.sasl_layer import GssapiMechanism, client_transport
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.tls import TlsClient
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -79,7 +88,22 @@ def tables_request(db: str, names: list[str]) -> t.GetTablesRequest:
 
 
 class MetastoreUnreachable(ConnectionError):
-    """No URI of the list accepted a connection; the message names each and why."""
+    """No URI of the list accepted a connection; the message names each and why.
+    ``transient``: whether connecting again may succeed (not after SASL negotiations that
+    every URI refused or left unanswered)."""
+
+    def __init__(self, message: str, *, transient: bool = True):
+        super().__init__(message)
+        self.transient = transient
+
+
+class SaslNegotiationFailed(TTransport.TTransportException):
+    """The server refused the SASL negotiation or did not answer it in time."""
+
+
+# A SASL negotiation is a few small messages; a server that does not answer its START
+# within this many seconds does not speak SASL.
+SASL_NEGOTIATION_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -126,15 +150,40 @@ class SaslPlain:
 @dataclass(frozen=True)
 class SaslDigest:
     """SASL DIGEST-MD5 with a Hive delegation token (its SASL user name and password, see
-    ``hms_txn.domain.token_codec.Token``)."""
+    ``hms_txn.domain.security.token_codec.Token``)."""
     user: str
     password: str
 
     def mechanism(self, host: str) -> "PureSaslClient":
-        return PureSaslClient(host, "DIGEST-MD5", self.user, self.password)
+        # Hive's client (HadoopThriftAuthBridge.Client) names no protocol and the server
+        # "default": digest-uri "null/default", which Hive's metastore insists on.
+        return PureSaslClient("default", "DIGEST-MD5", self.user, self.password,
+                              service="null")
 
 
-Sasl = SaslPlain | SaslDigest
+@dataclass(frozen=True)
+class SaslGssapi:
+    """SASL GSSAPI (Kerberos) with the metastore's service principal ``service``
+    (``hive/_HOST@REALM``: ``_HOST`` becomes the host of the URI, as Hive's client does).
+    The client's identity: a ticket for ``principal`` from ``keytab``, else the ticket
+    cache (kinit's). ``qops``: the protections this client accepts, preferred first
+    (``hadoop.rpc.protection``: ``auth``, ``auth-int``, ``auth-conf``)."""
+    service: str
+    principal: str | None = None
+    keytab: str | None = None
+    qops: tuple[str, ...] = ("auth",)
+
+    def mechanism(self, host: str) -> "GssapiMechanism":
+        try:
+            credentials = client_credentials(self.principal, self.keytab)
+        except KerberosFailure as err:
+            raise TTransportException(TTransportException.NOT_OPEN, str(err)) from None
+        return GssapiMechanism(ClientNegotiation(server_principal(self.service, host),
+                                                 credentials, self.qops))
+
+
+Sasl = SaslPlain | SaslDigest | SaslGssapi
+_MECHANISM_NAMES = {SaslPlain: "PLAIN", SaslDigest: "DIGEST-MD5", SaslGssapi: "GSSAPI"}
 
 
 @dataclass(frozen=True)
@@ -194,16 +243,17 @@ def open_endpoint(endpoint: Endpoint, options: ClientOptions = ClientOptions()) 
             else TSocket.TSocket(endpoint.host, endpoint.port))
     sock.setTimeout(int(options.timeout * 1000))
     if options.sasl is not None:
-        from thrift_sasl import TSaslClientTransport
         sasl, host = options.sasl, endpoint.host
-        transport = TSaslClientTransport(lambda: sasl.mechanism(host),
-                                         "DIGEST-MD5" if isinstance(sasl, SaslDigest) else "PLAIN",
-                                         sock)
+        transport = client_transport(lambda: sasl.mechanism(host),
+                                     _MECHANISM_NAMES[type(sasl)], sock)
     elif options.framed:
         transport = TTransport.TFramedTransport(sock)
     else:
         transport = TTransport.TBufferedTransport(sock)
-    transport.open()
+    if options.sasl is not None:
+        _negotiate(sock, transport, options.timeout)
+    else:
+        transport.open()
     try:
         sock.handle.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except (OSError, AttributeError):   # not a TCP socket
@@ -211,6 +261,28 @@ def open_endpoint(endpoint: Endpoint, options: ClientOptions = ClientOptions()) 
     protocol = (TCompactProtocolAccelerated(transport) if options.compact
                 else TBinaryProtocolAccelerated(transport))
     return MetastoreClient(transport, protocol, endpoint)
+
+
+def _negotiate(sock: TSocket.TSocket, transport: Any, timeout: float) -> None:
+    """Connect ``sock``, then run the SASL negotiation of ``transport`` on it within
+    ``SASL_NEGOTIATION_TIMEOUT`` (``SaslNegotiationFailed`` with the server's reason, or
+    saying that it did not answer)."""
+    sock.open()
+    limit = min(timeout, SASL_NEGOTIATION_TIMEOUT)
+    sock.setTimeout(int(limit * 1000))
+    try:
+        transport.open()
+    except (TTransport.TTransportException, OSError) as err:
+        sock.close()
+        text = str(err)
+        if isinstance(err, TimeoutError) or getattr(err, "type", None) == \
+                TTransport.TTransportException.TIMED_OUT or "timed out" in text:
+            text = (f"no answer to the SASL negotiation within {limit:g} s: the metastore "
+                    f"does not seem to use SASL (hive.metastore.sasl.enabled)")
+        else:       # thrift_sasl shows the server's reason as a bytes literal
+            text = re.sub(r"""\(b(['"])(.*)\1\)$""", r"(\2)", text)
+        raise SaslNegotiationFailed(TTransport.TTransportException.NOT_OPEN, text) from None
+    sock.setTimeout(int(timeout * 1000))
 
 
 def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
@@ -229,13 +301,14 @@ def connect(uri: str | Endpoint | list[Endpoint], *, sasl: Sasl | None = None,
         endpoints = uri
     else:
         endpoints = parse_uris(uri)
-    failures = []
+    failures, transient = [], False
     for endpoint in endpoints:
         try:
             return open_endpoint(endpoint, options)
         except Exception as err:     # refused, timed out, SASL refused: try the next one
             failures.append(f"{endpoint.uri}: {describe(err, options)}")
-    raise MetastoreUnreachable("cannot connect to " + "; ".join(failures))
+            transient = transient or not isinstance(err, SaslNegotiationFailed)
+    raise MetastoreUnreachable("cannot connect to " + "; ".join(failures), transient=transient)
 
 
 def describe(err: BaseException, options: ClientOptions | None = None) -> str:
@@ -260,10 +333,11 @@ class PureSaslClient:
     """thrift-sasl expects the API of the old ``sasl`` package; this adapts pure-sasl's
     client (PLAIN, DIGEST-MD5) to it."""
 
-    def __init__(self, host: str, mechanism: str, user: str, password: str):
+    def __init__(self, host: str, mechanism: str, user: str, password: str, *,
+                 service: str = "hive"):
         from puresasl.client import SASLClient
         self.mechanism = mechanism
-        self.client = SASLClient(host, "hive", mechanism=mechanism, username=user,
+        self.client = SASLClient(host, service, mechanism=mechanism, username=user,
                                  password=password)
 
     def start(self, mechanism: str):

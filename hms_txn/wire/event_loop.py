@@ -40,6 +40,7 @@ from thrift.transport import TTransport
 from hms_txn.wire.dispatch import Dispatcher
 from hms_txn.wire.framing import (CallRunner, Framer, Header, Incomplete, PrefixedSocket,
                                   error_answer)
+from hms_txn.wire.sasl import begins_handshake
 from hms_txn.wire.session import set_authenticated_user
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,8 @@ class _Conn:
 class CallLoop:
     def __init__(self, dispatcher: Dispatcher, router: CallRouter, protocol_factory: Any, *,
                  max_message: int, idle_timeout: float | None, pool_size: int,
-                 on_close: Callable[[socket.socket], None], spin: float = 0.0):
+                 on_close: Callable[[socket.socket], None], spin: float = 0.0,
+                 refuse_sasl: Callable[[socket.socket, Any], None] | None = None):
         self.dispatcher = dispatcher
         self.router = router
         self.spin = spin
@@ -94,6 +96,8 @@ class CallLoop:
         self.max_message = max_message
         self.idle_timeout = idle_timeout
         self.on_close = on_close
+        # answers a SASL handshake (this server has no SASL) and closes the socket
+        self.refuse_sasl = refuse_sasl
         self._framer = Framer(max_message)
         self._calls = CallRunner(dispatcher, max_message)
         self._sel = selectors.DefaultSelector()
@@ -266,16 +270,18 @@ class CallLoop:
                 continue
             try:
                 header, route, size = self._frame(conn.inbuf)
-            except Incomplete:
-                if len(conn.inbuf) > self.max_message:
+            except Exception as err:
+                if self.refuse_sasl is not None and begins_handshake(conn.inbuf):
+                    self._send_away([conn], self._refuse_away, conn)
+                    continue
+                if not isinstance(err, Incomplete):
+                    log.warning("closing connection from %s after a protocol error: %s",
+                                conn.peer, err)
+                    self._close(conn)
+                elif len(conn.inbuf) > self.max_message:
                     log.warning("closing connection from %s: message over %d bytes",
                                 conn.peer, self.max_message)
                     self._close(conn)
-                continue
-            except Exception as err:    # not a Thrift message we can read
-                log.warning("closing connection from %s after a protocol error: %s",
-                            conn.peer, err)
-                self._close(conn)
                 continue
             if route is Route.POOL:
                 self._hand_off(conn)
@@ -481,6 +487,18 @@ class CallLoop:
             return
         self._incoming.append((conn, leftover))
         self._wake()
+
+    def _refuse_away(self, conn: _Conn) -> None:
+        """A pool thread's answer to a SASL handshake (``refuse_sasl``)."""
+        try:
+            conn.closed = True
+            conn.sock.setblocking(True)
+            self.refuse_sasl(conn.sock, conn.peer)
+        finally:
+            self.on_close(conn.sock)
+            with self._away_done:
+                self._away.pop(conn, None)
+                self._away_done.notify_all()
 
     def _close_away(self, conn: _Conn) -> None:
         conn.closed = True

@@ -91,8 +91,8 @@ class FailoverClient:
         for round_ in range(self.connect_retries):
             try:
                 return connect(self.endpoints, options=self.options)
-            except MetastoreUnreachable:
-                if round_ == self.connect_retries - 1:
+            except MetastoreUnreachable as err:
+                if round_ == self.connect_retries - 1 or not err.transient:
                     raise
                 time.sleep(self.retry_delay)
         raise AssertionError("unreachable")

@@ -1,5 +1,6 @@
-"""Client authentication: the server side of Thrift's SASL handshake, mechanisms PLAIN
-and DIGEST-MD5.
+"""Client authentication: the server side of Thrift's SASL handshake, mechanisms PLAIN,
+DIGEST-MD5 and GSSAPI (Kerberos, ``wire.sasl_gssapi``), chosen by the client's START
+message as Java's ``TSaslServerTransport`` chooses among its server definitions.
 
 Hive clients with SASL negotiate before the first call. Every handshake message is a
 status byte (START, OK, BAD, ERROR, COMPLETE), a 4-byte big-endian length and the payload.
@@ -13,15 +14,21 @@ The client sends ``START(mechanism)`` and ``OK(initial response)``; then
   ``COMPLETE("rspauth=...")`` proving it knows the token secret too. The user name is
   base64 of the token identifier; the connection is authenticated as the token's owner.
 
-Only qop "auth" is offered (no SASL integrity or confidentiality layer), so after the
-handshake each Thrift message travels in a 4-byte length-prefixed frame, exactly the
-framed transport, and the server wraps the socket in ``TFramedTransport``.
+* GSSAPI (RFC 4752): the Kerberos exchange of ``wire.sasl_gssapi``; the connection is
+  authenticated as the short name of the client's principal (``hadoop.security.
+  auth_to_local``), and may negotiate a security layer (``hadoop.rpc.protection``).
+
+DIGEST-MD5 offers qop "auth" only. Without a security layer each Thrift message travels in
+a 4-byte length-prefixed frame, exactly the framed transport, and the server wraps the
+socket in ``TFramedTransport``; with GSSAPI's ``auth-int``/``auth-conf`` each frame holds
+one wrapped message (``Authenticated.layer``).
 
 Users come from the configuration (``hive.metastore.authentication.config.username`` /
 ``.password``) and/or a users file (``hms_txn.authentication.users.file``: one
 ``user:password`` or ``user:sha256:<hex digest>`` per line, ``#`` comments). DIGEST-MD5
 credentials come from a look-up the server is given (``CredentialLookup``: the delegation
-token service's). Kerberos (GSSAPI) is not supported.
+token service's). Kerberos: ``KerberosServer`` (the acceptor and the principal -> short
+name rules).
 """
 
 from __future__ import annotations
@@ -36,12 +43,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hms_txn.common.config import Config, ConfigError
+from hms_txn.common.kerberos_names import AuthToLocal, KerberosNameError
+from hms_txn.wire.sasl_gssapi import Acceptor, KerberosFailure, SecurityLayer
 
 START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
 _MAX_HANDSHAKE_PAYLOAD = 64 * 1024
 _HANDSHAKE_TIMEOUT = 30.0
-PLAIN, DIGEST_MD5 = "PLAIN", "DIGEST-MD5"
-MECHANISMS = (PLAIN, DIGEST_MD5)
+PLAIN, DIGEST_MD5, GSSAPI = "PLAIN", "DIGEST-MD5", "GSSAPI"
+MECHANISMS = (PLAIN, DIGEST_MD5, GSSAPI)
 # The realm DIGEST-MD5 offers: Hive's SaslRpcServer.SASL_DEFAULT_REALM, which Hive's clients
 # answer with; the token secrets the look-up returns are hashed with it.
 DIGEST_REALM = "default"
@@ -76,7 +85,9 @@ class PasswordBook:
         self._entries = entries
 
     @classmethod
-    def from_config(cls, config: Config) -> "PasswordBook":
+    def from_config(cls, config: Config, *, required: bool = True) -> "PasswordBook":
+        """The configured users; with none, ConfigError when ``required`` (PLAIN is the
+        only way in), else an empty book (PLAIN is not offered)."""
         entries: dict[str, str] = {}
         user = config["hive.metastore.authentication.config.username"]
         password = config["hive.metastore.authentication.config.password"]
@@ -101,11 +112,17 @@ class PasswordBook:
                     raise ConfigError(f"hms_txn.authentication.users.file: {path}:{number}: "
                                       f"expected user:password or user:sha256:<hex>")
                 entries[name] = secret
-        if not entries:
+        if not entries and required:
             raise ConfigError("SASL authentication is on (hive.metastore.sasl.enabled) but no users "
                               "are configured: set hive.metastore.authentication.config.username/"
-                              "password or hms_txn.authentication.users.file")
+                              "password or hms_txn.authentication.users.file, or configure "
+                              "Kerberos (hive.metastore.kerberos.principal and "
+                              "hive.metastore.kerberos.keytab.file, "
+                              "hadoop.security.authentication=kerberos)")
         return cls(entries)
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
 
     def check(self, user: str, password: str) -> bool:
         secret = self._entries.get(user)
@@ -119,24 +136,47 @@ class PasswordBook:
         return hmac.compare_digest(password.encode("utf-8"), secret.encode("utf-8"))
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, first: bool = False) -> bytes:
     chunks, remaining = [], n
     while remaining:
         chunk = sock.recv(remaining)
         if not chunk:
+            if first and not chunks:
+                raise AuthenticationFailed(
+                    "the client closed the connection without starting the SASL handshake "
+                    "(a client that cannot begin it gives up before sending anything, e.g. "
+                    "Kerberos without a ticket)")
             raise AuthenticationFailed("client closed the connection during the SASL handshake")
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
 
 
-def _recv_message(sock: socket.socket) -> tuple[int, bytes]:
-    status, length = struct.unpack(">BI", _recv_exact(sock, 5))
+def _recv_message(sock: socket.socket, first: bool = False) -> tuple[int, bytes]:
+    status, length = struct.unpack(">BI", _recv_exact(sock, 5, first))
     if status not in (START, OK, BAD, ERROR, COMPLETE):
         raise AuthenticationFailed(f"not a SASL client (status byte {status}); this server requires SASL")
     if length > _MAX_HANDSHAKE_PAYLOAD:
         raise AuthenticationFailed(f"SASL message of {length} bytes is too large")
     return status, _recv_exact(sock, length)
+
+
+def begins_handshake(data: bytes) -> bool:
+    """Whether ``data``, the first bytes a client sent, begin a SASL handshake: START, the
+    mechanism name's length, and the name (PLAIN, DIGEST-MD5, GSSAPI). No Thrift message
+    begins so: an unframed one begins with 0x80 (binary) or 0x82 (compact), a framed one
+    of under 16 MiB with 0x00, and one of 16 MiB and a few bytes would be followed by one
+    of those, not by a letter."""
+    if len(data) < 6 or data[0] != START:
+        return False
+    (length,) = struct.unpack_from(">I", data, 1)
+    return 0 < length <= 64 and 0x41 <= data[5] <= 0x5A        # an upper-case letter
+
+
+def error_frame(message: str) -> bytes:
+    """A SASL ERROR message carrying ``message`` (a SASL client reports it and stops)."""
+    payload = message.encode("utf-8")
+    return struct.pack(">BI", ERROR, len(payload)) + payload
 
 
 def _send(sock: socket.socket, status: int, payload: bytes = b"") -> None:
@@ -147,9 +187,20 @@ def _send(sock: socket.socket, status: int, payload: bytes = b"") -> None:
 class Authenticated:
     """The outcome of a successful handshake."""
 
-    user: str
+    user: str               # the short name every check and record uses
     mechanism: str
-    detail: str = ""        # e.g. "delegation token 7"
+    detail: str = ""        # e.g. "delegation token 7", "alice@EXAMPLE.COM, auth-conf"
+    principal: str | None = None            # GSSAPI: the client's full principal
+    layer: SecurityLayer | None = None      # GSSAPI auth-int / auth-conf
+
+
+class KerberosServer:
+    """What the GSSAPI mechanism needs: the acceptor (principal, keytab, offered
+    protections) and the principal -> short name rules."""
+
+    def __init__(self, acceptor: Acceptor, names: AuthToLocal):
+        self.acceptor = acceptor
+        self.names = names
 
 
 # ----------------------------------------------------------------------------- DIGEST-MD5
@@ -317,16 +368,29 @@ class SaslServer:
     ``credentials`` answers DIGEST-MD5 look-ups (the delegation token service's
     ``sasl_credential``); without it DIGEST-MD5 is refused."""
 
-    def __init__(self, book: PasswordBook, credentials: CredentialLookup | None = None):
+    def __init__(self, book: PasswordBook, credentials: CredentialLookup | None = None,
+                 kerberos: KerberosServer | None = None):
         self.book = book
         self.credentials = credentials
+        self.kerberos = kerberos
+
+    def offered(self) -> tuple[str, ...]:
+        return tuple(m for m, on in ((GSSAPI, self.kerberos is not None), (PLAIN, bool(self.book)),
+                                     (DIGEST_MD5, self.credentials is not None)) if on)
+
+    def describe_offer(self) -> str:
+        """The mechanisms, as the refusals of a client without SASL name them."""
+        names = {GSSAPI: "GSSAPI (Kerberos)", PLAIN: "PLAIN (user and password)",
+                 DIGEST_MD5: "DIGEST-MD5 (a Hive delegation token)"}
+        shown = [names[m] for m in self.offered()]
+        return " or ".join(filter(None, (", ".join(shown[:-1]), shown[-1])))
 
     def handshake(self, sock: socket.socket) -> Authenticated:
         previous = sock.gettimeout()
         sock.settimeout(_HANDSHAKE_TIMEOUT)
         try:
             try:
-                status, mechanism = _recv_message(sock)
+                status, mechanism = _recv_message(sock, first=True)
                 if status in (BAD, ERROR):
                     raise AuthenticationFailed(
                         "the client gave up before the SASL handshake: "
@@ -334,14 +398,18 @@ class SaslServer:
                 if status != START:
                     raise AuthenticationFailed("the SASL handshake must begin with START")
                 name = mechanism.decode("ascii", "replace").strip().upper()
-                if name not in MECHANISMS or (name == DIGEST_MD5 and self.credentials is None):
+                if name not in self.offered():
                     raise AuthenticationFailed(
-                        f"SASL mechanism {name or '(none)'} is not supported: hms-txn accepts "
-                        f"PLAIN (user and password) and DIGEST-MD5 (Hive delegation tokens); "
-                        f"Kerberos/GSSAPI is not supported")
+                        f"SASL mechanism {name or '(none)'} is not offered: this metastore "
+                        f"accepts {self.describe_offer()}"
+                        + ("" if self.kerberos is not None or name != GSSAPI else
+                           " (Kerberos is not configured on the server: "
+                           "hive.metastore.kerberos.principal and .keytab.file)"))
                 status, initial = self._expect_ok(sock)
                 if name == PLAIN:
                     return self._plain(sock, initial)
+                if name == GSSAPI:
+                    return self._gssapi(sock, initial)
                 return self._digest(sock)
             except AuthenticationFailed as err:
                 try:
@@ -385,3 +453,37 @@ class SaslServer:
         who, final = mech.respond(response)
         _send(sock, COMPLETE, final)
         return who
+
+    def _gssapi(self, sock: socket.socket, token: bytes) -> Authenticated:
+        assert self.kerberos is not None     # refused in handshake() otherwise
+        negotiation = self.kerberos.acceptor.negotiation()
+        try:
+            while True:
+                reply = negotiation.respond(token)
+                if negotiation.outcome is not None:
+                    break
+                _send(sock, OK, reply)
+                status, token = _recv_message(sock)
+                if status in (BAD, ERROR):
+                    raise AuthenticationFailed(self._gave_up(negotiation, token))
+                if status not in (OK, COMPLETE):
+                    raise AuthenticationFailed("unexpected SASL message status from the client")
+        except KerberosFailure as err:
+            raise AuthenticationFailed(str(err)) from None
+        outcome = negotiation.outcome
+        try:
+            user = self.kerberos.names.short_name(outcome.principal)
+        except KerberosNameError as err:
+            raise AuthenticationFailed(f"Kerberos principal {outcome.principal}: {err}") from None
+        _send(sock, COMPLETE)
+        return Authenticated(user, GSSAPI, f"{outcome.principal}, {outcome.qop}",
+                             principal=outcome.principal, layer=outcome.layer)
+
+    @staticmethod
+    def _gave_up(negotiation, payload: bytes) -> str:
+        reason = payload.decode("utf-8", "replace")
+        if negotiation.principal is not None:       # after the offer of protections
+            return (f"{negotiation.principal} gave up the SASL GSSAPI handshake after the "
+                    f"offer of protection {negotiation.offered} (hadoop.rpc.protection): "
+                    f"{reason}")
+        return "the client gave up the SASL GSSAPI handshake: " + reason

@@ -21,6 +21,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +34,10 @@ from hms_txn.wire.dispatch import Dispatcher
 from hms_txn.wire.encoded import BinaryProtocolFactory
 from hms_txn.wire.event_loop import CallLoop, CallRouter
 from hms_txn.wire.sasl import COMPLETE as SASL_COMPLETE
-from hms_txn.wire.sasl import ERROR as SASL_ERROR
 from hms_txn.wire.sasl import START as SASL_START
-from hms_txn.wire.sasl import AuthenticationFailed, SaslServer
+from hms_txn.wire.sasl import AuthenticationFailed, SaslServer, begins_handshake, error_frame
+from hms_txn.wire.sasl_gssapi import KerberosFailure
+from hms_txn.wire.sasl_layer import SecurityLayerTransport
 from hms_txn.wire.session import set_authenticated_user
 from hms_txn.wire.tls import TLS_HANDSHAKE_RECORD, TlsServer
 
@@ -128,6 +130,7 @@ class ThriftServer:
                                  max_message=self.max_message, idle_timeout=self.idle_timeout,
                                  pool_size=self.max_connections,
                                  on_close=self._connection_closed,
+                                 refuse_sasl=self.refuse_sasl,
                                  spin=self.options.spin).start()
         self._accept_thread = threading.Thread(target=self._accept_loop, name="hms-accept",
                                                daemon=True)
@@ -214,9 +217,41 @@ class ThriftServer:
         log.warning("refused a connection from %s that does not use SASL "
                     "(hive.metastore.sasl.enabled is on)", _peer(peer))
         refuse(sock, "this metastore requires SASL (hive.metastore.sasl.enabled=true on the "
-                     "server): authenticate with SASL PLAIN (user and password) or DIGEST-MD5 "
-                     "(a Hive delegation token)")
+                     f"server): authenticate with SASL {self.sasl.describe_offer()}")
         return False
+
+    def _begins_sasl_unasked(self, sock: socket.socket, peer: Any) -> bool:
+        """Whether a client of this server without SASL begins a SASL handshake (it is told
+        so); a Thrift server would read it as a message with a 16 MiB name and wait for it
+        (Java's does), and the client for its answer. Peeked within the idle timeout: a
+        pooled connection may well wait before its first call."""
+        set_idle_timeout(sock, self.idle_timeout)
+        try:
+            first = sock.recv(6, socket.MSG_PEEK)
+            if first[:1] != bytes([SASL_START]):
+                return False
+            deadline = time.monotonic() + SASL_PEEK_WAIT
+            while len(first) < 6 and time.monotonic() < deadline:
+                time.sleep(0.01)            # the rest of the START message
+                first = sock.recv(6, socket.MSG_PEEK)
+        except OSError:
+            return False          # idle past the timeout or gone: the connection ends anyway
+        if not begins_handshake(first):
+            return False
+        self.refuse_sasl(sock, peer)
+        return True
+
+    def refuse_sasl(self, sock: socket.socket, peer: Any) -> None:
+        """Answer a SASL handshake on this server without SASL with a SASL ERROR saying so
+        (a blocking socket whose START the server has read or peeked), then close."""
+        log.warning("refused a connection from %s that begins a SASL handshake "
+                    "(hive.metastore.sasl.enabled is off)", _peer(peer))
+        try:
+            sock.settimeout(5)
+            sock.sendall(error_frame(NOT_SASL))
+        except OSError:
+            pass
+        _close_after_answer(sock)
 
     def _serve_client(self, sock: socket.socket, peer: Any) -> None:
         client = TSocket.TSocket()
@@ -228,23 +263,32 @@ class ThriftServer:
                     return
                 sock = tls
             client.setHandle(sock)
+            if self.sasl is None and self.tls is None and self._begins_sasl_unasked(sock, peer):
+                return
             if self.sasl is not None:
                 if self.tls is None and not self._begins_sasl(sock, peer):
                     return
                 who = self.sasl.handshake(sock)
                 log.info("%s authenticated as %s with SASL %s%s", _peer(peer), who.user,
                          who.mechanism, f" ({who.detail})" if who.detail else "")
-                set_authenticated_user(who.user, who.mechanism)
+                set_authenticated_user(who.user, who.mechanism, principal=who.principal,
+                                       address=_address(peer))
             else:
+                who = None
                 set_authenticated_user(None)
             set_idle_timeout(sock, self.idle_timeout)
-            itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
+            if who is not None and who.layer is not None:
+                itrans = otrans = SecurityLayerTransport(client, who.layer, self.max_message)
+            else:
+                itrans, otrans = self._transports(client, self.framed or self.sasl is not None)
             iprot = self.protocol_factory.getProtocol(itrans)
             oprot = self.protocol_factory.getProtocol(otrans)
             while not self._stopping.is_set():
                 self.dispatcher.process(iprot, oprot)
         except AuthenticationFailed as err:
             log.warning("refused connection from %s: %s", _peer(peer), err)
+        except KerberosFailure as err:       # a wrapped message that does not unwrap
+            log.warning("closing connection from %s: %s", _peer(peer), err)
         except TTransport.TTransportException:
             pass  # the client hung up, or was idle past the timeout
         except (ConnectionError, OSError):
@@ -316,6 +360,9 @@ class ThriftServer:
 
 
 TLS_HANDSHAKE_TIMEOUT = 30.0
+SASL_PEEK_WAIT = 2.0        # for the rest of a START message after its first byte
+NOT_SASL = ("this metastore does not use SASL (hive.metastore.sasl.enabled=false on the "
+            "server): connect without SASL (no --user, hive.metastore.sasl.enabled=false)")
 SASL_STATUSES = range(SASL_START, SASL_COMPLETE + 1)   # the first byte of a SASL message
 _COMPACT_PROTOCOL_ID = 0x82
 _BINARY_VERSION_BYTE = 0x80
@@ -329,8 +376,7 @@ def refuse(sock: socket.socket, message: str) -> None:
     try:
         peek = sock.recv(5, socket.MSG_PEEK)
         if peek[:1] == bytes([SASL_START]):
-            payload = message.encode("utf-8")
-            sock.sendall(struct.pack(">BI", SASL_ERROR, len(payload)) + payload)
+            sock.sendall(error_frame(message))
             return
         handle = TSocket.TSocket()
         handle.setHandle(sock)
@@ -382,6 +428,13 @@ def set_idle_timeout(sock: socket.socket, seconds: float | None) -> None:
     value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def _address(peer: Any) -> str | None:
+    try:
+        return str(peer[0])
+    except (TypeError, IndexError):
+        return None
 
 
 def _peer(peer: Any) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from hms_bench import results, runner
 from hms_bench.cli import WORKLOAD_NAMES
-from hms_bench.workloads import ALL
+from hms_bench.workload_set import ALL
 
 
 def test_cli_lists_every_workload():

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hms_txn.domain.cache_entries import AHEAD, BEHIND, HIT, WriteIdState, compare
+from hms_txn.domain.cache.cache_entries import AHEAD, BEHIND, HIT, WriteIdState, compare
 from hms_txn.wire.client import table_request
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from orc_acid.valid_ids import ValidWriteIdList

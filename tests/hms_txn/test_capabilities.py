@@ -22,7 +22,7 @@ import pytest
 from hive_metastore import ttypes as h4
 from pyiceberg.catalog.hive import _HiveClient
 
-from hms_txn.domain import capabilities as caps
+from hms_txn.domain.catalog import capabilities as caps
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 NONE, RO, RW = 1, 2, 8        # hive_metastore.thrift ACCESSTYPE_NONE / READONLY / READWRITE
@@ -245,11 +245,16 @@ def test_hive4_client_without_processor_capabilities_gets_the_stored_tables(hive
 
 
 def test_insert_only_tables_need_insert_only_tables_capability(hive4):
-    # Hive 3/4: isInsertOnlyTableParam -> assertClientHasCapability(INSERT_ONLY_TABLES),
-    # before (and whatever) the processor capabilities
-    with pytest.raises(h4.MetaException, match="caps.insert_only is an insert-only"):
-        hive4.get_table_req(h4.GetTableRequest(dbName="caps", tblName="insert_only",
-                                               processorCapabilities=HS2))
+    # Hive 3/4 refuse the table here (HMSHandler.getTableInternal: isInsertOnlyTableParam ->
+    # assertClientHasCapability(INSERT_ONLY_TABLES), before and whatever the processor
+    # capabilities); hms-txn hands it in the plain form (domain/catalog/plain_form.py), with the
+    # access type and required capabilities the transformer gives a client holding none
+    got = hive4.get_table_req(h4.GetTableRequest(dbName="caps", tblName="insert_only",
+                                                 processorCapabilities=HS2)).table
+    assert (got.accessType, got.requiredReadCapabilities) == (
+        1, ["CONNECTORREAD", "HIVEMANAGEDINSERTREAD"])
+    assert (got.sd.inputFormat, got.sd.serdeInfo.serializationLib, got.tableType) == (
+        "ACID.table.use.spark.hive_acid", "", "EXTERNAL_TABLE")
     # a full-ACID table goes to a client that declared processor capabilities (translated)
     got = hive4.get_table_req(h4.GetTableRequest(dbName="caps", tblName="full_acid",
                                                  processorCapabilities=READER)).table

@@ -1,4 +1,4 @@
-"""Data connectors, types, HPL/SQL routines, replication metrics (``domain.catalog_extras``)
+"""Data connectors, types, HPL/SQL routines, replication metrics (``domain.catalog.catalog_extras``)
 and the features hms-txn keeps off (``service.features_off``), against Hive 4's documented
 answers (/work/notes/hive4/handler-behaviour.md: "Data connectors", "Types", "HPL/SQL stored
 procedures and packages", "Replication and change management", "File metadata",

@@ -5,7 +5,7 @@ Hive 3/4 clients put the catalog into the database-name argument of the old-styl
 get_tables_by_type, get_table_meta, drop_table_with_environment_context, drop_database,
 the get_partitions*/get_partition_names* family, GetPartitionsByNamesRequest.db_name,
 TruncateTableRequest.dbName; see /work/notes/clients/hs2.md, "Conventions" 2) and Hive's
-handler reads it with ``MetaStoreUtils.parseDbName``. ``service.catalog_names`` decides
+handler reads it with ``MetaStoreUtils.parseDbName``. ``service.catalog.catalog_names`` decides
 it once for every method: the first test checks its table against the IDL for every method
 it names, the others replay the calls over Thrift. Catalogs: Hive 4's HMSHandler
 create_catalog/get_catalog(s)/alter_catalog/drop_catalog and Apache Hive's TestCatalogs.
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import pytest
 from thrift.Thrift import TType
 
-from hms_txn.service.catalog_names import ARGUMENTS, PARSE_UNLESS_CATALOG, CatalogNames
+from hms_txn.service.catalog.catalog_names import ARGUMENTS, PARSE_UNLESS_CATALOG, CatalogNames
 from hms_txn.wire.thrift_gen.hive_metastore import ThriftHiveMetastore
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
@@ -112,7 +112,7 @@ def test_every_method_in_the_table_sees_plain_hive_names(method):
 def test_hive_methods_that_parse_names_are_in_the_table():
     """Every old-style call HiveMetaStoreClient sends ``@cat#db`` to (hs2.md, convention
     2) is in the table, or parses the name itself: the function calls keep Hive's texts,
-    which name the database argument as sent (domain/functions.py, tests/hms_txn/
+    which name the database argument as sent (domain/catalog/functions.py, tests/hms_txn/
     test_functions.py)."""
     sent_qualified = {
         "get_databases", "get_all_tables", "get_tables_by_type", "get_table_meta",

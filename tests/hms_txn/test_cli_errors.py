@@ -107,8 +107,10 @@ CASES = [
      "--user and --password-file go together (SASL PLAIN)", 2),
     (["show-locks", "--uri", "{URI}", "--hiveconf", "hive.metastore.sasl.enabled=true"],
      "the metastore requires SASL (hive.metastore.sasl.enabled=true): give a user and password "
-     "(--user/--password-file, or hive.metastore.client.plain.username) or a delegation token "
-     "file in HADOOP_TOKEN_FILE_LOCATION (hms-txn delegation-token)", 2),
+     "(--user/--password-file, or hive.metastore.client.plain.username), a delegation token "
+     "file in HADOOP_TOKEN_FILE_LOCATION (hms-txn delegation-token), or a Kerberos identity "
+     "(hadoop.security.authentication=kerberos and hive.metastore.kerberos.principal, with "
+     "kinit or --principal/--keytab)", 2),
     (["show-compactions", "--uri", "{URI}", "--hiveconf", "hive.metastore.use.SSL=true",
       "--hiveconf", "hive.metastore.truststore.path={ROOT}/missing.pem"],
      "<defaults>: hive.metastore.truststore.path: cannot load trusted certificates from "
@@ -137,8 +139,9 @@ CASES = [
       "--output", "{ROOT}/token"],
      "cannot read the password file {ROOT}/nope: No such file or directory", 2),
     (["delegation-token", "--uri", "{URI}", "--user", "a", "--output", "{ROOT}/token"],
-     "the following arguments are required: --password-file "
-     "(see hms-txn delegation-token --help)", 2),
+     "--user and --password-file go together (SASL PLAIN)", 2),
+    (["delegation-token", "--uri", "{URI}", "--keytab", "{ROOT}/k", "--output", "{ROOT}/token"],
+     "--keytab needs --principal (the principal whose key it holds)", 2),
     (["renew-delegation-token", "--uri", "{URI}", "--user", "a", "--password-file",
       "{ROOT}/pw", "--token-file", "{ROOT}/not-credentials"],
      "cannot read the credentials file {ROOT}/not-credentials: not a Hadoop credentials file "

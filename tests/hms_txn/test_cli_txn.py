@@ -53,10 +53,12 @@ def test_cli_txn_commands(hms, client, capsys):
     data = json.loads(run(capsys, "show-locks", "hr", "--uri", uri, "--json"))
     assert [(l["dbname"], l["user"]) for l in data["locks"]] == [("hr", "erin")]
 
-    data = json.loads(run(capsys, "abort-txns", str(t1), str(t2), "99", "--uri", uri, "--json"))
+    # an id not aborted: exit 1 (tests/hms_txn/test_cli_edges.py has each case)
+    assert main(["abort-txns", str(t1), str(t2), "99", "--uri", uri, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
     assert data["results"] == [
         {"txnid": t1, "result": "aborted"}, {"txnid": t2, "result": "already aborted"},
-        {"txnid": 99, "result": "not open (committed or unknown)"}]
+        {"txnid": 99, "result": "unknown", "reason": "No such transaction txnid:99"}]
     # the aborted transaction's lock is released
     data = json.loads(run(capsys, "show-locks", "--uri", uri, "--json"))
     assert all(l["txnid"] != t1 for l in data["locks"])

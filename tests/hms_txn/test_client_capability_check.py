@@ -1,13 +1,17 @@
-"""ACID tables and clients that have not declared they understand them (issue 33).
+"""ACID tables and clients that have not declared they understand them (issues 33, 41).
 
 The PyPI clients ``hmsclient`` (Hive 2.3 IDL: ``get_table``, ``get_table_req`` with Hive 3's
 ``ClientCapabilities`` only) and ``pymetastore`` (plain ``get_table``) stand for every Hive 2
-client. Rules (``hms_txn.domain.capabilities``): an insert-only table needs
-``INSERT_ONLY_TABLES`` on every call (Hive 3/4, HMSHandler.getTableInternal and
-getTableObjectsInternal); a full-ACID table needs some declared capability on ``get_table``
-and ``get_table_req`` (ours; Hive serves it); names, columns (``get_fields``,
-``get_schema``) and partitions stay readable. ``hive.metastore.client.capability.check``
-false gives today's answers. Extension mode applies the same rules to the upstream's tables.
+client. Rules (``hms_txn.domain.catalog.plain_form``): an insert-only table needs
+``INSERT_ONLY_TABLES`` (Hive 3/4 refuse it otherwise: HMSHandler.getTableInternal and
+getTableObjectsInternal), a full-ACID table some declared capability (Hive serves it as
+stored); a client without gets the table in the plain form, on every table call: its
+columns, partition keys, location and parameters as stored, an input and output format that
+exists nowhere and names ``spark.hive_acid``, an empty serde name, an external table type, and Hive 4's
+access type NONE. What such a client sends back (the table altered, a partition copied from
+it) is stored with the table's own formats. ``hive.metastore.client.capability.check``
+false gives the stored tables. Extension mode applies the same rules to the upstream's
+tables.
 """
 
 from __future__ import annotations
@@ -19,10 +23,9 @@ import pyarrow as pa
 import pytest
 from hmsclient import hmsclient as hmsclient_mod
 from hmsclient.genthrift.hive_metastore import ttypes as ht
-from pymetastore.hive_metastore import ttypes as pt
 from pymetastore.metastore import HMS
-from thrift.Thrift import TApplicationException
 
+from hms_txn.domain.catalog.plain_form import PLAIN_FORMAT
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.servers import InProcessServer
 
@@ -37,17 +40,17 @@ KINDS = {
 # TEST_CAPABILITY (1), so a Hive 2.3 client cannot even name it
 INSERT_ONLY_TABLES = 2
 JAVA_KINDS = ("full", "full_part", "plain")
-REFUSED = {"full": "a full-ACID transactional table", "full_part": "a full-ACID transactional table",
-           "io": "an insert-only transactional table", "io_part": "an insert-only transactional table"}
+ACID = ("full", "full_part", "io", "io_part")
+ORC = ("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+       "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+       "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
 
 
 def _table(name: str, db: str = "acid_db") -> t.Table:
     sd = t.StorageDescriptor(
         cols=[t.FieldSchema("id", "int", ""), t.FieldSchema("name", "string", "")],
-        inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
-        serdeInfo=t.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde",
-                              parameters={}),
+        inputFormat=ORC[0], outputFormat=ORC[1],
+        serdeInfo=t.SerDeInfo(serializationLib=ORC[2], parameters={}),
         bucketCols=[], sortCols=[], parameters={}, numBuckets=-1)
     keys = [t.FieldSchema("p", "string", "")] if name.endswith("_part") else []
     return t.Table(tableName=name, dbName=db, owner="me", sd=sd, tableType="MANAGED_TABLE",
@@ -62,8 +65,19 @@ def _populate(client, db: str = "acid_db") -> None:
             client.add_partitions([t.Partition(values=["a"], dbName=db, tableName=name)])
 
 
-def _message(name: str, db: str = "acid_db") -> str:
-    return f"{db}.{name} is {REFUSED[name]}"
+def _storage(table) -> tuple:
+    return (table.sd.inputFormat, table.sd.outputFormat, table.sd.serdeInfo.serializationLib)
+
+
+def assert_plain_form(got, stored) -> None:
+    """``got`` (a Table of any client's IDL) is the plain form of ``stored``."""
+    assert _storage(got) == (PLAIN_FORMAT, PLAIN_FORMAT, "")
+    assert got.tableType == "EXTERNAL_TABLE"
+    assert got.parameters == {**stored.parameters, "EXTERNAL": "TRUE"}
+    assert [(c.name, c.type) for c in got.sd.cols] == [(c.name, c.type) for c in stored.sd.cols]
+    assert [k.name for k in got.partitionKeys or []] == [k.name for k in stored.partitionKeys]
+    assert (got.tableName, got.dbName, got.sd.location) == (
+        stored.tableName, stored.dbName, stored.sd.location)
 
 
 @pytest.fixture
@@ -72,51 +86,61 @@ def populated(hms, client):
     return hms
 
 
-def test_hmsclient_gets_no_acid_table_but_its_names_columns_and_partitions(populated):
+def test_hmsclient_gets_the_plain_form_of_acid_tables(populated, client):
+    stored = {n: client.get_table_acid_aware("acid_db", n) for n in KINDS}
     with hmsclient_mod.HMSClient(host="127.0.0.1", port=populated.port) as c:
-        for name in REFUSED:
-            with pytest.raises(ht.MetaException) as err:
-                c.get_table("acid_db", name)
-            message = err.value.message
-            assert _message(name) in message
-            assert 'spark.read.format("hive_acid").load("acid_db.' + name + '")' in message
-            assert "metastore.client.capability.check" in message
-            # get_table_req without capabilities: the same
-            with pytest.raises(ht.MetaException, match=_message(name)):
-                c.get_table_req(ht.GetTableRequest(dbName="acid_db", tblName=name))
-            # declaring Hive 3's INSERT_ONLY_TABLES is enough for both kinds
+        for name in ACID:
+            assert_plain_form(c.get_table("acid_db", name), stored[name])
+            # get_table_req without capabilities, or with Hive 2.3's only one: the same
+            for caps in (None, ht.ClientCapabilities([ht.ClientCapability.TEST_CAPABILITY])):
+                assert_plain_form(c.get_table_req(ht.GetTableRequest(
+                    dbName="acid_db", tblName=name, capabilities=caps)).table, stored[name])
+            # declaring Hive 3's INSERT_ONLY_TABLES is enough for both kinds: as stored
             got = c.get_table_req(ht.GetTableRequest(
                 dbName="acid_db", tblName=name,
                 capabilities=ht.ClientCapabilities([INSERT_ONLY_TABLES]))).table
-            assert got.tableName == name and got.parameters["transactional"] == "true"
-            # metadata that does not let anybody read the data: names, columns, partitions
+            assert (_storage(got), got.tableType) == (ORC, "MANAGED_TABLE")
             assert [f.name for f in c.get_fields("acid_db", name)] == ["id", "name"]
             assert [f.name for f in c.get_schema("acid_db", name)][:2] == ["id", "name"]
         assert c.get_all_tables("acid_db") == sorted(KINDS)
-        assert c.get_tables("acid_db", "full*") == ["full", "full_part"]
         assert c.get_partition_names("acid_db", "io_part", -1) == ["p=a"]
-        assert c.get_table("acid_db", "plain").tableName == "plain"
-        # the listing call: full-ACID tables are listed, insert-only ones refused (as Hive)
-        listed = c.get_table_objects_by_name("acid_db", ["plain", "full", "full_part"])
-        assert sorted(x.tableName for x in listed) == ["full", "full_part", "plain"]
-        with pytest.raises(TApplicationException, match=_message("io")):
-            c.get_table_objects_by_name("acid_db", ["plain", "io"])
+        assert _storage(c.get_table("acid_db", "plain")) == ORC
+        # the listing calls: the same form, the plain table as stored
+        for listed in (c.get_table_objects_by_name("acid_db", sorted(KINDS)),
+                       c.get_table_objects_by_name_req(ht.GetTablesRequest(
+                           dbName="acid_db", tblNames=sorted(KINDS))).tables):
+            by_name = {x.tableName: x for x in listed}
+            assert sorted(by_name) == sorted(KINDS)
+            for name in ACID:
+                assert_plain_form(by_name[name], stored[name])
+            assert _storage(by_name["plain"]) == ORC
         listed = c.get_table_objects_by_name_req(ht.GetTablesRequest(
             dbName="acid_db", tblNames=sorted(KINDS),
             capabilities=ht.ClientCapabilities([INSERT_ONLY_TABLES]))).tables
-        assert len(listed) == len(KINDS)
+        assert {_storage(x) for x in listed} == {ORC}
 
 
-def test_pymetastore_gets_no_acid_table(populated):
+def test_the_plain_form_carries_hive4_access_type(populated, client):
+    # our own client's IDL has Hive 4's fields: a plain get_table shows what the plain form
+    # adds for Hive 4 clients (MetastoreDefaultTransformer, no processor capabilities)
+    full, io = client.get_table("acid_db", "full"), client.get_table("acid_db", "io")
+    assert (full.accessType, full.requiredReadCapabilities, full.requiredWriteCapabilities) == (
+        1, ["CONNECTORREAD", "HIVEFULLACIDREAD"],
+        ["HIVEFULLACIDWRITE", "HIVEMANAGESTATS", "HIVECACHEINVALIDATE", "CONNECTORWRITE"])
+    assert io.requiredReadCapabilities == ["CONNECTORREAD", "HIVEMANAGEDINSERTREAD"]
+    assert client.get_table("acid_db", "plain").accessType is None
+
+
+def test_pymetastore_gets_the_plain_form(populated, client):
     with HMS.create(host="127.0.0.1", port=populated.port) as hms:
         assert hms.list_tables("acid_db") == sorted(KINDS)
         assert hms.list_partitions("acid_db", "full_part") == ["p=a"]
-        for name in REFUSED:
-            with pytest.raises(pt.MetaException, match=_message(name)):
-                hms.get_table("acid_db", name)
-            with pytest.raises(pt.MetaException, match=_message(name)):
-                hms.list_columns("acid_db", name)       # it reads the table object
-        assert hms.get_table("acid_db", "plain").name == "plain"
+        for name in ACID:
+            got = hms.get_table("acid_db", name)
+            assert (got.name, got.table_type) == (name, "EXTERNAL_TABLE")
+            assert got.storage.storage_format.input_format == PLAIN_FORMAT
+            assert hms.list_columns("acid_db", name) == ["id", "name"]
+        assert hms.get_table("acid_db", "plain").table_type == "MANAGED_TABLE"
 
 
 def _files(location: str) -> dict[str, tuple[int, int]]:
@@ -157,58 +181,62 @@ def _acid_rows(client, name: str, location: str) -> list[int]:
     return sorted(got.column("id").to_pylist())
 
 
-def test_hive2_clients_leave_acid_tables_and_their_rows_as_they_were(populated, client):
-    """Every table call hmsclient and pymetastore make on ACID tables holding rows is refused
-    before the client learns where the files are; afterwards the files, the table and its
-    partitions, the notification log and the rows an ACID reader sees are as before."""
+def test_what_a_hive2_client_sends_back_keeps_the_stored_form(populated, client):
+    """A Hive 2 client alters the table it got (hmsclient's alter_table of the plain form)
+    and adds a partition with the table's storage descriptor, as Hive's ``Partition``
+    copies it (Spark's ADD PARTITION, MSCK REPAIR TABLE): the metastore stores the table's
+    own formats, serde and type; the files and the rows an ACID reader sees are unchanged.
+    A new table in the plain form is refused."""
     from tests.hms_txn.test_catalog import local
     locations = {}
-    for name in REFUSED:
+    for name in ACID:
         table = client.get_table_acid_aware("acid_db", name)
         locations[name] = local(client.get_partition("acid_db", name, ["a"]).sd.location
                                 if table.partitionKeys else table.sd.location)
         _write_rows(client, name, locations[name], [1, 2, 3])
-
-    def state():
-        return {name: (_files(loc), _acid_rows(client, name, loc),
-                       client.get_table_acid_aware("acid_db", name),
-                       client.get_partitions("acid_db", name, -1))
-                for name, loc in locations.items()}
-
-    before, event = state(), client.get_current_notificationEventId().eventId
-    assert all(rows == [1, 2, 3] for _, rows, _, _ in before.values())
-    with hmsclient_mod.HMSClient(host="127.0.0.1", port=populated.port) as c, \
-            HMS.create(host="127.0.0.1", port=populated.port) as p:
-        for name in REFUSED:
-            for call in (lambda: c.get_table("acid_db", name),
-                         lambda: c.get_table_req(ht.GetTableRequest(dbName="acid_db",
-                                                                    tblName=name)),
-                         lambda: p.get_table("acid_db", name),
-                         lambda: p.list_columns("acid_db", name)):
-                with pytest.raises((ht.MetaException, pt.MetaException), match=_message(name)):
-                    call()
-    assert state() == before
-    assert client.get_current_notificationEventId().eventId == event
+    before = {name: (_files(loc), _acid_rows(client, name, loc))
+              for name, loc in locations.items()}
+    with hmsclient_mod.HMSClient(host="127.0.0.1", port=populated.port) as c:
+        for name in ACID:
+            got = c.get_table("acid_db", name)
+            got.parameters["comment"] = "altered by a Hive 2 client"
+            c.alter_table("acid_db", name, got)
+            if name.endswith("_part"):
+                c.add_partitions([ht.Partition(values=["b"], dbName="acid_db", tableName=name,
+                                               sd=copy.deepcopy(got.sd), parameters={})])
+            copied = copy.deepcopy(got)
+            copied.tableName = f"copy_of_{name}"
+            copied.sd.location = None
+            with pytest.raises(ht.InvalidObjectException, match=PLAIN_FORMAT):
+                c.create_table(copied)
+    for name in ACID:
+        stored = client.get_table_acid_aware("acid_db", name)
+        assert (_storage(stored), stored.tableType) == (ORC, "MANAGED_TABLE"), name
+        assert "EXTERNAL" not in stored.parameters
+        assert stored.parameters["comment"] == "altered by a Hive 2 client"
+        assert {_storage(p) for p in client.get_partitions("acid_db", name, -1)} <= {ORC}
+        assert (_files(locations[name]), _acid_rows(client, name, locations[name])) == \
+            before[name], name
+    assert len(client.get_partitions("acid_db", "full_part", -1)) == 2
 
 
 def test_our_clients_declare_and_get_every_table(populated, client):
     for name in KINDS:
-        assert client.get_table_acid_aware("acid_db", name).tableName == name
+        assert _storage(client.get_table_acid_aware("acid_db", name)) == ORC
     assert client.get_table_req(t.GetTableRequest(
         dbName="acid_db", tblName="full", processorCapabilities=["HIVEFULLACIDREAD"])).table \
-        .accessType == 2          # Hive 4's translation (test_capabilities), not refused
+        .accessType == 2          # Hive 4's translation (test_capabilities), not the plain form
 
 
-def test_check_off_gives_todays_answers(hms_factory):
+def test_check_off_gives_the_stored_tables(hms_factory):
     hms = hms_factory({"metastore.client.capability.check": "false"})   # Hive's own key name
     with hms.client() as ours:
         _populate(ours)
     with hmsclient_mod.HMSClient(host="127.0.0.1", port=hms.port) as c:
         for name in KINDS:
-            assert c.get_table("acid_db", name).tableName == name
-        assert len(c.get_table_objects_by_name("acid_db", sorted(KINDS))) == len(KINDS)
-    with HMS.create(host="127.0.0.1", port=hms.port) as p:
-        assert p.list_columns("acid_db", "io") == ["id", "name"]
+            assert _storage(c.get_table("acid_db", name)) == ORC
+        assert {_storage(x) for x in c.get_table_objects_by_name("acid_db", sorted(KINDS))} \
+            == {ORC}
 
 
 # ---------------------------------------------------------------- extension mode
@@ -221,18 +249,32 @@ def _server(root, name: str, conf: dict) -> InProcessServer:
 
 
 def _check_forwarded(ext_port: int, kinds) -> None:
-    """The extension-mode server refuses the upstream's ACID tables as its own."""
+    """The extension-mode server hands the upstream's ACID tables in the plain form, as its
+    own, and stores what a Hive 2 client sends back in the table's own form."""
     with hmsclient_mod.HMSClient(host="127.0.0.1", port=ext_port) as c:
-        for name in set(REFUSED) & set(kinds):
-            with pytest.raises(ht.MetaException, match=_message(name)):
-                c.get_table("acid_db", name)
+        for name in set(ACID) & set(kinds):
+            got = c.get_table("acid_db", name)
+            assert (_storage(got), got.tableType) == (
+                (PLAIN_FORMAT, PLAIN_FORMAT, ""), "EXTERNAL_TABLE")
             assert [f.name for f in c.get_fields("acid_db", name)] == ["id", "name"]
-        assert c.get_table("acid_db", "plain").tableName == "plain"
-        assert sorted(x.tableName for x in c.get_table_objects_by_name(
-            "acid_db", ["full", "plain"])) == ["full", "plain"]
-        if "io" in kinds:
-            with pytest.raises(TApplicationException, match=_message("io")):
-                c.get_table_objects_by_name("acid_db", ["io"])
+            got.parameters["comment"] = "altered by a Hive 2 client"
+            c.alter_table("acid_db", name, got)
+            if name.endswith("_part"):
+                c.add_partitions([ht.Partition(values=["b"], dbName="acid_db", tableName=name,
+                                               sd=copy.deepcopy(got.sd), parameters={})])
+        assert _storage(c.get_table("acid_db", "plain"))[0] == ORC[0]
+        listed = {x.tableName: x for x in c.get_table_objects_by_name("acid_db", list(kinds))}
+        assert {n: _storage(x)[0] for n, x in listed.items()} == {
+            n: PLAIN_FORMAT if n in ACID else ORC[0] for n in kinds}
+        declared = ht.ClientCapabilities([INSERT_ONLY_TABLES])
+        for name in set(ACID) & set(kinds):
+            stored = c.get_table_req(ht.GetTableRequest(
+                dbName="acid_db", tblName=name, capabilities=declared)).table
+            assert (stored.sd.inputFormat, stored.tableType) == (ORC[0], "MANAGED_TABLE")
+            assert stored.parameters["comment"] == "altered by a Hive 2 client"
+            if name.endswith("_part"):
+                assert {p.sd.inputFormat for p in c.get_partitions("acid_db", name, -1)} == \
+                    {ORC[0]}
 
 
 def test_extension_mode_applies_the_rules_to_forwarded_tables(tmp_path):

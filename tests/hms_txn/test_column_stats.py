@@ -18,8 +18,8 @@ import json
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain import stats_state
-from hms_txn.domain.stats_aggregation import aggregate, java_double_text
+from hms_txn.domain.stats import stats_state
+from hms_txn.domain.stats.stats_aggregation import aggregate, java_double_text
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.stats_support import (
     Writer, accurate, booleans, by_name, col_stats, doubles, events_since, last_event_id, longs,

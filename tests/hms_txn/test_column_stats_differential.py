@@ -109,7 +109,7 @@ def norm(v):
 
 def decimals(low: str, high: str, nulls, ndv):
     from decimal import Decimal
-    from hms_txn.domain.stats_aggregation import decimal_doc
+    from hms_txn.domain.stats.stats_aggregation import decimal_doc
     from hms_txn.wire.codec import from_doc
     return T.ColumnStatisticsData(decimalStats=T.DecimalColumnStatsData(
         lowValue=from_doc(T.Decimal, decimal_doc(Decimal(low))),
@@ -328,7 +328,7 @@ def test_same_answers_as_java_metastore(java_hms, hms):
 
 def test_extension_mode_writes_an_older_upstream_s_way(java_hms, tmp_path):
     """In front of Hive 2.3, which has no update_*_column_statistics_req, extension mode
-    sends the older call (service/forwarding.py)."""
+    sends the older call (service/extension/forwarding.py)."""
     ext = InProcessServer(str(tmp_path / "ext"), {
         "javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{tmp_path}/ext.sqlite",
         "hive.metastore.warehouse.dir": os.path.join(str(tmp_path), "wh"),

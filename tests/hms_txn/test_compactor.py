@@ -610,8 +610,12 @@ def test_compactor_keys_have_hives_defaults():
             c["hive.compactor.history.retention.failed"],
             c["hive.compactor.history.retention.attempted"]) == (3, 3, 2)
     assert Config({"metastore.compactor.worker.threads": "4"})["hive.compactor.worker.threads"] == 4
-    with pytest.raises(ConfigError, match="not implemented"):
-        Config({"hms_txn.compactor.engine": "spark"})
+    assert Config({"hms_txn.compactor.engine": "spark"})["hms_txn.compactor.engine"] == "SPARK"
+    with pytest.raises(ConfigError, match="expected one of LOCAL, SPARK"):
+        Config({"hms_txn.compactor.engine": "tez"})
+    # a SPARK worker without a master stops start-up, naming the key
+    with pytest.raises(ConfigError, match="needs spark.master"):
+        Worker(Config({"hms_txn.compactor.engine": "SPARK"}), None, None)
 
 
 def test_compaction_benchmark_smoke(tmp_path):

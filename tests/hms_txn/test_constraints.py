@@ -16,7 +16,7 @@ import re
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain.constraints import java_hash_set_text, java_string_hash
+from hms_txn.domain.catalog.constraints import java_hash_set_text, java_string_hash
 from hms_txn.wire.codec import to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import local, make_table

@@ -1,5 +1,5 @@
 """Extension mode: Hive 3/4 ACID tables on a Hive 2.x upstream (docs/extension-mode.md,
-"Hive 3/4 ACID tables on a Hive 2.x upstream"; domain/upstream_table_form.py).
+"Hive 3/4 ACID tables on a Hive 2.x upstream"; domain/extension/upstream_table_form.py).
 
 Against the real Java metastore 2.3 (PySpark's jars). Its TransactionalValidationListener
 (apache/hive branch-2.3, metastore/.../TransactionalValidationListener.java,
@@ -26,7 +26,7 @@ import orc_acid
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_txn.domain import upstream_table_form as form
+from hms_txn.domain.extension import upstream_table_form as form
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_compactor import FAST, MAJOR, Engine, rows

@@ -21,7 +21,7 @@ from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from hms_txn.wire.client import table_request
 from tests.hms_txn.test_catalog import make_table
 from tests.support.postgres import free_port
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from tests.support.servers import InProcessServer, connect
 from tests.support.requirements import require_module
 
@@ -837,7 +837,7 @@ def test_multi_match_ps_reads_are_memoized_answers_of_the_java_metastore(java_up
     per method, partial values, max_parts (and user and groups for _with_auth), so the
     same read again makes no upstream call, and it goes with the entry: changes through
     us at once, changes made directly upstream within the TTL (2 s). Errors are not kept."""
-    from hms_txn.domain.upstream_catalog import MAX_MEMOS
+    from hms_txn.domain.extension.upstream_catalog import MAX_MEMOS
     env = java_upstream
     c, direct = env.server.client(), connect(env.java.port)
     cache, pool = env.server.ms.cache, env.server.ms.upstream

@@ -13,8 +13,8 @@ import time
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain.external_compactor import metrics, stringable_map
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.compaction.external_compactor import metrics, stringable_map
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_table
 

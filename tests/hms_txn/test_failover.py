@@ -22,7 +22,7 @@ import time
 
 from sqlalchemy import create_engine, select
 
-from hms_txn.domain.txn_records import COMMITTED
+from hms_txn.domain.txn.txn_records import COMMITTED
 from hms_txn.store.schema import txn_to_write_id, txns
 from hms_txn.wire.client import ClientOptions
 from hms_txn.wire.failover import connect_failover

@@ -55,7 +55,7 @@ def test_create_and_read_back(client):
     got = client.get_function("default", "upper_udf")
     # Hive 4: createTime is the server's clock (HMSHandler.create_function), the catalog
     # is the database's (ObjectStore.convertToFunction); we store the name lower-cased
-    # (Hive's lookups lower-case it, see domain/functions.py).
+    # (Hive's lookups lower-case it, see domain/catalog/functions.py).
     assert got.functionName == "upper_udf" and got.dbName == "default"
     assert got.className == "com.example.Upper" and got.ownerName == "alice"
     assert got.ownerType == t.PrincipalType.USER and got.functionType == t.FunctionType.JAVA
@@ -256,7 +256,7 @@ def test_events(client):
     client.create_function(function("ev", uris=uris))
     client.drop_function("default", "ev")
     created, dropped = events_since(client, start)
-    # JSONCreateFunctionMessage / JSONDropFunctionMessage (domain.event_messages)
+    # JSONCreateFunctionMessage / JSONDropFunctionMessage (domain.events.event_messages)
     assert (created.eventType, created.dbName, created.tableName, created.catName) == \
         ("CREATE_FUNCTION", "default", None, "hive")
     message = json.loads(created.message)
@@ -349,7 +349,7 @@ INTERNAL = TApplicationException.INTERNAL_ERROR
 EXPECTED_DIFFERENCES = {
     # Not Hive 4 either: Hive (2.3 and 4, ObjectStore.convertToMFunction) stores the name as
     # sent and looks it up lower-cased, so the function cannot be read nor dropped (it lists
-    # as "MixedCase"). hms-txn stores it lower-cased (domain/functions.py).
+    # as "MixedCase"). hms-txn stores it lower-cased (domain/catalog/functions.py).
     "get mixed case": (("NoSuchObjectException", f"Function {DIFF_DB}_case.mixedcase does not exist"),
                        ("Function", "mixedcase", f"{DIFF_DB}_case", "com.example.Upper", "alice",
                         t.PrincipalType.USER, t.FunctionType.JAVA, [], True)),

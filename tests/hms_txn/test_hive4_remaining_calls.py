@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hms_txn.service.forwarding import owned_methods
+from hms_txn.service.extension.forwarding import owned_methods
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 ACQUIRED, NOT_ACQUIRED = 1, 4        # LockState
@@ -114,7 +114,7 @@ def test_repl_tbl_writeid_state_of_a_bootstrap_load(client):
 
 
 def test_remaining_calls_are_never_forwarded():
-    """Extension mode serves the transaction system itself (service/forwarding.py)."""
+    """Extension mode serves the transaction system itself (service/extension/forwarding.py)."""
     owned = owned_methods(frozenset())
     for method in ("repl_tbl_writeid_state", "seed_write_id", "seed_txn_id",
                    "get_lock_materialization_rebuild", "heartbeat_lock_materialization_rebuild",

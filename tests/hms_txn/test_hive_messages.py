@@ -1,7 +1,7 @@
 """Notification messages that Hive's own classes read (issue 35).
 
 (a) The keys, key order and value types of every message our builders make
-    (``hms_txn.domain.event_messages``) against the ``@JsonProperty`` fields of Hive 4's
+    (``hms_txn.domain.events.event_messages``) against the ``@JsonProperty`` fields of Hive 4's
     ``JSON*Message`` class for its event type (``tests/support/hive_messages/hive4_classes``,
     which cites the classes), the TJSON objects they carry read back, and the
     NOTIFICATION_LOG columns DbNotificationListener sets.
@@ -21,8 +21,8 @@ import json
 import pytest
 
 from hms_txn.common import config
-from hms_txn.domain import event_messages as em
-from hms_txn.domain.event_messages import formats
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events.event_messages import formats
 from tests.support.hive_messages import jvm
 from tests.support.hive_messages.hive23 import (
     HIVE23_TYPES, OBJECT_INPUT, check_control, check_decoded, check_objects, control_input,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 
 SR, EX = 1, 3
@@ -65,7 +65,7 @@ def test_sweep_purges_old_events(hms_factory):
                        "hive.timedout.txn.reaper.start": "1h"})
     client = hms.client()
     client.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h"))
-    from hms_txn.service.housekeeping import Housekeeper
+    from hms_txn.service.txn.housekeeping import Housekeeper
     keeper = Housekeeper(hms.ms.config, hms.ms.units, hms.ms.txn_service, hms.ms.lock_service)
     assert keeper.run_once()["purged_events"] == 0
     deadline = time.monotonic() + 30                 # until the event is older than 1 s

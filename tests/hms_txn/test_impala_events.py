@@ -1,6 +1,6 @@
 """Impala's event processor reading our notification events (issue 35): the replay of
 catalogd's reading (``tests/support/hive_messages/impala.py``, which cites Impala's source)
-on the messages our builders make (``hms_txn.domain.event_messages``).
+on the messages our builders make (``hms_txn.domain.events.event_messages``).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hms_txn.domain import event_messages as em
-from hms_txn.domain.event_messages import formats
+from hms_txn.domain.events import event_messages as em
+from hms_txn.domain.events.event_messages import formats
 from tests.support.hive_messages.impala import (
     DATABASE_TYPES, TABLE_TYPES, Deserializer, NullPointerException, impala_reads)
 from tests.support.hive_messages.workload import (

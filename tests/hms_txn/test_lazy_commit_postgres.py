@@ -1,9 +1,11 @@
 """Lazy commits on PostgreSQL: the same contract as on SQLite (tests/hms_txn/test_lazy_open.py;
-the argument is in hms_txn/service/transactions.py's docstring), with PostgreSQL's tools.
+the argument is in hms_txn/service/txn/transactions.py's docstring), with PostgreSQL's tools.
 
 ``open_txns`` and the commit of a transaction that wrote nothing commit with
-``SET LOCAL synchronous_commit = off``; every other call commits synchronously (a commit
-that finds out it recorded a write sets it back to ``on`` before its COMMIT). A crash of
+``synchronous_commit = off`` (set for the call's own transaction: by the PostgreSQL
+function of the call, hms_txn.store.pg_functions, or by ``SET LOCAL`` on the Python path);
+every other call commits synchronously (a commit that finds out it recorded a write sets
+it back to ``on`` before its COMMIT). A crash of
 the database server (``pg_ctl stop -m immediate``, then a start) may take back lazy
 commits but no acknowledged durable call, and the running metastore, which outlives the
 crash, never hands out a transaction id twice.
@@ -11,15 +13,14 @@ crash, never hands out a transaction id twice.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
-from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
-from hms_txn.domain.txn_records import COMMITTED, TxnState, TxnType
+from hms_txn.domain.locks.locks import (DataOp, LockComponent, LockLevel, LockRequest, LockState,
+                                        LockType)
+from hms_txn.domain.txn.txn_records import COMMITTED, TxnState, TxnType
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import txn_to_write_id, txns
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
@@ -35,34 +36,39 @@ def _metastore(data_dir, url: str) -> Metastore:
 
 
 class _Commits:
-    """The ``synchronous_commit`` each COMMIT of this thread's transactions ran under, as
-    the statements sent on the store's connections set it ("off": a lazy commit)."""
+    """The ``synchronous_commit`` each commit of the metastore's transaction calls obeyed
+    ("off": a lazy commit), as the database saw it at the commit: a deferred constraint
+    trigger on the tables those calls write records the setting when the transaction
+    commits, whichever form the call took (one statement in autocommit: the PostgreSQL
+    functions; a transaction with SET LOCAL: the Python path)."""
+
+    _TABLES = ("txns", "hive_locks", "txn_to_write_id", "txn_components", "notification_log")
 
     def __init__(self, ms: Metastore):
-        self.modes: list[str] = []
-        self._mode = "on"
-        self._thread = threading.get_ident()
-        engine = ms.store.engine
-        event.listen(engine, "begin", self._begin)
-        event.listen(engine, "before_cursor_execute", self._statement)
-        event.listen(engine, "commit", self._commit)
-
-    def _begin(self, conn) -> None:
-        if threading.get_ident() == self._thread:
-            self._mode = "on"
-
-    def _statement(self, conn, cursor, statement, *_args) -> None:
-        if threading.get_ident() == self._thread and statement.startswith(
-                "SET LOCAL synchronous_commit TO "):
-            self._mode = statement.rsplit(" ", 1)[1]
-
-    def _commit(self, conn) -> None:
-        if threading.get_ident() == self._thread:
-            self.modes.append(self._mode)
+        self._engine = ms.store.engine
+        self._seen = 0
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(
+                "CREATE TABLE test_commit_modes (txid bigint PRIMARY KEY, n bigserial, mode text)")
+            conn.exec_driver_sql(
+                "CREATE FUNCTION test_log_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN INSERT INTO test_commit_modes (txid, mode) VALUES (txid_current(), "
+                "current_setting('synchronous_commit')) ON CONFLICT DO NOTHING; RETURN NULL; "
+                "END $$")
+            for table in self._TABLES:
+                conn.exec_driver_sql(
+                    f"CREATE CONSTRAINT TRIGGER test_commit_mode AFTER INSERT OR UPDATE OR "
+                    f"DELETE ON {table} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+                    f"EXECUTE FUNCTION test_log_commit_mode()")
 
     def take(self) -> list[str]:
-        out, self.modes = self.modes, []
-        return out
+        with self._engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT n, mode FROM test_commit_modes WHERE n > %(seen)s ORDER BY n",
+                {"seen": self._seen}).all()
+        if rows:
+            self._seen = rows[-1][0]
+        return [mode for _, mode in rows]
 
 
 def _lock(ms: Metastore, txn: int, op: DataOp = DataOp.SELECT,
@@ -73,19 +79,27 @@ def _lock(ms: Metastore, txn: int, op: DataOp = DataOp.SELECT,
     assert result.state == LockState.ACQUIRED
 
 
-@pytest.fixture
-def pg_ms(tmp_path, postgres):
-    ms = _metastore(tmp_path, postgres.create_database())
-    yield ms
-    ms.close()
+@pytest.fixture(scope="module")
+def durable_postgres():
+    server = PostgresServer(durable=True).start()
+    yield server
+    server.stop()
 
 
-def test_open_and_commits_that_wrote_nothing_are_lazy_everything_else_is_not(pg_ms):
-    ms = pg_ms
+def test_open_and_commits_that_wrote_nothing_are_lazy_everything_else_is_not(
+        tmp_path, durable_postgres):
+    ms = _metastore(tmp_path, durable_postgres.create_database())
+    try:
+        _lazy_and_durable_calls(ms)
+    finally:
+        ms.close()
+
+
+def _lazy_and_durable_calls(ms: Metastore) -> None:
     assert ms.units.lazy_commits
     watch = _Commits(ms)
     first = calls(ms).open_txns(1, "u", "h")[0]
-    # The first raises the id reservation (hms_txn.domain.txn): that commit is durable.
+    # The first raises the id reservation (hms_txn.domain.txn.txn): that commit is durable.
     assert watch.take() == ["on"]
     calls(ms).abort_txn(first)
     watch.take()
@@ -124,13 +138,6 @@ def test_open_and_commits_that_wrote_nothing_are_lazy_everything_else_is_not(pg_
     watch.take()
     calls(ms).abort_txn(aborted)
     assert watch.take() == ["on"]
-
-
-@pytest.fixture(scope="module")
-def durable_postgres():
-    server = PostgresServer(durable=True).start()
-    yield server
-    server.stop()
 
 
 def _wal(ms: Metastore, which: str) -> int:
@@ -194,69 +201,3 @@ def test_database_crash_loses_no_acknowledged_durable_call_and_reuses_no_id(
         assert calls(ms).txn_state(after[0]) == TxnState.COMMITTED
     finally:
         ms.close()
-
-
-def test_round_trips_of_open_and_commit(pg_ms):
-    """The statements open_txns and a read-only commit_txn send (each one round trip, plus
-    the driver's BEGIN and the COMMIT): the notification event's id and row are one
-    statement (hms_txn.store.sql.insert_numbered), no checkout ping precedes them, and
-    none goes through SQLAlchemy's execution path (hms_txn.store.prepared)."""
-    ms = pg_ms
-    calls(ms).abort_txn(calls(ms).open_txns(1, "u", "h")[0])   # the reservation, raised
-    sent: list[str] = []
-    through_sqlalchemy: list[str] = []
-    me = threading.get_ident()
-
-    def watch(conn, cursor, statement, parameters, context, executemany):
-        if threading.get_ident() == me:     # not the metadata cache's or housekeeping's
-            sent.append(statement.split()[0])
-            if context is not None:         # the direct path has no execution context
-                through_sqlalchemy.append(statement)
-
-    event.listen(ms.store.engine, "before_cursor_execute", watch)
-    txn = calls(ms).open_txns(1, "u", "h")[0]
-    # SET LOCAL; the id counter's UPDATE ... RETURNING; the txns row, whose INSERT also
-    # reads the id reservation after the counter's lock (hms_txn.domain.txn); the
-    # OPEN_TXN event.
-    assert sent == ["SET", "UPDATE", "INSERT", "WITH"]
-    sent.clear()
-    calls(ms).commit_txn(txn)
-    # SET LOCAL; the row locked; its components; the state, whose UPDATE also reads
-    # whether it has write ids (after the lock: hms_txn.domain.txn_commit); the
-    # COMMIT_TXN event.
-    assert sent == ["SET", "SELECT", "SELECT", "UPDATE", "WITH"]
-    # every one of them on psycopg's cursor directly (hms_txn.store.prepared)
-    assert through_sqlalchemy == []
-
-
-def test_valid_write_ids_of_a_given_snapshot_are_one_statement_without_a_transaction(pg_ms):
-    """get_valid_write_ids with the reader's ValidTxnList (what HiveServer2, Trino and
-    Impala send): the tables' counters, the ids above the snapshot and its exceptions' ids
-    in one statement (hms_txn.domain.writeids), run in autocommit, so no BEGIN or COMMIT
-    either: one round trip. The answer is the one the snapshot defines."""
-    ms = pg_ms
-    c = calls(ms)
-    txns_ = c.open_txns(4, "u", "h")
-    for txn in txns_:
-        c.allocate_table_write_ids("db", "t", [txn])           # write ids 1..4
-    c.commit_txn(txns_[0])
-    c.abort_txn(txns_[1])
-    snapshot = ms.txn_service.get_open_txns()                   # 2 aborted, 3 and 4 open
-    valid_txns = f"{snapshot.txn_high_water_mark}:{txns_[2]}:{txns_[2]},{txns_[3]}:{txns_[1]}"
-    later = c.open_txns(1, "u", "h")[0]
-    c.allocate_table_write_ids("db", "t", [later])              # above the snapshot
-    sent: list[tuple[str, bool]] = []
-    me = threading.get_ident()
-
-    def watch(conn, cursor, statement, *_):
-        if threading.get_ident() == me:
-            sent.append((statement.split()[0], conn.connection.driver_connection.autocommit))
-
-    event.listen(ms.store.engine, "before_cursor_execute", watch)
-    answer = ms.txn_service.get_valid_write_ids(t.GetValidWriteIdsRequest(
-        fullTableNames=["db.t", "db.none"], validTxnList=valid_txns))
-    event.remove(ms.store.engine, "before_cursor_execute", watch)
-    assert sent == [("SELECT", True)]
-    tab, none = answer.tblValidWriteIds
-    assert (tab.writeIdHighWaterMark, tab.invalidWriteIds, tab.minOpenWriteId) == (4, [2, 3, 4], 3)
-    assert (none.writeIdHighWaterMark, none.invalidWriteIds) == (0, [])

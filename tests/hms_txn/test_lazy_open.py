@@ -20,11 +20,12 @@ from sqlalchemy import select
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchTxn
-from hms_txn.domain.locks import DataOp, LockComponent, LockLevel, LockRequest, LockState, LockType
+from hms_txn.domain.locks.locks import (DataOp, LockComponent, LockLevel, LockRequest, LockState,
+                                        LockType)
 from hms_txn.server.metastore import Metastore
 from hms_txn.store.schema import next_txn_id, tbls
-from hms_txn.domain.txn import RESERVE_AHEAD
-from hms_txn.domain.txn_records import TxnState, TxnType
+from hms_txn.domain.txn.txn import RESERVE_AHEAD
+from hms_txn.domain.txn.txn_records import TxnState, TxnType
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.inprocess import calls
 

@@ -1,4 +1,4 @@
-"""The partition calls of ``service.partition_calls`` over Thrift, against Hive 4's
+"""The partition calls of ``service.catalog.partition_calls`` over Thrift, against Hive 4's
 documented behaviour (/work/notes/hive4/handler-behaviour.md, "Partitions": HMSHandler
 get_partition_values, get_partitions_pspec, get_partitions_with_specs, exchange_partitions,
 markPartitionForEvent, ...; the expression calls: HiveMetaStoreClient.listPartitionsByExpr

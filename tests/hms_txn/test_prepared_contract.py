@@ -224,9 +224,9 @@ def test_driver_errors_wrap_into_the_exceptions_conn_execute_raises():
     engine.dispose()
 
 
-_PRODUCT_MODULES = ["hms_txn.domain.txn", "hms_txn.domain.txn_records", "hms_txn.domain.locks",
-                    "hms_txn.domain.txn_commit",
-                    "hms_txn.domain.writeids", "hms_txn.domain.notifications",
+_PRODUCT_MODULES = ["hms_txn.domain.txn.txn", "hms_txn.domain.txn.txn_records",
+                    "hms_txn.domain.locks.locks", "hms_txn.domain.txn.txn_commit",
+                    "hms_txn.domain.txn.writeids", "hms_txn.domain.events.notifications",
                     "hms_txn.store.sql"]
 
 

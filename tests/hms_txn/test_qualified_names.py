@@ -1,11 +1,11 @@
-"""Catalog-qualified database names (``hms_txn.domain.qualified_names``): Hive's
+"""Catalog-qualified database names (``hms_txn.domain.model.qualified_names``): Hive's
 ``MetaStoreUtils.parseDbName`` / ``prependCatalogToDbName`` rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from hms_txn.domain.qualified_names import (
+from hms_txn.domain.model.qualified_names import (
     CatalogAndDatabase,
     MalformedCatalogName,
     default_catalog,

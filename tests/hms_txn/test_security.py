@@ -69,8 +69,13 @@ def test_no_sasl_client_refused_before_any_call(sasl_hms):
 
 
 def test_unsupported_auth_modes_are_refused_at_startup():
-    with pytest.raises(ConfigError, match="Kerberos/GSSAPI"):
-        Config({"hive.metastore.authentication": "KERBEROS"}).sasl_required()
+    with pytest.raises(ConfigError, match="LDAP is not supported"):
+        Config({"hive.metastore.authentication": "LDAP"}).sasl_required()
+    # Kerberos is supported (tests/hms_txn/test_kerberos.py); without its keys the server
+    # names the missing one before the database is opened
+    from hms_txn.server.authentication import kerberos_server
+    with pytest.raises(ConfigError, match="hive.metastore.kerberos.keytab.file"):
+        kerberos_server(Config({"hive.metastore.authentication": "KERBEROS"}))
     from hms_txn.wire.sasl import PasswordBook
     with pytest.raises(ConfigError, match="no users"):
         PasswordBook.from_config(Config({"hive.metastore.sasl.enabled": "true"}))
@@ -125,7 +130,7 @@ def test_idle_connections_are_closed(hms_factory):
 def digest_client(port: int, token_str: str):
     """DIGEST-MD5 answered as Hive's client does: user base64(token identifier), password
     base64(token password)."""
-    from hms_txn.domain.token_codec import Token
+    from hms_txn.domain.security.token_codec import Token
     token = Token.decode_url_string(token_str)
     return open_endpoint(Endpoint("127.0.0.1", port),
                          ClientOptions(sasl=SaslDigest(token.sasl_username, token.sasl_password),
@@ -143,7 +148,7 @@ def test_delegation_tokens_need_sasl(hms):
 def test_digest_md5_authenticates_as_the_token_owner(sasl_hms, caplog):
     plain = sasl_client(sasl_hms.port, "alice", "s3cret")
     try:
-        with pytest.raises(t.MetaException, match="may not obtain a delegation token owned by 'bob'"):
+        with pytest.raises(t.MetaException, match="User: alice is not allowed to impersonate bob"):
             plain.get_delegation_token("bob", "bob")
         token = plain.get_delegation_token("alice", "alice")
     finally:

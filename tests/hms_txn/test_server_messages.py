@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from hms_txn.domain import event_messages as em
+from hms_txn.domain.events import event_messages as em
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 from tests.support.hive_messages import jvm
 from tests.support.hive_messages.hive23 import (HIVE23_TYPES, OBJECT_INPUT, check_control,

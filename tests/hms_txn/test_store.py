@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlalchemy import bindparam, insert, inspect, select, update
 
-from hms_txn.domain.event_messages import LogEntry, WriteNotification
+from hms_txn.domain.events.event_messages import LogEntry, WriteNotification
 from hms_txn.store import SchemaError, Store, ensure_schema
 from hms_txn.store.engine import WriterBusy
 from hms_txn.store.schema import SCHEMA_VERSION, metadata, schema_version
@@ -86,7 +86,7 @@ def _version_3_notification_log(store: Store) -> None:
 def test_version_3_is_upgraded_to_4_keeping_every_event(store):
     """Version 4 drops the event_time index and, on SQLite, makes the event id the rowid;
     the events, their ids and the id counter come through unchanged."""
-    from hms_txn.domain.notifications import append, next_events
+    from hms_txn.domain.events.notifications import append, next_events
     from hms_txn.store.schema import notification_sequence
     _create_version(store, 3)
     _version_3_notification_log(store)
@@ -383,8 +383,8 @@ def test_purge_walks_the_log_in_id_order_and_never_takes_a_recent_event(store):
     (in id order) go; a recent event is never deleted, also when an older time follows it
     (a clock stepped back); a log of old events only is emptied. ACID write notifications
     older than the time to live go with them."""
-    from hms_txn.domain.notifications import (add_write_notification, append, next_events,
-                                              purge_older_than, write_notifications)
+    from hms_txn.domain.events.notifications import (add_write_notification, append, next_events,
+                                                     purge_older_than, write_notifications)
     from hms_txn.store.schema import notification_log, notification_sequence
     ensure_schema(store)
     now = int(time.time())

@@ -1,4 +1,4 @@
-"""The database and table calls of ``service.table_calls`` over Thrift, against Hive 4's
+"""The database and table calls of ``service.catalog.table_calls`` over Thrift, against Hive 4's
 documented behaviour (/work/notes/hive4/handler-behaviour.md, "Databases" and "Tables":
 get_table_names_by_filter, get_tables_ext, get_fields_req, get_schema_req,
 translate_table_dryrun, the materialized-view calls) and the calls Trino makes

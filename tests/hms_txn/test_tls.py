@@ -194,8 +194,10 @@ def test_cli_over_tls_with_and_without_sasl(hms_factory, certs, tmp_path, capsys
                      "hive.metastore.sasl.enabled=true"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "hms-txn: the metastore requires SASL (hive.metastore.sasl.enabled=true): give a user "
-        "and password (--user/--password-file, or hive.metastore.client.plain.username) or a "
-        "delegation token file in HADOOP_TOKEN_FILE_LOCATION (hms-txn delegation-token)")
+        "and password (--user/--password-file, or hive.metastore.client.plain.username), a "
+        "delegation token file in HADOOP_TOKEN_FILE_LOCATION (hms-txn delegation-token), or a "
+        "Kerberos identity (hadoop.security.authentication=kerberos and "
+        "hive.metastore.kerberos.principal, with kinit or --principal/--keytab)")
     # delegation-token over TLS; then the token (DIGEST-MD5) over TLS, as Spark would use it
     token = str(tmp_path / "token")
     assert cli_main(["delegation-token", "--conf", site, "--user", "alice", "--password-file",

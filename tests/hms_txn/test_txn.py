@@ -12,7 +12,7 @@ import json
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain import notifications
+from hms_txn.domain.events import notifications
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_table
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_txn.domain.compaction_bookkeeping import finish
+from hms_txn.domain.compaction.compaction_bookkeeping import finish
 from hms_txn.store.schema import compaction_queue
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
 from tests.hms_txn.test_catalog import make_table

@@ -89,3 +89,60 @@ def test_spark_and_java_orc_read_our_files(spark, tmp_path):
     # and our reader agrees with what Spark saw
     assert orc_acid.read_table(d, "default.t:8:9223372036854775807::").column("id").to_pylist() \
         == [1, 3]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("codec", ["zlib", "snappy"])
+def test_java_orc_seeks_with_the_row_index_of_spliced_acid_columns(spark, tmp_path, codec):
+    """The ACID columns of an insert are encoded by ``orc_acid._insert_file``, not by the
+    ORC writer: Java's ORC reader (Hive's) takes their statistics for the file, its stripes
+    and its row groups, and with a search argument on rowId reads only the matching row
+    group -- seeking every column, ours and pyarrow's, to its row index positions."""
+    n, stride, write_id = 30_000, 1000, 9
+    data = pa.table({"id": pa.array(range(n), pa.int64()),
+                     "name": [f"n{i % 97}" for i in range(n)],
+                     "score": pa.array([i / 4 for i in range(n)], pa.float64())}, schema=SCHEMA)
+    opts = orc_acid.WriterOptions(compression=codec, stripe_size=1, batch_size=4096,
+                                  row_index_stride=stride)
+    [path] = orc_acid.write_delta(str(tmp_path), write_id, 0, 1, data, options=opts)
+    jvm = spark._jvm
+    reader = jvm.org.apache.orc.OrcFile.createReader(
+        jvm.org.apache.hadoop.fs.Path(path),
+        jvm.org.apache.orc.OrcFile.readerOptions(spark._jsc.hadoopConfiguration()))
+    stats = reader.getStatistics()              # column ids: 2 originalTransaction, 4 rowId
+    assert (stats[2].getMinimum(), stats[2].getMaximum(), stats[2].getSum()) == \
+        (write_id, write_id, write_id * n)
+    assert (stats[4].getMinimum(), stats[4].getMaximum(), stats[4].getSum(),
+            stats[4].getNumberOfValues()) == (0, n - 1, n * (n - 1) // 2, n)
+    stripes = reader.getStripeStatistics()
+    assert stripes.size() == reader.getStripes().size() > 2
+    counts = [s.getNumberOfRows() for s in reader.getStripes()]
+    first = 0
+    for k, rows in enumerate(counts):
+        row_id = stripes.get(k).getColumnStatistics()[4]
+        assert (row_id.getMinimum(), row_id.getMaximum()) == (first, first + rows - 1)
+        first += rows
+    # the row groups' statistics as Java reads them from the third stripe's row index
+    rows = reader.rows()
+    index = rows.readRowIndex(2, None, None).getRowGroupIndex()[4]       # rowId
+    start = counts[0] + counts[1]
+    groups = [(start + g, min(stride, counts[2] - g)) for g in range(0, counts[2], stride)]
+    assert index.getEntryCount() == len(groups)
+    for k, (lo, size) in enumerate(groups):
+        st = index.getEntry(k).getStatistics()
+        assert (st.getNumberOfValues(), st.getIntStatistics().getMinimum(),
+                st.getIntStatistics().getMaximum()) == (size, lo, lo + size - 1)
+    # seeking to a row inside a row group and inside a 512-value run of the third stripe:
+    # every column (ours and pyarrow's) positioned by its row index entry
+    from py4j.java_gateway import get_field
+    batch = reader.getSchema().createRowBatch(1024)
+    for target in (start + 2 * stride + 321, start + stride, counts[0] - 1, n - 1):
+        rows.seekToRow(target)
+        assert rows.nextBatch(batch)
+        cols = get_field(batch, "cols")
+        fields = get_field(cols[5], "fields")
+        assert get_field(cols[3], "vector")[0] == target                # rowId
+        assert get_field(cols[1], "vector")[0] == write_id              # originalTransaction
+        assert get_field(fields[0], "vector")[0] == target              # row.id
+        assert get_field(fields[2], "vector")[0] == target / 4          # row.score
+    rows.close()

@@ -128,6 +128,34 @@ def test_s3_compaction_that_does_not_commit_leaves_only_an_aborted_directory(
                                 filesystem=fs) == ["base_0000003_v0000009"]
 
 
+def test_s3_compaction_task_rerun_replaces_the_earlier_upload(moto_s3, s3_bucket):
+    """A task shipped without its file system (an executor builds its own) and re-run after
+    an attempt that uploaded its file: the upload is replaced by the same bytes."""
+    import dataclasses
+    import pickle
+    loc = f"s3a://{s3_bucket}/rerun"
+    fs, _ = filesystem_for(loc, moto_s3.options())
+    for w in (1, 2, 3):
+        orc_acid.write_delta(loc, w, 0, 0, rows(10, 10 * w), filesystem=fs)
+    orc_acid.write_delete_delta(loc, 4, 0, pa.table({
+        "originalTransaction": [2], "bucket": [536870912], "rowId": [3]}), row_schema=SCHEMA,
+        filesystem=fs)
+    plan = compaction.plan_compaction(loc, "major", wids(4), visibility_txn_id=9, filesystem=fs)
+    staged = compaction.begin_staging(plan)
+    (task,) = compaction.plan_tasks(staged)
+    shipped = pickle.loads(pickle.dumps(dataclasses.replace(task, filesystem=None)))
+    first = compaction.run_task(shipped, filesystem=fs)
+    path = f"{staged.staging_dir}/{first.files[0]}"
+    with fs.open_input_file(path) as fh:
+        once = fh.read()
+    compaction.record_task(staged, compaction.run_task(shipped, filesystem=fs))
+    with fs.open_input_file(path) as fh:
+        assert fh.read() == once
+    compaction.publish_compaction(staged)
+    assert orc_acid.read_table(loc, wids(4), filesystem=fs, valid_txns="10:" + MAX + "::"
+                               ).num_rows == 29
+
+
 def test_hive_written_fixtures_read_the_same_from_s3(moto_s3, s3_bucket, hive_fixtures_dir,
                                                     place_fixture):
     fs, _ = filesystem_for(f"s3a://{s3_bucket}", moto_s3.options())

@@ -59,11 +59,22 @@ def acid_spark(acid_hms):
 
 @pytest.fixture
 def ms(acid_hms):
-    """A metastore client of the hive_acid helpers (``spark._metastore``) on the server."""
-    from spark import _metastore as M
+    """A metastore client of the hive_acid helpers (``hms_txn.clients.acid.metastore``) on the server."""
+    from hms_txn.clients.acid import metastore as M
     m = M.MetastoreConnection(acid_hms.uri)
     yield m
     m.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A Spark standalone cluster for the module: a master and two workers with one core
+    each, in network namespaces of their own, and an S3 server on the bridge
+    (``tests/support/cluster.py``)."""
+    from tests.support.cluster import start_cluster
+    c = start_cluster(str(tmp_path_factory.mktemp("cluster")))
+    yield c
+    assert c.stop() == []
 
 
 _table_numbers = itertools.count(1)

@@ -4,7 +4,8 @@
 
 Starts a fresh local Spark session with Hive support whose metastore is ``URI``, runs each
 statement with ``spark.sql(...).collect()`` (``table:NAME``: ``spark.table(NAME).collect()``,
-``listTables:DB``: ``spark.catalog.listTables(DB)``) and writes ``[{"sql", "rows"} |
+``count:NAME``: ``spark.table(NAME).count()``, ``tableExists:NAME``,
+``listColumns:NAME`` and ``listTables:DB``: those of ``spark.catalog``) and writes ``[{"sql", "rows"} |
 {"sql", "error"}, ...]`` to ``OUT_JSON``. Independent of the test suite (its own interpreter); Spark
 logs go to stderr.
 """
@@ -33,6 +34,13 @@ def main() -> None:
         try:
             if sql.startswith("table:"):
                 found = spark.table(sql[len("table:"):]).collect()
+            elif sql.startswith("count:"):
+                found = [(spark.table(sql[len("count:"):]).count(),)]
+            elif sql.startswith("tableExists:"):
+                found = [(spark.catalog.tableExists(sql[len("tableExists:"):]),)]
+            elif sql.startswith("listColumns:"):
+                found = [(c.name, c.dataType, c.isPartition) for c in
+                         spark.catalog.listColumns(sql[len("listColumns:"):])]
             elif sql.startswith("listTables:"):
                 found = [(x.name, x.tableType) for x in
                          spark.catalog.listTables(sql[len("listTables:"):])]

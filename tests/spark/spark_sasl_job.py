@@ -61,8 +61,11 @@ def session(uri: str, warehouse: str, conf: dict[str, str] = SASL):
         .config("spark.hadoop.hive.metastore.client.connect.retry.delay", "1s")
         .config("spark.hadoop.hive.exec.scratchdir", os.path.join(scratch, "hive"))
         .config("spark.local.dir", os.path.join(scratch, "local"))
+        # Kerberos configuration: the krb5.conf the caller gives this process (KRB5_CONFIG),
+        # else none at all -- never the machine's /etc/krb5.conf (Java ignores KRB5_CONFIG)
         .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={scratch} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+                f"-Dderby.system.home={scratch} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+                f"-Djava.security.krb5.conf={os.environ.get('KRB5_CONFIG') or os.devnull}")
         .enableHiveSupport()
         .getOrCreate()
     )

@@ -106,7 +106,7 @@ class LateAttempt:
     the test says so. ``result`` is what the task would hand to Spark."""
 
     def __init__(self, d, st, spec, rows, task_id):
-        from spark import _io
+        from orc_acid import table_io as _io
         self.started, self.go = threading.Event(), threading.Event()
         self.wrote = []
         self.result = self.error = None
@@ -207,7 +207,7 @@ def test_an_attempt_starting_after_the_abort_writes_nothing(writer):
 @pytest.mark.spark
 def test_a_late_attempt_of_a_committed_statement_leaves_only_the_committed_files(
         writer, acid_spark, tname):
-    from spark import _io
+    from orc_acid import table_io as _io
     from spark import hive_acid as H
     d, info, statement = writer
     txn, st, spec = statement()

@@ -19,7 +19,7 @@ from multiprocessing.connection import Client
 
 import pytest
 
-from spark._metastore import HiveAcidError
+from hms_txn.clients.acid.metastore import HiveAcidError
 from spark._rpc import rpc
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,6 +68,53 @@ def test_a_wildcard_bind_needs_an_advertised_address(acid_hms):
     from spark._driver import Driver
     with pytest.raises(ValueError, match="advertised_host"):
         Driver(acid_hms.uri, bind_host="0.0.0.0")
+
+
+def test_the_coordinator_port_setting_is_a_port_or_a_range():
+    from spark.hive_acid import COORDINATOR_PORT, coordinator_ports
+    assert coordinator_ports({}) == (0, 0)
+    assert coordinator_ports({COORDINATOR_PORT: "0"}) == (0, 0)
+    assert coordinator_ports({COORDINATOR_PORT: " 40100 "}) == (40100, 40100)
+    assert coordinator_ports({COORDINATOR_PORT: "40100-40115"}) == (40100, 40115)
+    for bad in ("x", "40115-40100", "70000", "0-5", "-1", "40100-"):
+        with pytest.raises(HiveAcidError, match=f"{COORDINATOR_PORT}={bad!r}.*a range"):
+            coordinator_ports({COORDINATOR_PORT: bad})
+
+
+def _taken_port_with_a_free_neighbour():
+    """A listening socket on OTHER_LOOPBACK whose port + 1 is free there."""
+    for _ in range(50):
+        taken = socket.socket()
+        taken.bind((OTHER_LOOPBACK, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with socket.socket() as probe:
+            try:
+                probe.bind((OTHER_LOOPBACK, port + 1))
+                return taken, port
+            except OSError:
+                pass
+        taken.close()
+    raise AssertionError("no port with a free neighbour")
+
+
+def test_the_coordinator_listens_on_the_first_free_port_of_its_range(acid_hms):
+    from spark._driver import Driver
+    taken, port = _taken_port_with_a_free_neighbour()
+    try:
+        d = Driver(acid_hms.uri, bind_host=OTHER_LOOPBACK, ports=(port, port + 1))
+        try:
+            assert d.address == (OTHER_LOOPBACK, port + 1)
+            d.attempts.open("1/0", object())
+            assert rpc(d.address, d.authkey, "task_started", "1/0", "a") is True
+        finally:
+            d.close()
+        # a fixed port that is taken: a clear error naming the setting, no driver
+        with pytest.raises(HiveAcidError, match=rf"at port {port} .*spark.hive_acid."
+                                                r"coordinator.port"):
+            Driver(acid_hms.uri, bind_host=OTHER_LOOPBACK, ports=(port, port))
+    finally:
+        taken.close()
 
 
 def test_a_silent_peer_does_not_hold_up_the_coordinator(coordinator, monkeypatch):

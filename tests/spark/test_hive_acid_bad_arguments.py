@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark._metastore import HiveAcidError
+from hms_txn.clients.acid.metastore import HiveAcidError
 
 pytestmark = pytest.mark.spark
 

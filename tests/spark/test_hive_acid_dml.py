@@ -10,7 +10,7 @@ import threading
 import pyarrow.orc as po
 import pytest
 
-from spark import _metastore as M
+from hms_txn.clients.acid import metastore as M
 
 pytestmark = [pytest.mark.spark]
 

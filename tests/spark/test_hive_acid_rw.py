@@ -15,7 +15,7 @@ import time
 import pyarrow.orc as po
 import pytest
 
-from spark import _metastore as M
+from hms_txn.clients.acid import metastore as M
 
 pytestmark = [pytest.mark.spark]
 

@@ -91,7 +91,7 @@ def pipeline(spark, table: str) -> dict:
 def test_pipeline_on_s3_equals_local(s3_session, s3_hms, moto_s3, s3_bucket):
     import orc_acid
     from orc_acid.fs import filesystem_for
-    from spark import _metastore as M
+    from hms_txn.clients.acid import metastore as M
     from spark import hive_acid as H
     spark = s3_session
     H.create_database(spark, "on_s3", location=f"s3a://{s3_bucket}/warehouse/on_s3.db")

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import orc_acid
-from spark import _metastore as M
+from hms_txn.clients.acid import metastore as M
 from spark import _native as N
 from spark import _native_stock as K
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from spark import _metastore as M
+from hms_txn.clients.acid import metastore as M
 
 pytestmark = [pytest.mark.spark]
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from spark._metastore import HiveAcidError, table_path
+from hms_txn.clients.acid.metastore import HiveAcidError, table_path
 
 
 def local_path(location, what="the table"):
@@ -109,7 +109,7 @@ def test_partition_directories_are_named_as_hive_names_them(acid_spark, ms, tnam
 def test_a_write_to_a_partition_registered_elsewhere_is_refused(acid_spark, ms, tname,
                                                                tmp_path):
     from spark import hive_acid as H
-    from spark._metastore import T
+    from hms_txn.clients.acid.metastore import T
     H.create_table(acid_spark, tname, "id INT, p STRING", partition_by=["p"])
     H.insert(acid_spark, tname, acid_spark.createDataFrame([(1, "a")], "id INT, p STRING"))
     db, name = tname.split(".")

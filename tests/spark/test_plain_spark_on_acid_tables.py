@@ -1,21 +1,28 @@
-"""Plain Spark (its built-in Hive 2.3 client, no hive_acid) on ACID tables (issue 33).
+"""Plain Spark (its built-in Hive 2.3 client, no hive_acid) beside ACID tables (issues 33, 41).
 
-Spark's Hive 2.3 client asks for a table with plain ``get_table`` (HiveMetaStoreClient
-2.3 getTable; ``VERSION`` = null, no capabilities anywhere), for every statement that names
-it: SELECT and count(*) (SessionCatalog.getTableRawMetadata -> HiveClientImpl.getTableOption
--> Hive.getTable), INSERT [OVERWRITE] and the source of CREATE TABLE AS SELECT while the
-statement is analysed (InsertIntoHiveTable / CreateHiveTableAsSelectCommand run only after
-that), and ``spark.table()``. The metastore refuses it ACID tables, so each of those fails
-before any file is written, with a message naming the table's kind and spark.hive_acid.
-SHOW TABLES (``get_tables``: names only) keeps working, and so does ``catalog.listTables``:
-Spark 4's CatalogImpl loads each listed table and lists one it cannot load with no type
-(observed here; the ACID tables come back with ``tableType`` None).
+Spark's Hive 2.3 client asks for a table with plain ``get_table`` (HiveMetaStoreClient 2.3
+getTable; ``VERSION`` = null, no capabilities anywhere) for every statement that names it
+(SessionCatalog.getTableRawMetadata -> HiveClientImpl.getTableOption -> Hive.getTable),
+``catalog.tableExists`` (HiveClientImpl.tableExists) and DROP TABLE (Hive 2.3
+HiveMetaStoreClient.dropTable fetches the table first) among them. The metastore hands it
+ACID tables in the plain form (``hms_txn.domain.catalog.plain_form``): HiveClientImpl
+.convertHiveTableToCatalogTable makes a Hive serde table of it (no serde name with "orc" in
+it, so HiveStrategies' RelationConversions leaves it to HiveTableScanExec), whose input and
+output format ``ACID.table.use.spark.hive_acid`` no class loader finds: HiveTableScanExec
+and InsertIntoHiveTable build their TableDesc from ``Table.getInputFormatClass()`` before
+anything is read or written. So SELECT, ``count()``, INSERT INTO/OVERWRITE and CREATE TABLE
+AS SELECT fail with ``ClassNotFoundException: ACID.table.use.spark.hive_acid``; DESCRIBE,
+``listColumns``, SHOW TBLPROPERTIES, SHOW CREATE TABLE ... AS SERDE, SHOW TABLES,
+``tableExists``, CREATE TABLE IF NOT EXISTS and DROP TABLE work. Plain SHOW CREATE TABLE
+gets Spark's own answer for any table with ``transactional=true``
+(ShowCreateTableCommand: UNSUPPORTED_SHOW_CREATE_TABLE.ON_TRANSACTIONAL_HIVE_TABLE, whatever
+the metastore), and TRUNCATE TABLE is refused as on an external table (TruncateTableCommand).
 
 Plain Spark needs a session with Hive support, which the suite's hive_acid session is not:
-it runs in its own interpreter (``plain_spark_statements.py``), the tables are made and read
-with hive_acid here. With ``hive.metastore.client.capability.check=false`` (a second server
-on the same metastore database) plain Spark gets today's behaviour: it reads the raw ACID
-directories (no rows) and writes a plain file into the table.
+it runs in its own interpreter (``plain_spark_statements.py``, one session per server), the
+tables are made and read with hive_acid here. With ``hive.metastore.client.capability.check
+=false`` (a second server on the same metastore database) plain Spark gets the tables as
+stored: it reads the raw ACID directories (no rows) and writes a plain file into the table.
 """
 
 from __future__ import annotations
@@ -28,12 +35,13 @@ import sys
 import pytest
 
 from orc_acid.layout import location_path
-from spark._metastore import T
+from hms_txn.clients.acid.metastore import T
 from tests.support.servers import InProcessServer, checkout_env
 
 pytestmark = [pytest.mark.spark]
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "plain_spark_statements.py")
+PLAIN_FORMAT = "ACID.table.use.spark.hive_acid"      # hms_txn.domain.catalog.plain_form
 
 
 def _plain_spark(uri: str, workdir: str, statements: list[str]) -> dict[str, dict]:
@@ -80,14 +88,16 @@ def rows(df):
 
 @pytest.fixture(scope="module")
 def acid_tables(acid_spark, acid_hms):
-    """Four ACID tables made with hive_acid: full-ACID and insert-only, partitioned or not.
-    The full-ACID ones have had rows deleted and updated (the issue's example)."""
+    """A database of ACID tables made with hive_acid: full-ACID and insert-only,
+    partitioned or not (the full-ACID ones with rows deleted and updated, the issue's
+    example), and one more full-ACID table for plain Spark to drop."""
     from spark import hive_acid as H
     spark = acid_spark
-    suffix = os.getpid()
-    tables = {
-        "full": f"default.cap_full_{suffix}", "full_part": f"default.cap_full_part_{suffix}",
-        "insert_only": f"default.cap_io_{suffix}", "insert_only_part": f"default.cap_io_part_{suffix}"}
+    db = f"plain_beside_{os.getpid()}"
+    H.create_database(spark, db)
+    tables = {"full": f"{db}.full_t", "full_part": f"{db}.full_part",
+              "insert_only": f"{db}.io_t", "insert_only_part": f"{db}.io_part",
+              "to_drop": f"{db}.to_drop"}
     data = [(i, f"n{i}", "ab"[i % 2]) for i in range(10)]
     for key, name in tables.items():
         H.create_table(spark, name, "id INT, name STRING, p STRING",
@@ -98,8 +108,9 @@ def acid_tables(acid_spark, acid_hms):
         if key.startswith("full"):
             H.delete(spark, name, "id IN (1, 2, 3)")
             H.update(spark, name, set={"name": "'updated'"}, condition="id = 4")
-        else:
+        elif key.startswith("insert_only"):
             df.where("id < 2").write.format("hive_acid").mode("append").save(name)
+    tables["db"] = db
     return tables
 
 
@@ -107,77 +118,121 @@ def _acid_rows(spark, name):
     return rows(spark.read.format("hive_acid").load(name))
 
 
-def test_plain_spark_gets_a_clear_error_and_changes_nothing(acid_spark, acid_hms, acid_tables,
-                                                           ms, tmp_path):
-    spark = acid_spark
-    statements: dict[str, list[str]] = {}
-    for key, name in acid_tables.items():
+def _statements(tables: dict) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
+    """(what must work, per ACID table; what must fail naming hive_acid, per ACID table;
+    the plain tables' statements and the listings), in the order plain Spark runs them."""
+    works: dict[str, list[str]] = {}
+    fails: dict[str, list[str]] = {}
+    for key in ("full", "full_part", "insert_only", "insert_only_part"):
+        name = tables[key]
         part = " PARTITION (p = 'a')" if key.endswith("_part") else ""
+        works[key] = [
+            f"tableExists:{name}",
+            f"CREATE TABLE IF NOT EXISTS {name} (id INT) STORED AS ORC",
+            f"DESCRIBE {name}",
+            f"listColumns:{name}",
+            f"SHOW CREATE TABLE {name} AS SERDE",
+            f"SHOW TBLPROPERTIES {name}",
+        ]
         values = "(100, 'x')" if part else "(100, 'x', 'a')"
-        statements[key] = [
+        fails[key] = [
             f"SELECT * FROM {name}",
-            f"SELECT count(*) FROM {name}",
+            f"count:{name}",
             f"INSERT INTO {name}{part} VALUES {values}",
             f"INSERT OVERWRITE TABLE {name}{part} SELECT 7, 'o'" + ("" if part else ", 'a'"),
-            f"CREATE TABLE default.ctas_{name.split('.')[1]} STORED AS ORC AS SELECT * FROM {name}",
-            f"table:{name}",
+            f"CREATE TABLE {tables['db']}.ctas_{key} STORED AS ORC AS SELECT * FROM {name}",
         ]
+    db = tables["db"]
+    plain = [
+        f"CREATE TABLE {db}.plain_orc (id INT, name STRING) STORED AS ORC",
+        f"INSERT INTO {db}.plain_orc VALUES (1, 'a'), (2, 'b')",
+        f"CREATE TABLE {db}.plain_parquet USING parquet AS SELECT id * 10 AS id FROM {db}.plain_orc",
+        f"SELECT * FROM {db}.plain_orc",
+        f"count:{db}.plain_parquet",
+        f"SHOW CREATE TABLE {db}.plain_orc",
+        f"SHOW TABLES IN {db}",
+        f"listTables:{db}",
+        f"tableExists:{db}.no_such_table",
+    ]
+    return works, fails, plain
+
+
+def test_plain_spark_describes_and_drops_acid_tables_but_never_reads_or_writes_them(
+        acid_spark, acid_hms, acid_tables, ms, tmp_path):
+    """Issue 41's "must show": Spark's built-in client in a database of ACID tables and
+    plain tables. What names a table and what describes it works; every read and write of
+    an ACID table fails naming hive_acid and leaves its files, its metastore state and the
+    rows hive_acid reads as they were. DROP TABLE drops one (its files with it)."""
+    spark = acid_spark
+    db = acid_tables["db"]
+    acid = {k: v for k, v in acid_tables.items() if k not in ("db", "to_drop")}
+    works, fails, plain = _statements(acid_tables)
+    refused = [f"SHOW CREATE TABLE {acid['full']}", f"TRUNCATE TABLE {acid['full']}",
+               f"TRUNCATE TABLE {acid['full_part']}"]
+    drop = acid_tables["to_drop"]
+    drop_dir = _location(ms, drop)
     before = {name: (_acid_rows(spark, name), _files(_location(ms, name)),
-                     _metastore_state(ms, name)) for name in acid_tables.values()}
+                     _metastore_state(ms, name)) for name in acid.values()}
     event_id = ms.get_current_notificationEventId().eventId
 
-    listing = [f"SHOW TABLES IN default LIKE 'cap_*_{os.getpid()}'", "listTables:default"]
-    all_statements = [s for group in statements.values() for s in group] + listing
-    results = _plain_spark(acid_hms.uri, str(tmp_path), all_statements)
+    statements = ([s for key in works for s in works[key]] + plain + refused +
+                  [s for key in fails for s in fails[key]] +
+                  [f"DROP TABLE {drop}", f"tableExists:{drop}"])
+    results = _plain_spark(acid_hms.uri, str(tmp_path), statements)
 
-    for key, name in acid_tables.items():
-        kind = "an insert-only transactional table" if key.startswith("insert_only") \
-            else "a full-ACID transactional table"
-        for sql in statements[key]:
-            result = results[sql]
-            assert "error" in result, (sql, result)
-            assert f"{name} is {kind}" in result["error"], (sql, result["error"][:2000])
-            assert 'spark.read.format("hive_acid")' in result["error"], sql
+    def ok(sql):
+        assert "error" not in results[sql], (sql, results[sql]["error"][:2000])
+        return results[sql]["rows"]
 
-    # SHOW TABLES lists names only (get_tables): it works
-    shown = {r[1] for r in results[listing[0]]["rows"]}
-    assert {n.split(".")[1] for n in acid_tables.values()} <= shown
-    # catalog.listTables loads each table (get_table) and lists one it cannot load without a
-    # type: the ACID tables are listed, typeless (observed with PySpark's Spark 4 CatalogImpl)
-    listed = dict(map(tuple, results["listTables:default"]["rows"]))
-    assert {n.split(".")[1]: listed.get(n.split(".")[1], "missing")
-            for n in acid_tables.values()} == {n.split(".")[1]: None for n in acid_tables.values()}
+    for key, name in acid.items():
+        assert ok(f"tableExists:{name}") == [[True]]
+        ok(f"CREATE TABLE IF NOT EXISTS {name} (id INT) STORED AS ORC")    # a no-op
+        assert [r[:2] for r in ok(f"DESCRIBE {name}")][:3] == [
+            ["id", "int"], ["name", "string"], ["p", "string"]]
+        assert ok(f"listColumns:{name}") == [["id", "int", False], ["name", "string", False],
+                                              ["p", "string", key.endswith("_part")]]
+        ddl = ok(f"SHOW CREATE TABLE {name} AS SERDE")[0][0]
+        assert f"INPUTFORMAT '{PLAIN_FORMAT}'" in ddl and "'transactional' = 'true'" in ddl
+        props = dict(map(tuple, ok(f"SHOW TBLPROPERTIES {name}")))
+        assert props["transactional"] == "true"
+        for sql in fails[key]:
+            assert "error" in results[sql], (sql, results[sql])
+            assert f"ClassNotFoundException: {PLAIN_FORMAT}" in results[sql]["error"], \
+                (sql, results[sql]["error"][:2000])
 
-    # nothing changed: no file, no metastore change (no catalog event), no CTAS table
-    touched = [(e.eventType, e.tableName) for e in ms.get_next_notification(
-        T.NotificationEventRequest(lastEvent=event_id, maxEvents=10000)).events if e.tableName]
-    assert touched == []
+    # the plain tables beside them work as usual
+    assert ok(f"SELECT * FROM {db}.plain_orc") == [[1, "a"], [2, "b"]]
+    assert ok(f"count:{db}.plain_parquet") == [[2]]
+    assert "USING orc" in ok(f"SHOW CREATE TABLE {db}.plain_orc")[0][0]
+    shown = {r[1] for r in ok(f"SHOW TABLES IN {db}")}
+    assert shown >= {n.split(".")[1] for n in acid.values()} | {"plain_orc", "plain_parquet"}
+    listed = dict(map(tuple, ok(f"listTables:{db}")))
+    assert {listed[n.split(".")[1]] for n in acid.values()} == {"EXTERNAL"}
+    assert listed["plain_orc"] == "MANAGED"
+    assert ok(f"tableExists:{db}.no_such_table") == [[False]]
+    # Spark's own refusals: SHOW CREATE TABLE of a transactional Hive table (it points to
+    # AS SERDE), TRUNCATE of what it is shown as an external table
+    assert "ON_TRANSACTIONAL_HIVE_TABLE" in results[refused[0]]["error"]
+    for sql in refused[1:]:
+        assert "CANNOT_TRUNCATE_EXTERNAL_TABLE" in results[sql]["error"], results[sql]
+    # DROP TABLE: gone, with its files (the metastore decides from the stored, managed table)
+    ok(f"DROP TABLE {drop}")
+    assert ok(f"tableExists:{drop}") == [[False]]
+    assert drop.split(".")[1] not in ms.get_all_tables(db) and not os.path.exists(drop_dir)
+
+    # nothing changed: no file, no metastore change of an ACID table, no CTAS table left
+    touched = {e.tableName for e in ms.get_next_notification(
+        T.NotificationEventRequest(lastEvent=event_id, maxEvents=10000)).events if e.tableName}
+    assert touched & {n.split(".")[1] for n in acid.values()} == set()
     for name, (acid_rows, files, state) in before.items():
         assert _files(_location(ms, name)) == files, name
         assert _metastore_state(ms, name) == state, name
-    assert not [t for t in ms.get_all_tables("default") if t.startswith("ctas_")]
-    default_dir = location_path(ms.get_database("default").locationUri)
-    assert not [d for d in os.listdir(default_dir) if d.startswith("ctas_")]
-    # and hive_acid reads the same rows as before
-    for name, (acid_rows, _, _) in before.items():
         assert _acid_rows(spark, name) == acid_rows, name
-    full = before[acid_tables["full"]][0]
+    assert not [x for x in ms.get_all_tables(db) if x.startswith("ctas_")]
+    db_dir = location_path(ms.get_database(db).locationUri)
+    assert not [d for d in os.listdir(db_dir) if d.startswith("ctas_")]
+    full = before[acid["full"]][0]
     assert len(full) == 7 and (4, "updated", "a") in full
-
-
-def test_listing_a_database_with_only_full_acid_tables_works(acid_spark, acid_hms, tmp_path):
-    """SHOW TABLES (get_tables, names only) and spark.catalog.listTables of a database with
-    an ACID table work; DESCRIBE does not, since it needs the table's definition."""
-    from spark import hive_acid as H
-    db = f"cap_list_{os.getpid()}"
-    H.create_database(acid_spark, db)
-    H.create_table(acid_spark, f"{db}.t", "id INT")
-    results = _plain_spark(acid_hms.uri, str(tmp_path),
-                           [f"SHOW TABLES IN {db}", f"listTables:{db}", f"DESCRIBE {db}.t"])
-    assert results[f"SHOW TABLES IN {db}"]["rows"] == [[db, "t", False]]
-    assert results[f"listTables:{db}"]["rows"] == [["t", None]]      # listed, not loaded
-    # DESCRIBE reads the table with get_table, as SELECT does: it cannot be told apart
-    assert f"{db}.t is a full-ACID transactional table" in results[f"DESCRIBE {db}.t"]["error"]
 
 
 def test_hive_acid_sql_keeps_working_for_mixed_statements(acid_spark, acid_tables):
@@ -188,7 +243,7 @@ def test_hive_acid_sql_keeps_working_for_mixed_statements(acid_spark, acid_table
     spark = acid_spark
     full = acid_tables["full"]
     expected = _acid_rows(spark, full)
-    plain = f"default.cap_plain_{os.getpid()}"
+    plain = f"default.cap_plain_{os.getpid()}"     # Spark's own (in-memory) catalog
     spark.sql(f"CREATE TABLE {plain} (id INT, name STRING, p STRING) USING parquet")
     H.sql(spark, f"INSERT INTO {plain} SELECT * FROM {full}")
     assert rows(spark.table(plain)) == expected

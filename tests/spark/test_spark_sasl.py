@@ -29,7 +29,7 @@ import threading
 import pytest
 
 from hms_txn.cli import main as cli_main
-from hms_txn.domain.token_codec import KIND, read_credentials
+from hms_txn.domain.security.token_codec import KIND, read_credentials
 from tests.hms_txn.test_security import SASL_CONF, sasl_client
 from tests.spark.spark_sasl_job import DB, STATEMENTS
 from tests.support.requirements import require
@@ -92,6 +92,9 @@ def _run_job(uri: str, workdir: str, token_file: str | None, timeout: float = 30
                PYTHONPATH=os.pathsep.join(p for p in (REPO_ROOT, os.environ.get("PYTHONPATH")) if p))
     env.pop("HADOOP_TOKEN_FILE_LOCATION", None)
     env.pop("HADOOP_TOKEN", None)
+    # no Kerberos configuration, whatever the machine has in /etc/krb5.conf (the job hands
+    # KRB5_CONFIG to its JVM as java.security.krb5.conf)
+    env["KRB5_CONFIG"] = os.devnull
     if token_file is not None:
         env["HADOOP_TOKEN_FILE_LOCATION"] = token_file
     out_json = os.path.join(workdir, "out.json")
@@ -180,7 +183,8 @@ def test_spark_without_a_valid_token_is_refused(sasl_server, server_log, tmp_pat
     assert not any(" authenticated as " in m for m in server_log.messages())
 
     # No token at all: Hive's client falls back to Kerberos (GSSAPI), which fails in the
-    # client before it sends anything (no Kerberos here). Hive 2.3 then loses the cause
+    # client before it sends anything (no Kerberos configuration for the job, even on a
+    # machine with /etc/krb5.conf: "Cannot locate default realm"). Hive 2.3 then loses the cause
     # (its final MetaException stringifies a null TTransportException: an NPE), so the
     # reason is only in Spark's log.
     server_log.clear()
@@ -190,6 +194,7 @@ def test_spark_without_a_valid_token_is_refused(sasl_server, server_log, tmp_pat
                in c for c in none["error_chain"]), none["error_chain"]
     assert "Could not instantiate SASL transport" in none["log"], none["log"][-6000:]
     assert "GSSException" in none["log"]
+    assert "Cannot locate default realm" in none["log"]     # not the machine's krb5.conf
     assert not any(" authenticated as " in m for m in server_log.messages())
 
     assert _databases(sasl_server) == ["default"]  # neither run created anything

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hms_txn.domain.locks import LockRequest
-from hms_txn.domain.txn_records import TxnState, TxnType
+from hms_txn.domain.locks.locks import LockRequest
+from hms_txn.domain.txn.txn_records import TxnState, TxnType
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as t
 
 
@@ -53,7 +53,7 @@ class Calls:
 
     def lock(self, request: LockRequest):
         """``request`` in the domain's terms; the answer as the domain's ``LockResult``."""
-        from hms_txn.domain.locks import LockResult, LockState
+        from hms_txn.domain.locks.locks import LockResult, LockState
         rsp = self.ms.lock_service.lock(t.LockRequest(
             component=[t.LockComponent(
                 type=c.type, level=c.level, dbname=c.dbname, tablename=c.tablename,
@@ -65,7 +65,7 @@ class Calls:
 
     def show_locks(self) -> list:
         """The domain's ``LockInfo`` list."""
-        from hms_txn.domain import locks
+        from hms_txn.domain.locks import locks
         return self.ms.units.read(locks.show_locks)
 
     def get_open_txns_info(self):
@@ -77,7 +77,7 @@ class Calls:
 
     def next_events(self, after: int) -> list:
         """The events after ``after`` as the domain's ``Event`` tuples."""
-        from hms_txn.domain.notifications import Event
+        from hms_txn.domain.events.notifications import Event
         rsp = self.ms.notification_service.get_next_notification(
             t.NotificationEventRequest(lastEvent=after))
         return [Event(e.eventId, e.eventTime, e.eventType, e.dbName, e.tableName, e.message,

@@ -35,20 +35,22 @@ def client_for(port: int, **kwargs) -> Iterator[MetastoreClient]:
 class InProcessServer:
     """A MetastoreServer running in this process on a free port."""
 
-    def __init__(self, data_dir: str, overrides: dict[str, str]):
+    def __init__(self, data_dir: str, overrides: dict[str, str], host: str = "127.0.0.1"):
         self.data_dir = data_dir
         self.overrides = overrides
         config = load(None, overrides)
-        self.server: MetastoreServer = create_server(config, data_dir=data_dir, host="127.0.0.1", port=0)
+        self.server: MetastoreServer = create_server(config, data_dir=data_dir, host=host, port=0)
         self.server.start()
+        self.host = host
         self.port = self.server.port
-        self.uri = f"thrift://127.0.0.1:{self.port}"
+        self.uri = f"thrift://{host}:{self.port}"
 
     @property
     def ms(self):
         return self.server.ms
 
     def client(self, **kwargs):
+        kwargs.setdefault("host", self.host)
         return connect(self.port, **kwargs)
 
     def stop(self) -> None:

@@ -1,14 +1,18 @@
-"""Automatic compaction of ACID tables: Initiator, Workers and Cleaner (Hive's compactor).
+"""Automatic compaction of ACID tables: Initiator, Workers and Cleaner (Hive's compactor),
+and the calls of a Hive compactor running elsewhere on the same queue
+(``external_compactor``).
 
 Which of them run in a server is configured with Hive's keys:
 ``hive.compactor.initiator.on``, ``hive.compactor.worker.threads`` and
 ``hive.compactor.cleaner.on`` (all off by default, as in Hive). Several servers may share one
 database: requests are claimed under a row lock, so each runs on one worker only; so may
-Hive Workers running elsewhere (``find_next_compact2``, ``hms_txn.domain.external_compactor``),
-which take requests through the same claim (``compaction_bookkeeping.claim_next``). The file
-work is done by ``orc_acid.compaction``; the state lives in the compaction queue
-(``hms_txn.domain.compaction_queue``) and is moved by ``hms_txn.domain.compaction_bookkeeping``,
-each change in a unit of work of its own (``hms_txn.service.units``).
+Hive Workers running elsewhere (``find_next_compact2``,
+``hms_txn.domain.compaction.external_compactor``), which take requests through the same
+claim (``compaction_bookkeeping.claim_next``). The file work is done by
+``orc_acid.compaction``; the state lives in the compaction queue
+(``hms_txn.domain.txn.compaction_queue``) and is moved by
+``hms_txn.domain.compaction.compaction_bookkeeping``, each change in a unit of work of its own
+(``hms_txn.service.units``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import logging
 
 from hms_txn.common.config import Config
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.service.compactor.cleaner import Cleaner
 from hms_txn.service.compactor.initiator import Initiator
 from hms_txn.service.compactor.worker import Worker

@@ -23,9 +23,9 @@ from orc_acid.compaction import cleanable
 
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain.txn import TxnManager
-from hms_txn.domain.txn_records import TxnState
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.txn.txn import TxnManager
+from hms_txn.domain.txn.txn_records import TxnState
 from hms_txn.service.compactor.common import Loop, object_location, snapshot
 from hms_txn.service.units import UnitOfWork
 

@@ -14,11 +14,12 @@ from orc_acid import fs as afs
 from orc_acid.valid_ids import ValidTxnList, ValidWriteIdList
 
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import catalog, writeids
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain.catalog import is_external, is_transactional
-from hms_txn.domain.compaction_queue import READY_FOR_CLEANING
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.txn import writeids
+from hms_txn.domain.model import catalog
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.model.catalog import is_external, is_transactional
+from hms_txn.domain.txn.compaction_queue import READY_FOR_CLEANING
+from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.service.units import UnitOfWork
 
 log = logging.getLogger(__name__)

@@ -40,10 +40,10 @@ from orc_acid.snapshot import get_acid_state
 from hms_txn import __version__
 from hms_txn.common.config import Config
 from hms_txn.common.errors import NoSuchObject
-from hms_txn.domain import compaction_bookkeeping as bk
-from hms_txn.domain import compaction_queue
-from hms_txn.domain.compaction_queue import ATTEMPTED, CompactionType
-from hms_txn.domain.txn import TxnManager
+from hms_txn.domain.compaction import compaction_bookkeeping as bk
+from hms_txn.domain.txn import compaction_queue
+from hms_txn.domain.txn.compaction_queue import ATTEMPTED, CompactionType
+from hms_txn.domain.txn.txn import TxnManager
 from hms_txn.service.compactor.common import (HOSTNAME, Loop, is_acid_table, is_insert_only,
                                               no_auto_compaction, object_location,
                                               revoke_timed_out, snapshot, threshold)

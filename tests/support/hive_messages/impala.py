@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from hms_txn.domain.event_messages import formats
+from hms_txn.domain.events.event_messages import formats
 from tests.support.hive_messages.workload import read_tjson
 
 

@@ -1,5 +1,5 @@
 """The objects of an everyday workload and the notification messages our builders make for
-them (``hms_txn.domain.event_messages``), shared by the message tests: the Hive 4 key and
+them (``hms_txn.domain.events.event_messages``), shared by the message tests: the Hive 4 key and
 type checks, the decoding inside the JVM with Hive 2.3's classes, and Impala's reading.
 
 Documents are complete the way the catalog stores them (create and access times,
@@ -16,7 +16,7 @@ from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 from thrift.Thrift import TType
 from thrift.TSerialization import deserialize
 
-from hms_txn.domain import event_messages as em
+from hms_txn.domain.events import event_messages as em
 from hms_txn.wire.codec import from_doc, object_json, to_doc
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes
 
