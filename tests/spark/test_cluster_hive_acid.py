@@ -18,8 +18,7 @@ import time
 import pytest
 
 from tests.support.cluster import (REPO_ROOT, RemoteDriver, RemoteError, cluster_metastore,
-                                   executor_task_hosts, listening_addresses, poll_until,
-                                   snapshot_rows)
+                                   listening_addresses, poll_until, snapshot_rows)
 
 pytestmark = [pytest.mark.spark]
 
@@ -100,7 +99,16 @@ def _hive_acid_rows(spark, table):
 def _app(spark):
     from spark._session import registered_driver
     sc = spark.sparkContext
-    return {"app": sc.applicationId, "ui": sc.uiWebUrl,
+    # tasks run per executor host, from the driver's own status store (what its UI's
+    # /api/v1/.../allexecutors shows, without an HTTP round trip that a loaded machine can lose)
+    executors = sc._jsc.sc().statusStore().executorList(False)
+    tasks = {}
+    for i in range(executors.size()):
+        e = executors.apply(i)
+        if e.id() != "driver":
+            host = e.hostPort().rsplit(":", 1)[0]
+            tasks[host] = tasks.get(host, 0) + int(e.totalTasks())
+    return {"app": sc.applicationId, "tasks_by_host": tasks,
             "coordinator": tuple(registered_driver(spark).address)}
 
 
@@ -152,8 +160,7 @@ def test_create_append_merge_delete_read_on_both_workers(driver, cluster, hms, c
 
     app = driver.call(_app)
     # tasks ran on both workers, each in its own namespace
-    assert set(cluster.worker_hosts) <= {h for h, n in executor_task_hosts(
-        app["ui"], app["app"]).items() if n > 0}
+    assert set(cluster.worker_hosts) <= {h for h, n in app["tasks_by_host"].items() if n > 0}
     # the coordinator listens on the configured port of the driver's address (the kernel's
     # view of the driver process), and the executors' write tasks reached it there: the
     # namespaces route nothing but the bridge's /24

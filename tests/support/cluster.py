@@ -218,18 +218,3 @@ def listening_addresses(pid: int) -> set:
                 ip = ".".join(str(int(hex_ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
                 found.add((ip, int(hex_port, 16)))
     return found
-
-
-def executor_task_hosts(driver_ui: str, app_id: str) -> Dict[str, int]:
-    """Tasks run per executor host, from the driver's status API (``/api/v1``)."""
-    import json
-    import urllib.request
-    with urllib.request.urlopen(f"{driver_ui}/api/v1/applications/{app_id}/allexecutors",
-                                timeout=10) as r:
-        executors = json.loads(r.read().decode())
-    out: Dict[str, int] = {}
-    for e in executors:
-        if e["id"] != "driver":
-            host = e["hostPort"].rsplit(":", 1)[0]
-            out[host] = out.get(host, 0) + int(e["totalTasks"])
-    return out
