@@ -17,7 +17,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from spark import _metastore as M
+from hms_txn.clients.acid import metastore as M
 
 pytestmark = [pytest.mark.spark]
 
@@ -145,7 +145,7 @@ def test_row_group_skipping_and_pieces_with_deletes(acid_spark, tname, ms):
     assert len(got) == sum(1 for i in range(30000) if (i < 3000 or 9990 <= i <= 10200 or
                                                         i > 27000) and i % 97 != 3
                            and not 10000 <= i <= 10100)
-    acid_spark.conf.set("spark.sql.files.maxPartitionBytes", "65536")
+    acid_spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")
     try:
         df = H.read(acid_spark, tname)
         assert df.rdd.getNumPartitions() > 2

@@ -92,7 +92,7 @@ def heartbeating(ms, txn_id):
     """Heartbeat an open transaction (of the test's own) in the background."""
     import threading
     from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
-    from spark import _metastore as MM
+    from hms_txn.clients.acid import metastore as MM
     stop = threading.Event()
     conn = MM.MetastoreConnection(ms.uri)
 
