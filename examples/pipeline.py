@@ -93,7 +93,7 @@ def run(spark, db: str = "pipeline", hours: int = 3, seed: int = 1) -> dict:
         facts.write.format("hive_acid").mode("append").save(orders)
         expect_orders += [tuple(r) for r in facts.collect()]
         next_order += facts.count()
-        assert _rows(spark.read.format("hive_acid").load(customers)) == sorted(
+        assert _rows(hive_acid.read(spark, customers)) == sorted(
             expect_dim.values())
 
     # 3. daily regulatory delete: one transaction over both tables
@@ -104,8 +104,8 @@ def run(spark, db: str = "pipeline", hours: int = 3, seed: int = 1) -> dict:
         tx.delete(orders, f"customer_id IN ({ids})")
     expect_dim = {k: v for k, v in expect_dim.items() if k not in erased}
     expect_orders = [o for o in expect_orders if o[1] not in erased]
-    assert _rows(spark.read.format("hive_acid").load(customers)) == sorted(expect_dim.values())
-    assert _rows(spark.read.format("hive_acid").load(orders)) == sorted(expect_orders)
+    assert _rows(hive_acid.read(spark, customers)) == sorted(expect_dim.values())
+    assert _rows(hive_acid.read(spark, orders)) == sorted(expect_orders)
 
     # 4. a report that keeps one snapshot while a writer commits
     def report(tx):
@@ -128,7 +128,7 @@ def run(spark, db: str = "pipeline", hours: int = 3, seed: int = 1) -> dict:
         assert writer_done.is_set()
         after = report(tx)           # the same snapshot: the late commit is not seen
     assert before == after, (before, after)
-    total_now = spark.read.format("hive_acid").load(orders).count()
+    total_now = hive_acid.read(spark, orders).count()
     assert total_now == len(expect_orders) + 50   # a new snapshot sees it
     return {"customers": len(expect_dim), "orders": total_now, "erased": erased,
             "report": before}

@@ -1,30 +1,41 @@
-"""Benchmark: Spark hive_acid scans/appends vs Spark's native ORC on the same data.
+"""Benchmark: Spark on hive_acid tables vs Spark on plain ORC files of the same rows.
 
-    python -m hms_bench.spark_scan [--rows 2000000] [--repeat 3] [--metastore thrift://...]
-                                   [--out f.json]
+    python -m hms_bench.spark_scan [--rows 2000000] [--repeat 3] [--codec snappy]
+        [--metastore thrift://...] [--master spark://host:7077] [--properties-file F]
+        [--conf key=value ...] [--out f.json]
 
-Starts a temporary ``hms-txn serve`` unless ``--metastore`` is given, and a local[2] Spark
-session. Measures (two warm-up runs of each side, then ``--repeat`` rounds in which the
-native and the hive_acid run alternate, so that load from other work on the machine hits
-both sides alike; the best time of each side is reported):
+Starts a temporary ``hms-txn serve`` unless ``--metastore`` is given, and a Spark session:
+local[2] unless ``--master`` (and ``--properties-file``, the ``spark-defaults.conf`` that
+``python -m hms_bench.cluster up`` writes, or ``--conf``) name a cluster; tables and plain
+files then live in a directory every executor must see (one machine, or a shared mount).
+Rows of ``id BIGINT, k INT, s STRING, d DOUBLE`` from one cached DataFrame, as many tasks on
+both sides, the same ORC codec on both sides (the ACID table's ``orc.compress``). Each
+measurement: two warm-up runs of each side, then ``--repeat`` rounds in which the sides run
+in turn (load from other work hits them alike); best wall time, least CPU time of each.
 
-* append: ``df.write.format("hive_acid").mode("append")`` vs ``df.write.orc(dir)``
-  (same DataFrame, cached, same number of tasks, same codec: ``--codec``, default snappy,
-  Spark's default; the ACID table gets ``orc.compress``). The ACID tables are created
-  before the clock starts (the native side has no DDL either);
-* scan: ``spark.read.format("hive_acid").load(t)`` (the Python data source) and
-  ``with hive_acid.snapshot(spark, t) as df`` (the JVM path: Spark's ORC reader; each run
-  takes the lock and snapshot and lists the files) vs ``spark.read.orc(dir)``, every column
-  aggregated (so no column is pruned away), with no deletes and after deleting 5% of the
-  rows (one delete delta); the three run in turn in each round. The 5% case is compared
-  with a native scan of a copy of the data without the deleted rows (the same result;
-  slightly faster than the full native scan, so the stricter comparison).
+* append: ``df.write.format("hive_acid").mode("append")`` vs ``df.write.orc(dir)``; the
+  ACID tables are created before the clock starts (the native side has no DDL either);
+* scans, each a new DataFrame per run as a user makes it -- for the easy path
+  ``hive_acid.read(spark, t)`` (lock, snapshot, listing and planning inside the time), for
+  the Python data source ``spark.read.format("hive_acid").load(t)``, natively
+  ``spark.read.orc(dir)``:
 
-and prints the ratios native/acid (throughput of hive_acid relative to native: 1.0 = as
-fast; the issue's target is >= 0.5) and the 1-minute load average before and after. On
-Linux it also reports the CPU time of each side (this process and its descendants: the
-Spark JVM, its Python workers, the metastore server), least over the rounds, and the
-ratios of those (``cpu_ratio_*``): on a shared machine they vary much less than wall times.
+  - ``scan``: an aggregate of every column (nothing pruned);
+  - ``projection``: an aggregate of 2 of the 4 columns (``s``, ``d``);
+  - ``selective``: the full aggregate of the rows of a filter on one column (``id``) that
+    keeps 1% of them (the data is sorted by ``id``: ORC's row-group statistics skip the
+    rest, on both sides);
+  - ``scan_5pct_deleted``: the full aggregate after deleting 5% of the rows (one delete
+    delta), against a native scan of a copy without those rows;
+  - ``python_floor``: the full aggregate through a Python data source that reads nothing
+    (ready-made Arrow batches in the Python workers' memory): what any Python data source,
+    ``format("hive_acid")`` included, costs at least.
+
+Prints JSON: times (``*_s``: wall; ``*_cpu_s``: CPU of this process tree -- the Spark JVM of a
+local master, Python workers, the metastore; ``*_task_cpu_s``: CPU of Spark's task threads,
+executors of a cluster included, Python workers not) and ratios native/hive_acid
+(``ratio_*`` wall, ``cpu_ratio_*``, ``task_cpu_ratio_*``; 1.0 = as fast as native), the
+1-minute load average before and after, then one line per measurement.
 
 :func:`local_spark` (a local Spark session on a temporary metastore, torn down at exit) is
 also what ``examples/pipeline.py`` runs in.
@@ -42,7 +53,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from hms_bench.spark_measure import WARMUP, best, register_floor_source
 
 
 def _free_port() -> int:
@@ -71,12 +84,12 @@ def _start_metastore(work: str) -> Tuple[subprocess.Popen, str]:
 
 @contextlib.contextmanager
 def local_spark(app_name: str, metastore: Optional[str] = None,
-                conf: Optional[Dict[str, str]] = None, log_level: Optional[str] = None
-                ) -> Iterator[Tuple[object, str]]:
-    """``with local_spark("app") as (spark, work):`` a local[2] Spark session whose
-    metastore is ``metastore``, or else a temporary ``hms-txn serve``, and a scratch
-    directory. At exit hive_acid's transactions of this process end, Spark stops, the
-    temporary metastore stops and the directory is removed."""
+                conf: Optional[Dict[str, str]] = None, log_level: Optional[str] = None,
+                master: str = "local[2]") -> Iterator[Tuple[object, str]]:
+    """``with local_spark("app") as (spark, work):`` a Spark session (local[2] unless
+    ``master``) whose metastore is ``metastore``, or else a temporary ``hms-txn serve``,
+    and a scratch directory. At exit hive_acid's transactions of this process end, Spark
+    stops, the temporary metastore stops and the directory is removed."""
     work = tempfile.mkdtemp(prefix=f"{app_name}-")
     server = None
     try:
@@ -84,7 +97,7 @@ def local_spark(app_name: str, metastore: Optional[str] = None,
             server, metastore = _start_metastore(work)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         from pyspark.sql import SparkSession
-        builder = (SparkSession.builder.master("local[2]").appName(app_name)
+        builder = (SparkSession.builder.master(master).appName(app_name)
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.hadoop.hive.metastore.uris", metastore))
         for key, value in (conf or {}).items():
@@ -105,66 +118,23 @@ def local_spark(app_name: str, metastore: Optional[str] = None,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _tree_cpu_s() -> float:
-    """CPU seconds used so far by this process and all its descendants (the Spark JVM, its
-    Python workers, the metastore server we started), from Linux's /proc; nan elsewhere.
-    Unlike wall time this hardly depends on what else runs on the machine."""
-    procs = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return float("nan")
-    for e in entries:
-        if not e.isdigit():
-            continue
-        try:
-            with open(f"/proc/{e}/stat") as fh:
-                st = fh.read()
-        except OSError:
-            continue
-        f = st[st.rindex(")") + 2:].split()
-        # ppid; utime + stime + cutime + cstime (children already reaped count in cutime)
-        procs[int(e)] = (int(f[1]), sum(int(x) for x in f[11:15]))
-    children: dict = {}
-    for pid, (ppid, _) in procs.items():
-        children.setdefault(ppid, []).append(pid)
-    total, todo = 0, [os.getpid()]
-    while todo:
-        p = todo.pop()
-        total += procs.get(p, (0, 0))[1]
-        todo += children.get(p, [])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-WARMUP = 2
-
-
-def _best(fns, repeat: int):
-    """``WARMUP`` warm-up runs of each function, then ``repeat`` rounds running them in turn
-    -> ([best wall time of each], [least CPU time of each]) in seconds."""
-    for _ in range(WARMUP):
-        for fn in fns:
-            fn()
-    wall = [[] for _ in fns]
-    cpu = [[] for _ in fns]
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            c = _tree_cpu_s()
-            t = time.perf_counter()
-            fn()
-            wall[i].append(time.perf_counter() - t)
-            cpu[i].append(_tree_cpu_s() - c)
-    return [min(w) for w in wall], [min(c) for c in cpu]
-
-
-def _best_pair(native, acid, repeat: int):
-    """``WARMUP`` warm-up runs each, then ``repeat`` alternating rounds -> ((best native wall
-    time, best acid wall time), (least native CPU time, least acid CPU time)) in seconds."""
-    wall, cpu = _best([native, acid], repeat)
-    return tuple(wall), tuple(cpu)
-
-
 AGG = ["count(*) AS n", "sum(id) AS a", "sum(k) AS b", "sum(length(s)) AS c", "sum(d) AS e"]
+PROJECTION = ["count(*) AS n", "sum(length(s)) AS c", "sum(d) AS e"]
+DB = "hive_acid_bench"
+
+
+def _record(res: dict, name: str, sides: List[str], got: List[dict]) -> None:
+    for side, m in zip(sides, got):
+        res[f"{name}_{side}_s"] = m["wall"]
+        res[f"{name}_{side}_cpu_s"] = m["cpu"]
+        res[f"{name}_{side}_task_cpu_s"] = m["task_cpu"]
+    nat = got[0]
+    for side, m in zip(sides[1:], got[1:]):
+        suffix = "" if side in ("acid", "read") else f"_{side}"
+        res[f"ratio_{name}{suffix}"] = nat["wall"] / m["wall"]
+        res[f"cpu_ratio_{name}{suffix}"] = nat["cpu"] / m["cpu"] if m["cpu"] else float("nan")
+        res[f"task_cpu_ratio_{name}{suffix}"] = (nat["task_cpu"] / m["task_cpu"]
+                                                 if m["task_cpu"] else float("nan"))
 
 
 def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict:
@@ -174,20 +144,22 @@ def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict
     spark.conf.set("spark.sql.orc.compression.codec", codec)
     props = {"orc.compress": {"snappy": "SNAPPY", "zlib": "ZLIB", "none": "NONE"}[codec]}
     parts = spark.sparkContext.defaultParallelism
+    hive_acid.create_database(spark, DB, location="file:" + os.path.join(work, "acid"))
     df = spark.range(0, rows, numPartitions=parts).selectExpr(
         "id", "CAST(id % 1000 AS INT) AS k", "concat('value-', CAST(id % 9973 AS STRING)) AS s",
         "CAST(id AS DOUBLE) / 7 AS d").cache()
     df.count()
-    res = {"rows": rows, "partitions": parts, "codec": codec}
+    res: dict = {"rows": rows, "partitions": parts, "codec": codec,
+                 "master": spark.sparkContext.master}
+    schema = "id BIGINT, k INT, s STRING, d DOUBLE"
 
     # appends: each run writes a fresh table / directory; the ACID tables are created
     # before timing (DDL is not part of an append, and the native side has none)
     n = [0]
     tables = []
     for i in range(repeat + WARMUP):
-        t = f"default.bench_append_{os.getpid()}_{i}"
-        hive_acid.create_table(spark, t, "id BIGINT, k INT, s STRING, d DOUBLE",
-                               properties=props)
+        t = f"{DB}.append_{os.getpid()}_{i}"
+        hive_acid.create_table(spark, t, schema, properties=props)
         tables.append(t)
 
     def acid_append():
@@ -197,89 +169,125 @@ def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict
         n[0] += 1
         df.write.mode("overwrite").orc(os.path.join(work, f"native_append_{n[0]}"))
 
-    (res["append_native_s"], res["append_acid_s"]), \
-        (res["append_native_cpu_s"], res["append_acid_cpu_s"]) = \
-        _best_pair(native_append, acid_append, repeat)
+    _record(res, "append", ["native", "acid"], best(spark, [native_append, acid_append], repeat))
 
     # scans of the same data
-    table = f"default.bench_scan_{os.getpid()}"
-    hive_acid.create_table(spark, table, "id BIGINT, k INT, s STRING, d DOUBLE",
-                           properties=props)
+    table = f"{DB}.scan_{os.getpid()}"
+    hive_acid.create_table(spark, table, schema, properties=props)
     df.write.format("hive_acid").mode("append").save(table)
     native_dir = os.path.join(work, "native_scan")
     df.write.mode("overwrite").orc(native_dir)
+    floor = register_floor_source(spark, rows, parts)
 
-    def acid_scan():
-        return spark.read.format("hive_acid").load(table).selectExpr(*AGG).collect()
+    def full(d):
+        return d.selectExpr(*AGG)
 
-    def snapshot_scan():
-        # the JVM path: snapshot + lock + file listing per run, as a query would do
-        snap = hive_acid.snapshot(spark, table)
-        with snap as sdf:
-            assert snap.native, snap.fallback_reason
-            return sdf.selectExpr(*AGG).collect()
+    def projection(d):
+        return d.selectExpr(*PROJECTION)
 
-    def native_scan():
-        return spark.read.orc(native_dir).selectExpr(*AGG).collect()
+    def selective(d):
+        return d.where(f"id < {rows // 100}").selectExpr(*AGG)
 
-    assert acid_scan() == native_scan() == snapshot_scan()
-    (res["scan_native_s"], res["scan_acid_s"], res["scan_snapshot_s"]), \
-        (res["scan_native_cpu_s"], res["scan_acid_cpu_s"], res["scan_snapshot_cpu_s"]) = \
-        _best([native_scan, acid_scan, snapshot_scan], repeat)
+    def native(query, path):
+        return lambda: query(spark.read.orc(path)).collect()
+
+    def easy(query):
+        return lambda: query(hive_acid.read(spark, table)).collect()
+
+    def python_source(query):
+        return lambda: query(spark.read.format("hive_acid").load(table)).collect()
+
+    for name, query in (("scan", full), ("projection", projection), ("selective", selective)):
+        assert native(query, native_dir)() == easy(query)(), name
+    assert python_source(full)() == native(full, native_dir)()
+    def python_floor():
+        return full(spark.read.format(floor).load()).collect()
+
+    assert python_floor() == native(full, native_dir)()
+    _record(res, "scan", ["native", "read", "python_source", "python_floor"],
+            best(spark, [native(full, native_dir), easy(full), python_source(full),
+                         python_floor], repeat))
+    _record(res, "projection", ["native", "read"],
+            best(spark, [native(projection, native_dir), easy(projection)], repeat))
+    _record(res, "selective", ["native", "read"],
+            best(spark, [native(selective, native_dir), easy(selective)], repeat))
 
     hive_acid.delete(spark, table, "id % 20 = 0")        # 5% of the rows
     native_del = os.path.join(work, "native_scan_5pct")
     df.where("id % 20 <> 0").write.mode("overwrite").orc(native_del)
-
-    def native_del_scan():
-        return spark.read.orc(native_del).selectExpr(*AGG).collect()
-
-    got = acid_scan()
-    assert got == native_del_scan() == snapshot_scan()
+    got = easy(full)()
+    assert got == native(full, native_del)() == python_source(full)()
     assert got[0].n == rows - (rows + 19) // 20
-    (res["scan_native_of_same_rows_s"], res["scan_acid_5pct_deleted_s"],
-     res["scan_snapshot_5pct_deleted_s"]), \
-        (res["scan_native_of_same_rows_cpu_s"], res["scan_acid_5pct_deleted_cpu_s"],
-         res["scan_snapshot_5pct_deleted_cpu_s"]) = \
-        _best([native_del_scan, acid_scan, snapshot_scan], repeat)
-    res["ratio_scan"] = res["scan_native_s"] / res["scan_acid_s"]
-    res["ratio_scan_5pct_deleted"] = (res["scan_native_of_same_rows_s"]
-                                      / res["scan_acid_5pct_deleted_s"])
-    res["ratio_scan_snapshot"] = res["scan_native_s"] / res["scan_snapshot_s"]
-    res["ratio_scan_snapshot_5pct_deleted"] = (res["scan_native_of_same_rows_s"]
-                                               / res["scan_snapshot_5pct_deleted_s"])
-    res["ratio_scan_5pct_deleted_vs_full_native"] = (res["scan_native_s"]
-                                                     / res["scan_acid_5pct_deleted_s"])
-    res["ratio_append"] = res["append_native_s"] / res["append_acid_s"]
-    for k in ("append", "scan", "scan_5pct_deleted", "scan_snapshot",
-              "scan_snapshot_5pct_deleted"):
-        nat = "scan_native_of_same_rows" if "5pct" in k else \
-            "scan_native" if k.startswith("scan") else f"{k}_native"
-        acid = {"scan_5pct_deleted": "scan_acid_5pct_deleted",
-                "scan_snapshot": "scan_snapshot",
-                "scan_snapshot_5pct_deleted": "scan_snapshot_5pct_deleted"}.get(k, f"{k}_acid")
-        res[f"cpu_ratio_{k}"] = (res[f"{nat}_cpu_s"] / res[f"{acid}_cpu_s"]
-                                 if res[f"{acid}_cpu_s"] else float("nan"))
+    _record(res, "scan_5pct_deleted", ["native", "read", "python_source"],
+            best(spark, [native(full, native_del), easy(full), python_source(full)], repeat))
     df.unpersist()
     return res
 
 
+SUMMARY = [("append", "df.write.format('hive_acid')", "append_acid", "ratio_append"),
+           ("scan", "hive_acid.read", "scan_read", "ratio_scan"),
+           ("projection", "hive_acid.read", "projection_read", "ratio_projection"),
+           ("selective", "hive_acid.read", "selective_read", "ratio_selective"),
+           ("scan_5pct_deleted", "hive_acid.read", "scan_5pct_deleted_read",
+            "ratio_scan_5pct_deleted"),
+           ("scan", "format('hive_acid')", "scan_python_source", "ratio_scan_python_source"),
+           ("scan_5pct_deleted", "format('hive_acid')", "scan_5pct_deleted_python_source",
+            "ratio_scan_5pct_deleted_python_source"),
+           ("scan", "Python data source floor", "scan_python_floor",
+            "ratio_scan_python_floor")]
+
+
+def summary(res: dict) -> str:
+    """One line per measurement: native and hive_acid times (wall, CPU, task CPU), ratios."""
+    out = [f"{'measurement':18} {'path':28} {'native s':>9} {'acid s':>8} {'ratio':>6} "
+           f"{'cpu':>6} {'task cpu':>8}"]
+    for name, path, key, ratio in SUMMARY:
+        nat = f"{name}_native_s"
+        cpu = ratio.replace("ratio_", "cpu_ratio_", 1)
+        task = ratio.replace("ratio_", "task_cpu_ratio_", 1)
+        out.append(f"{name:18} {path:28} {res[nat]:9.3f} {res[key + '_s']:8.3f} "
+                   f"{res[ratio]:6.2f} {res[cpu]:6.2f} {res[task]:8.2f}")
+    return "\n".join(out)
+
+
+def _properties(path: str) -> Dict[str, str]:
+    """A spark-defaults.conf (``key value`` lines, ``#`` comments)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition(" ")
+                out[key] = value.strip()
+    return out
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="hive_acid vs native ORC on local[2]")
+    ap = argparse.ArgumentParser(description="hive_acid vs native ORC in Spark")
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--metastore")
     ap.add_argument("--codec", default="snappy", choices=["snappy", "zlib", "none"])
+    ap.add_argument("--master", help="Spark master URL (default local[2])")
+    ap.add_argument("--properties-file", help="spark-defaults.conf of a cluster "
+                    "(python -m hms_bench.cluster up writes one)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
             "spark.driver.memory": "2g"}
-    with local_spark("hive-acid-bench", args.metastore, conf, log_level="ERROR") as (spark, work):
+    if args.properties_file:
+        conf.update(_properties(args.properties_file))
+    conf.update(kv.split("=", 1) for kv in args.conf)
+    master = args.master or conf.pop("spark.master", None) or "local[2]"
+    with local_spark("hive-acid-bench", args.metastore, conf, log_level="ERROR",
+                     master=master) as (spark, work):
         load_before = os.getloadavg()[0]
         res = run(spark, args.rows, args.repeat, work, args.codec)
         res["load_average_1m_before"] = load_before
         res["load_average_1m"] = os.getloadavg()[0]
         print(json.dumps(res, indent=2))
+        print(summary(res))
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(res, f, indent=2)

@@ -87,10 +87,12 @@ class WriteSpec:
     bucketed: bool = False
     compression: str = "zlib"        # the table's orc.compress (Hive's default: ZLIB)
     filesystem: object = None        # pyarrow FileSystem of location (None: local disk)
+    file_version: str = "0.12"       # the table's orc.write.format (Hive's default: 0.12)
 
     @property
     def options(self):
-        return orc_acid.WriterOptions(compression=self.compression)
+        return orc_acid.WriterOptions(compression=self.compression,
+                                      file_version=self.file_version)
 
 
 def _unlink_if_exists(fs, path: str) -> None:

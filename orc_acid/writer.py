@@ -77,8 +77,13 @@ class WriterOptions:
 
     def __init__(self, compression: str = "zlib", stripe_size: int = STRIPE_SIZE,
                  compression_block_size: int = COMPRESSION_BLOCK_SIZE,
-                 row_index_stride: int = ROW_INDEX_STRIDE, batch_size: int = 64 * 1024):
+                 row_index_stride: int = ROW_INDEX_STRIDE, batch_size: int = 64 * 1024,
+                 file_version: str = "0.12"):
         self.compression = compression
+        # ORC's file format version ("0.12": Hive's default; "0.11": run-length encoding v1
+        # for integers, which ORC C++ writes 2-3 times faster at about the same size; every
+        # ORC reader reads both, Hive writes 0.11 with hive.exec.orc.write.format=0.11)
+        self.file_version = file_version
         self.stripe_size = stripe_size
         self.compression_block_size = compression_block_size
         self.row_index_stride = row_index_stride
@@ -94,7 +99,7 @@ def orc_writer_kwargs(opts: WriterOptions) -> dict:
     return dict(compression=opts.compression, stripe_size=opts.stripe_size,
                 compression_block_size=opts.compression_block_size,
                 row_index_stride=opts.row_index_stride, batch_size=opts.batch_size,
-                padding_tolerance=0.0)
+                padding_tolerance=0.0, file_version=opts.file_version)
 
 
 def acid_footer_items(key_index: str, inserts: int, updates: int, deletes: int) -> list:

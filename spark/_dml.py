@@ -118,7 +118,10 @@ def _run_dml(d: Driver, txn: Txn, info: M.TableInfo, st: Statement, rows: DataFr
         rows = rows.withColumn(_io.BUCKET_COL, bucket)
         key = F.col(_io.BUCKET_COL)
     else:
-        present = [F.col(f"`{c}`") for c in info.data_names if c in rows.columns]
+        # Spark refuses to hash maps (alone or nested): the rows spread over the others
+        types = {f.name: f.dataType.simpleString() for f in rows.schema.fields}
+        present = [F.col(f"`{c}`") for c in info.data_names
+                   if c in types and "map<" not in types[c]]
         spread = F.pmod(F.hash(*present), F.lit(1 << 16)) if present else F.lit(0)
         key = F.coalesce(_decoded_bucket("ROW__ID"), spread)
     rows = rows.repartition(*[F.col(f"`{p}`") for p in info.part_names], key)

@@ -31,10 +31,17 @@ from hms_txn.clients.acid.txns import Transactions, Txn
 from ._attempts import Attempts
 from ._coordinator import Coordinator
 from ._errors import HiveAcidError
+from ._leases import Leases
 from ._scans import plan_units
 
 
 log = logging.getLogger("spark.hive_acid")
+
+PYTHON_SOURCE_WARNING = (
+    "hive_acid: spark.read.format('hive_acid').load('%s') reads through Spark's Python data "
+    "source, which Spark bounds at about half the speed of its own ORC scan (docs/spark.md, "
+    "Benchmark); hive_acid.read(spark, '%s') or hive_acid.sql(spark, 'SELECT ...') read the "
+    "same snapshot with hive_acid's JVM reader")
 
 
 class Driver(Transactions):
@@ -50,12 +57,15 @@ class Driver(Transactions):
         ``ports``: the coordinator's port range (``_coordinator.coordinator_ports``)."""
         self.uri = uri
         super().__init__(M.MetastoreConnection(uri, options=options), attempts=Attempts())
+        self.leases = Leases(self.scans.release)
+        self._warned: set = set()
         self._local = threading.local()
         self.authkey = secrets.token_bytes(16)
         try:
             self.coordinator = Coordinator(self, self.authkey, bind_host, advertised_host,
                                            ports)
         except BaseException:       # e.g. no free port in the configured range
+            self.leases.close()
             super().close()
             raise
         self.address = self.coordinator.address
@@ -93,6 +103,7 @@ class Driver(Transactions):
             txns, wids = txn.txns, self.snapshot(txn, [info.full_name])[info.full_name]
             txn_parts = self.txn_partitions(txn, info.full_name)
         else:
+            self._warn_python_source(info.full_name)
             snap = self.scans.open([info], held=False)
             scan, txns, wids = snap["scan"], snap["txns"], snap["write_ids"][info.full_name]
             txn_parts = ()
@@ -180,6 +191,16 @@ class Driver(Transactions):
         sweep(self.ms, st.table, st.dir_names, outcome)
         return False
 
+    def _warn_python_source(self, full_name: str) -> None:
+        # a spark.read.format("hive_acid") of the user's (hive_acid's own reads pin their
+        # snapshot or run in a transaction): once per table and driver
+        with self._mu:
+            if full_name in self._warned:
+                return
+            self._warned.add(full_name)
+        log.warning(PYTHON_SOURCE_WARNING, full_name, full_name)
+
     def close(self):
+        self.leases.close()
         super().close()
         self.coordinator.close()

@@ -1,25 +1,26 @@
-"""The JVM scan path of ``hive_acid.snapshot()``: Spark's own (vectorized) ORC reader over
-the files a snapshot selects, with the snapshot applied by Spark expressions.
+"""The JVM scan path (``hive_acid.read``, ``hive_acid.sql`` queries, ``snapshot()``): the
+files of one snapshot read in Spark's JVM, the snapshot applied there, no Python worker.
 
-The driver takes the snapshot (ValidTxnList + the table's ValidWriteIdList), lets
-``orc_acid`` select the directories per table partition (``get_acid_state`` +
-``plan_splits_for_snapshot``, exactly what the Python data source reads) and builds, per
-partition::
+The driver takes the snapshot (ValidTxnList + the table's ValidWriteIdList) and lets
+``orc_acid`` select the files per table partition (``get_acid_state`` +
+``plan_splits_for_snapshot``: exactly what the Python data source reads), checks that every
+file is an ACID file with exactly the table's columns in ``row`` (:func:`plan`), and reads,
+per table partition, the valid delete events of each split (bucket) with ``orc_acid``.
+:func:`build` then reads each partition with
 
-    spark.read.schema(<ACID event struct>).orc(<data dirs/files>)
-        .where(<the six ACID columns not null; row: either>)   -- see _all_columns_read
-        [.where(currentTransaction valid)]         -- only dirs whose write id range has
-                                                      invalid (aborted/open) ids
-        .where(<not in the partition's delete bitmap>)   -- with deletes: see DeleteBitmap
-        .select(row.<col>..., <partition values as literals>)
+* hive_acid's JVM reader (``_native_jvm``, ``jvm/AcidOrcSource.java``): the table columns as
+  flat columns (no ``row`` struct), the ACID columns decoded only for files that delete
+  events can hit or that hold invalid write ids, those rows dropped inside the reader from
+  the file's own delete events; or, where that reader cannot run (see ``_jvm``) or a
+  partition has more delete events than the driver reads (``MAX_DELETES``),
+* Spark's own ORC reader (``_native_stock``): the ACID event struct, the snapshot applied by
+  Spark filters, a delete bitmap literal or an anti join with the delete events,
 
-(or, for delete sets too large for a bitmap, an anti join with the delete events on
-``originalTransaction, bucket, rowId``) and the union of the partitions.
+then selects the table's columns plus the partition values as typed literals, and unions
+the partitions: a filter on a partition column folds to false in the other partitions'
+branches, which the optimizer drops (no scan).
 
-Spark prunes the ``row`` fields nobody uses (nested schema pruning) and whole partitions
-when a filter on a partition column folds to false.
-
-:func:`plan` raises :class:`Fallback` (with the reason) for anything this path does not
+:func:`plan` raises :class:`Fallback` (with the reason) for anything the JVM path does not
 read exactly like ``orc_acid``; the caller then uses the Python data source.
 
 Tables on object stores and HDFS: the driver lists and reads footers through ``orc_acid.fs``
@@ -32,92 +33,81 @@ falls back to the Python data source (pyarrow on the executors), saying so.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
-from hms_txn.clients.acid import metastore as M
+import orc_acid
 from orc_acid import fs as afs
 from orc_acid.layout import DEFAULT_PARTITION_NAME, parse_delta
 from orc_acid.valid_ids import ValidWriteIdList
-import orc_acid
 
+from . import _jvm
+from hms_txn.clients.acid import metastore as M
+from . import _native_jvm as J
+from . import _native_stock as K
 from . import _types as TY
 from ._errors import HiveAcidError
 
+log = logging.getLogger("spark.hive_acid")
 
-ACID_NAMES = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
 _ACID_ARROW = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
-KEY = ["originalTransaction", "bucket", "rowId"]
-# The anti join with the delete events: rowId is the only equi-join key, the other two are a
-# condition Spark does not turn into keys (``x - y = 0``: no overflow, the ids are >= 0), so
-# the broadcast relation is Spark's compact single-long-key map (densely packed rowIds), not
-# the generic three-column hash map (5% deletes of 2M rows: ~36 MiB to build and broadcast).
-ANTI_JOIN_ON = ("rowId = __dr AND originalTransaction - __do = 0 AND bucket - __db = 0")
-# delete events up to this many (all selected delete files of one partition, from their ORC
-# footers) are broadcast to the anti join; more are sort-merge joined (spills, never OOMs)
-BROADCAST_MAX_DELETES = 2_000_000
-
-
-# Deletes as a bitmap instead of a join. A broadcast hash anti join probes a hash table with
-# every data row; at 5% deletes of 8M rows the 400k-entry table no longer fits the CPU
-# caches and every probe misses (the join took twice as long as the scan). The valid delete
-# events are read on the driver instead (3 columns of the delete deltas) and turned into one
-# bit per deleted rowId, per (originalTransaction, bucket) pair; a data row's check is then a
-# CASE on its pair and one bit test, and since rowIds ascend within a file the bitmap is read
-# sequentially. The bitmap is a literal of the plan: Spark ships it once per stage with the
-# task binary. Bounds, per partition: delete events read on the driver (from the footers'
-# row counts), pairs (one CASE branch each) and bitmap words (8 bytes each, one per 64
-# rowIds spanned); and the words of all the partitions of one query (partitions past it
-# use the join).
-BITMAP_MAX_DELETES = 4_000_000
-BITMAP_MAX_PAIRS = 64
-BITMAP_MAX_WORDS = 1 << 20
-BITMAP_MAX_WORDS_PER_QUERY = 1 << 22
+# The JVM reader's tasks hold the delete events of their split in memory (16 bytes each at
+# most): a partition with a split of more (from the footers' row counts) is read by Spark's
+# ORC reader, whose anti join spills.
+TASK_MAX_DELETES = 16_000_000
+# Spark's ORC reader: the delete events of one partition up to this many are read on the
+# driver and applied as a bitmap; more are anti joined
+MAX_DELETES = 4_000_000
+# the session setting that turns hive_acid's JVM reader off (Spark's ORC reader is used)
+JVM_READER_CONF = "spark.hive_acid.jvmReader"
 
 
 class Fallback(Exception):
     """The native path cannot read this snapshot exactly; the message says why."""
 
 
-@dataclass(frozen=True)
-class Group:
-    """Files read by one ``spark.read.orc``: directories (all their files) and files."""
-    paths: Tuple[str, ...]
-    # exceptions of the ValidWriteIdList to drop (None: every row of these files is valid)
-    invalid: Optional[Tuple[int, ...]] = None
-    hwm: int = 0
+Validity = Optional[Tuple[int, Tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
-class DeleteBitmap:
-    """A partition's deleted rows: ``words`` (big-endian int64s) holds one bit per rowId;
-    the rows of pair ``(ot, bucket, lo, hi, shift)`` with ``lo <= rowId <= hi`` are at bit
-    ``rowId & 63`` of word ``(rowId >> 6) + shift`` (0-based). The last word is zero."""
-    pairs: Tuple[Tuple[int, int, int, int, int], ...]
-    words: bytes
+class DataFile:
+    """A selected data file of a partition."""
+    uri: str                      # as Spark opens it
+    size: int
+    lo: int                       # the write ids its rows were inserted by
+    hi: int
+    # (high watermark, invalid write ids of its directory's range): its rows' write ids
+    # must be checked; None: all valid
+    validity: Validity
+    split: Optional[int] = None   # index of its split's delete files in PartPlan.splits
 
 
 @dataclass(frozen=True)
 class PartPlan:
     values: Tuple[Optional[str], ...]     # partition values (raw strings), () if unpartitioned
-    data: Tuple[Group, ...]
-    deletes: Tuple[Group, ...]            # for the anti join (when there is no bitmap)
+    location: str
+    files: Tuple[DataFile, ...]
+    # per split with deletes: its delete files (uri, validity) and their event count
+    splits: Tuple[Tuple[Tuple[Tuple[str, Validity], ...], int], ...]
+    data: Tuple[K.Group, ...]             # the data files for Spark's ORC reader
+    deletes: Tuple[K.Group, ...]          # the delete files for Spark's ORC reader
     delete_rows: int
-    bitmap: Optional[DeleteBitmap] = None
+    delete_entries: tuple = ()            # orc_acid DeleteFiles (the driver reads them)
 
 
 @dataclass(frozen=True)
 class NativePlan:
     info: M.TableInfo
+    write_ids: str
     parts: Tuple[PartPlan, ...]
 
 
@@ -138,8 +128,8 @@ def _unsupported_type(dt: S.DataType) -> Optional[str]:
     return None
 
 
-# (path, size, mtime_ns) -> (top-level names, their Arrow types, row count): files never change
-# in place, and a footer read costs a file open; bounded by a simple size check
+# (path, size, mtime_ns) -> (top-level names, their Arrow types, row count, size): files never
+# change in place, and a footer read costs a file open; bounded by a simple size check
 _footers: Dict[tuple, tuple] = {}
 _footers_mu = threading.Lock()
 _FOOTER_CACHE_MAX = 100_000
@@ -160,7 +150,7 @@ def _footer(fs, path: str) -> tuple:
     try:
         f = po.ORCFile(path if fs is None else fs.open_input_file(path))
         schema = f.schema
-        hit = (tuple(schema.names), tuple(fl.type for fl in schema), f.nrows)
+        hit = (tuple(schema.names), tuple(fl.type for fl in schema), f.nrows, key[1])
     except (pa.ArrowException, OSError, ValueError) as e:
         raise Fallback(f"{path}: not readable as ORC here ({e})") from None
     with _footers_mu:
@@ -170,11 +160,11 @@ def _footer(fs, path: str) -> tuple:
     return hit
 
 
-def _check_acid_file(fs, path: str, row_type: Optional[pa.StructType]) -> int:
+def _check_acid_file(fs, path: str, row_type: Optional[pa.StructType]) -> Tuple[int, int]:
     """The file has exactly the ACID event schema (names as Hive writes them) and, for data
-    files, the table's columns in ``row`` (same names, order and types); -> its row count."""
-    names, types, nrows = _footer(fs, path)
-    if names != ACID_NAMES:
+    files, the table's columns in ``row`` (same names, order and types); -> (rows, bytes)."""
+    names, types, nrows, size = _footer(fs, path)
+    if names != K.ACID_NAMES:
         raise Fallback(f"{path}: top-level columns {list(names)} are not the ACID event "
                        f"schema as written by Hive")
     if tuple(types[:5]) != _ACID_ARROW:
@@ -185,76 +175,66 @@ def _check_acid_file(fs, path: str, row_type: Optional[pa.StructType]) -> int:
                 [(f.name, f.type) for f in got] != [(f.name, f.type) for f in row_type]:
             raise Fallback(f"{path}: row struct {got} differs from the table's columns "
                            f"{row_type} (renamed, added or retyped columns)")
-    return nrows
+    return nrows, size
 
 
-def _groups(info: M.TableInfo, location: str, entries, wids, row_type
-            ) -> Tuple[Tuple[Group, ...], int]:
-    """DataFile/DeleteFile entries of orc_acid's plan -> read groups (one for the files whose
-    rows are all valid, one for those whose currentTransaction must be checked) and the
-    total row count."""
+def _validity(e, wids: ValidWriteIdList) -> Validity:
+    """(high watermark, the exceptions in the range of ``e``'s directory) when the write ids
+    of its events must be checked (``filter_current_txn``: the range holds invalid ones)."""
+    if not e.filter_current_txn:
+        return None
+    d = parse_delta(e.path.split("/", 1)[0])
+    lo, hi = (d.min_write_id, d.max_write_id) if d is not None else (0, wids.high_watermark)
+    return wids.high_watermark, tuple(sorted(x for x in wids.exceptions if lo <= x <= hi))
+
+
+def _groups(info: M.TableInfo, location: str, entries, wids: ValidWriteIdList, row_type
+            ) -> Tuple[Tuple[K.Group, ...], List[Tuple[object, str, int]], int]:
+    """DataFile/DeleteFile entries of orc_acid's plan -> (read groups of Spark's ORC reader:
+    one for the files whose rows are all valid, one for those whose currentTransaction must
+    be checked; [(entry, uri, bytes (data files: ``row_type`` given) or rows)]; total row
+    count)."""
     by_dir: Dict[str, List] = {}
     for e in entries:
         by_dir.setdefault(e.path.split("/", 1)[0], []).append(e)
     plain: List[str] = []
     filtered: List[str] = []
     invalid: set = set()
+    files = []
     rows = 0
-    for d, files in sorted(by_dir.items()):
-        for e in files:
+    for d, dir_files in sorted(by_dir.items()):
+        for e in dir_files:
             if getattr(e, "side_file", None):
                 raise Fallback(f"{location}/{e.path}: a streaming file still being written "
                                f"(_flush_length side file)")
-            rows += _check_acid_file(info.fs, os.path.join(location, e.path), row_type)
+            path = os.path.join(location, e.path)
+            n, size = _check_acid_file(info.fs, path, row_type)
+            rows += n
+            files.append((e, info.uri_of(path) if info.fs is not None else "file:" + path,
+                          size if row_type is not None else n))
         # a directory holding exactly these files (hidden ones aside: Spark skips them too) is
         # passed as the directory (fewer paths for Spark to check); else the files themselves
         dpath = os.path.join(location, d)
-        names = sorted(e.path.split("/", 1)[1] for e in files if "/" in e.path)
-        if len(names) == len(files) and names == sorted(
+        names = sorted(e.path.split("/", 1)[1] for e in dir_files if "/" in e.path)
+        if len(names) == len(dir_files) and names == sorted(
                 n for n, _, _ in afs.list_names(info.fs, dpath)
                 if not n.startswith(("_", "."))):
             paths = [info.uri_of(dpath)]
         else:
-            paths = [info.uri_of(os.path.join(location, e.path)) for e in files]
-        if any(e.filter_current_txn for e in files):
+            paths = [info.uri_of(os.path.join(location, e.path)) for e in dir_files]
+        checks = [_validity(e, wids) for e in dir_files]
+        if any(checks):
             filtered.extend(paths)
-            pd = parse_delta(d)
-            lo, hi = (pd.min_write_id, pd.max_write_id) if pd is not None else \
-                (0, wids.high_watermark)
-            invalid.update(x for x in wids.exceptions if lo <= x <= hi)
+            for c in checks:
+                invalid.update(c[1] if c else ())
         else:
             plain.extend(paths)
     out = []
     if plain:
-        out.append(Group(tuple(plain)))
+        out.append(K.Group(tuple(plain)))
     if filtered:
-        out.append(Group(tuple(filtered), tuple(sorted(invalid)), wids.high_watermark))
-    return tuple(out), rows
-
-
-def delete_bitmap(groups: Dict[Tuple[int, int], np.ndarray],
-                  max_words: int = BITMAP_MAX_WORDS) -> Optional[DeleteBitmap]:
-    """(originalTransaction, bucket) -> sorted deleted rowIds  ->  their bitmap, or None when
-    it would exceed the bounds above (or ``max_words``)."""
-    if not groups or len(groups) > BITMAP_MAX_PAIRS or \
-            any(len(r) == 0 or int(r[0]) < 0 for r in groups.values()):
-        return None
-    spans = {k: (int(r[0]) >> 6, int(r[-1]) >> 6) for k, r in groups.items()}
-    if sum(hi - lo + 1 for lo, hi in spans.values()) > min(max_words, BITMAP_MAX_WORDS):
-        return None
-    chunks, pairs, offset = [], [], 0
-    for (ot, bucket), r in sorted(groups.items()):
-        lo, hi = spans[(ot, bucket)]
-        words = np.zeros(hi - lo + 1, dtype=np.uint64)
-        idx = (r >> 6) - lo
-        bits = np.left_shift(np.uint64(1), (r & 63).astype(np.uint64))
-        starts = np.flatnonzero(np.diff(idx, prepend=-1))    # r is sorted: runs of one word
-        words[idx[starts]] = np.bitwise_or.reduceat(bits, starts)
-        chunks.append(words)
-        pairs.append((int(ot), int(bucket), lo << 6, int(r[-1]), offset - lo))
-        offset += len(words)
-    chunks.append(np.zeros(1, dtype=np.uint64))      # the word of rows with no deletes
-    return DeleteBitmap(tuple(pairs), np.concatenate(chunks).astype(">u8").tobytes())
+        out.append(K.Group(tuple(filtered), tuple(sorted(invalid)), wids.high_watermark))
+    return tuple(out), files, rows
 
 
 def hadoop_connector_missing(session: SparkSession, info: M.TableInfo) -> Optional[str]:
@@ -291,7 +271,6 @@ def plan(info: M.TableInfo, txns: str, wids: str,
     row_type = pa.struct(list(TY.arrow_schema(TY.table_struct(info.columns, []))))
     w = ValidWriteIdList.parse(wids)
     parts = []
-    words_left = BITMAP_MAX_WORDS_PER_QUERY
     for loc, values in targets:
         try:
             snap = orc_acid.get_acid_state(loc, w, txns, filesystem=info.fs)
@@ -305,19 +284,24 @@ def plan(info: M.TableInfo, txns: str, wids: str,
             raise Fallback(f"{loc}: non-ACID data files")
         if not data:
             continue
-        dgroups, _ = _groups(info, loc, data, w, row_type)
+        dgroups, dfiles, _ = _groups(info, loc, data, w, row_type)
         dels = list({f.path: f for sp in splits for f in sp.delete_files}.values())
-        xgroups, xrows = _groups(info, loc, dels, w, row_type) if dels else ((), 0)
-        bitmap = None
-        if xgroups and xrows <= BITMAP_MAX_DELETES:
-            keys = orc_acid.delete_key_groups(loc, w, dels, filesystem=info.fs)
-            if not keys:                # every delete event is of an aborted/open write
-                xgroups, xrows = (), 0
-            bitmap = delete_bitmap(keys, words_left)
-            if bitmap is not None:
-                words_left -= len(bitmap.words) // 8
-        parts.append(PartPlan(tuple(values), dgroups, xgroups, xrows, bitmap))
-    return NativePlan(info, tuple(parts))
+        xgroups, xfiles, xrows = _groups(info, loc, dels, w, None) if dels else ((), [], 0)
+        deleted = {e.path: (uri, _validity(e, w), n) for e, uri, n in xfiles}
+        split_of: Dict[int, int] = {}
+        split_files = []
+        for sp in splits:
+            if sp.delete_files:
+                split_of[sp.bucket_id] = len(split_files)
+                refs = [deleted[e.path] for e in sp.delete_files]
+                split_files.append((tuple((u, v) for u, v, _ in refs),
+                                    sum(n for _, _, n in refs)))
+        files = tuple(DataFile(uri, size, e.min_write_id, e.max_write_id, _validity(e, w),
+                               split_of.get(e.bucket_id))
+                      for e, uri, size in dfiles)
+        parts.append(PartPlan(tuple(values), loc, files, tuple(split_files), dgroups, xgroups,
+                              xrows, tuple(dels)))
+    return NativePlan(info, wids, tuple(parts))
 
 
 # -- the DataFrame ---------------------------------------------------------------------------
@@ -340,81 +324,6 @@ def _sql_str(v: str) -> str:
     return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _valid(g: Group) -> str:
-    cond = f"currentTransaction <= {int(g.hwm)}"
-    if g.invalid:
-        cond += f" AND NOT currentTransaction IN ({', '.join(str(int(x)) for x in g.invalid)})"
-    return cond
-
-
-# A filter that is true for every event and references all six top-level columns.
-#
-# The ORC library treats a file with the ACID event schema specially: unless the schema Spark
-# asks it to read is *also* the full ACID event schema (all six top-level fields), it wraps
-# that schema into an event struct, and Spark's reader then fails on the mismatch. Spark asks
-# only for the columns a query references, so this filter makes every query reference all
-# six (``row`` through IS [NOT] NULL only, so nested schema pruning still narrows ``row`` to
-# the fields used, or reads it whole when none is). Written as SQL: one call into the JVM.
-ALL_COLUMNS_READ = ("(row IS NULL OR row IS NOT NULL) AND " +
-                    " AND ".join(f"{n} IS NOT NULL" for n in ACID_NAMES[:5]))
-
-
-def _read(session: SparkSession, schema: S.StructType, groups: Sequence[Group]) -> DataFrame:
-    dfs = []
-    for g in groups:
-        cond = ALL_COLUMNS_READ
-        if g.invalid is not None:
-            cond += " AND " + _valid(g)
-        dfs.append(session.read.schema(schema).orc(list(g.paths)).where(cond))
-    return functools.reduce(DataFrame.union, dfs)
-
-
-def _long_array(session: SparkSession, data: bytes):
-    """A Column holding the big-endian int64s ``data`` as an ARRAY<BIGINT> literal, made in
-    the JVM from the bytes (a handful of py4j calls, not one per element); None when the
-    session has no py4j gateway (Spark Connect).
-
-    The literal's value is an ``UnsafeArrayData`` (the longs in one byte array): the public
-    ``functions.lit(long[])`` would box every element, and a plan holding a million boxed
-    Longs costs more to serialize to the tasks than the anti join it replaces. Made through
-    Catalyst classes (``Literal``, ``ExpressionColumnNode``); should those move in a later
-    Spark, the boxed literal is used (correct, slower)."""
-    sc = getattr(session, "sparkContext", None)
-    jvm = getattr(sc, "_jvm", None) if sc is not None else None
-    if jvm is None:
-        return None
-    from py4j.protocol import Py4JError
-    from pyspark.sql.classic.column import Column
-    arr = sc._gateway.new_array(jvm.long, len(data) // 8)
-    jvm.java.nio.ByteBuffer.wrap(bytearray(data)).asLongBuffer().get(arr)
-    try:
-        cat = jvm.org.apache.spark.sql.catalyst.expressions
-        types = jvm.org.apache.spark.sql.types.DataTypes
-        lit = cat.Literal(cat.UnsafeArrayData.fromPrimitiveArray(arr),
-                          types.createArrayType(types.LongType, False))
-        node = jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(lit)
-        return Column(jvm.org.apache.spark.sql.Column(node))
-    except Py4JError:
-        return Column(jvm.org.apache.spark.sql.functions.lit(arr))
-
-
-def _not_deleted(session: SparkSession, bm: DeleteBitmap):
-    """The filter keeping the rows whose bit is clear (None: no literal in this session)."""
-    words = _long_array(session, bm.words)
-    if words is None:
-        return None
-    # 1-based index of the row's word; rows of no pair or outside its range get the last
-    # word, which is always zero (an ELSE NULL here would be simpler, but Spark 4.3 raises
-    # INVALID_INDEX_OF_ZERO for element_at with a NULL index). The subtraction is in BIGINT,
-    # so the INT cast never sees a large rowId.
-    index = "CASE " + " ".join(
-        f"WHEN bucket = {b} AND originalTransaction = {ot} AND rowId BETWEEN {lo} AND {hi} "
-        f"THEN CAST(shiftright(rowId, 6) + {shift + 1} AS INT)"
-        for ot, b, lo, hi, shift in bm.pairs) + f" ELSE {len(bm.words) // 8} END"
-    return F.element_at(words, F.expr(index)).bitwiseAND(
-        F.expr("shiftleft(1L, CAST(rowId & 63 AS INT))")) == 0
-
-
 def output_struct(info: M.TableInfo, columns: Optional[Sequence[str]], with_row_id: bool
                   ) -> S.StructType:
     full = TY.table_struct(info.columns, info.partition_keys, with_row_id=with_row_id)
@@ -430,52 +339,76 @@ def output_struct(info: M.TableInfo, columns: Optional[Sequence[str]], with_row_
     return S.StructType(out)
 
 
+def jvm_reader(session: SparkSession) -> Tuple[Optional[str], Optional[str]]:
+    """(the JVM reader's class, None) or (None, why Spark's ORC reader is used instead)."""
+    try:
+        if str(session.conf.get(JVM_READER_CONF, "true")).strip().lower() == "false":
+            return None, f"{JVM_READER_CONF}=false"
+        return _jvm.reader_class(session), None
+    except _jvm.Unavailable as e:
+        return None, str(e)
+
+
+_warned: set = set()
+
+
 def build(session: SparkSession, p: NativePlan, columns: Optional[Sequence[str]] = None,
-          with_row_id: bool = False) -> DataFrame:
-    """The DataFrame of a plan (expressions as SQL strings: a handful of JVM calls per
-    partition, not one per column)."""
+          with_row_id: bool = False, lease: Optional[str] = None
+          ) -> Tuple[DataFrame, str, Optional[str]]:
+    """The DataFrame of a plan -> (DataFrame, "jvm" or "orc": the reader of its partitions,
+    "orc" if any is read by Spark's; the JVM reader's class when it reads them all and keeps
+    its tables under ``lease``, else None)."""
     info = p.info
     out = output_struct(info, columns, with_row_id)
     pkeys = {k.lower(): i for i, k in enumerate(info.part_names)}
     data_cols = [f.name for f in out.fields
                  if f.name != "ROW__ID" and f.name.lower() not in pkeys]
+    reader, why = jvm_reader(session) if p.parts else (None, None)
+    if why and why not in _warned:
+        _warned.add(why)
+        log.warning("hive_acid: the JVM reader is not available (%s); reading with Spark's "
+                    "ORC reader (slower: see docs/spark.md)", why)
+    wids = p.write_ids
+    table_cols = TY.table_struct(info.columns, [], with_row_id=with_row_id)
     schema = acid_schema(info)
-    pieces = []
+    pieces, used = [], "jvm"
+    words_left = K.BITMAP_MAX_WORDS_PER_QUERY     # of the bitmaps of Spark's ORC reader
     for part in p.parts:
-        rows = _read(session, schema, part.data)
-        keep = _not_deleted(session, part.bitmap) if part.bitmap is not None else None
-        if keep is not None:
-            rows = rows.where(keep)
-        if part.deletes and keep is None:
-            # the row fields as flat columns before the join: the join then carries only
-            # what the query uses (no struct copy per row)
-            # (named __cN: a table column may be called rowId or bucket)
-            flat = {c: f"__c{i}" for i, c in enumerate(data_cols)}
-            rows = rows.selectExpr(*KEY, *[f"row.{_q(c)} AS {flat[c]}" for c in data_cols])
-            dels = _read(session, schema, part.deletes).selectExpr(
-                "originalTransaction AS __do", "bucket AS __db", "rowId AS __dr")
-            dels = F.broadcast(dels) if part.delete_rows <= BROADCAST_MAX_DELETES else \
-                dels.hint("merge")
-            rows = rows.join(dels, on=F.expr(ANTI_JOIN_ON), how="left_anti")
-
-            def field(c, flat=flat):
-                return flat[c]
+        if reader and all(n <= TASK_MAX_DELETES for _, n in part.splits):
+            rows = J.scan(session, reader, info.full_name, table_cols, part, lease)
+            field = {c: _q(c) for c in data_cols}
+            row_id = "ROW__ID"
         else:
-            def field(c):
-                return f"row.{_q(c)}"
+            used = "orc"
+            bitmap = None
+            if part.deletes and part.delete_rows <= MAX_DELETES:
+                keys = orc_acid.delete_key_groups(part.location, wids, part.delete_entries,
+                                                  filesystem=info.fs)
+                bitmap = K.delete_bitmap(keys, words_left) if keys else None
+                if bitmap is not None:
+                    words_left -= len(bitmap.words) // 8
+                elif not keys:          # every delete event is of an aborted/open write
+                    part = dataclasses.replace(part, deletes=())
+            rows, field = K.events(session, schema, part.data, part.deletes, part.delete_rows,
+                                   bitmap, data_cols)
+            row_id = ("named_struct('writeid', originalTransaction, 'bucketid', bucket,"
+                      " 'rowid', rowId)")
         exprs = []
         for f in out.fields:
             if f.name == "ROW__ID":
-                exprs.append("named_struct('writeid', originalTransaction, 'bucketid', bucket,"
-                             " 'rowid', rowId) AS ROW__ID")
+                exprs.append(f"{row_id} AS ROW__ID")
             elif f.name.lower() in pkeys:
                 v = part.values[pkeys[f.name.lower()]]
                 lit = "NULL" if v is None or v == DEFAULT_PARTITION_NAME else _sql_str(v)
                 exprs.append(f"CAST(CAST({lit} AS STRING) AS {f.dataType.simpleString()}) "
                              f"AS {_q(f.name)}")
             else:
-                exprs.append(f"{field(f.name)} AS {_q(f.name)}")
-        pieces.append(rows.selectExpr(*exprs))
+                exprs.append(f"{field[f.name]} AS {_q(f.name)}")
+        if used == "jvm" and not info.partition_keys and \
+                [f.name for f in out.fields] == [f.name for f in table_cols.fields]:
+            pieces.append(rows)         # the reader's columns are the output: no projection
+        else:
+            pieces.append(rows.selectExpr(*exprs))
     if not pieces:
-        return session.createDataFrame([], out)
-    return functools.reduce(DataFrame.union, pieces)
+        return session.createDataFrame([], out), used, None
+    return functools.reduce(DataFrame.union, pieces), used, reader if used == "jvm" else None

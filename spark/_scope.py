@@ -3,14 +3,14 @@
 A statement runs in the calling thread's active ``transaction()`` when there is one, else in
 a transaction of its own, committed when the statement ends and aborted when it fails
 (:func:`txn_scope`). Inside a transaction every read of a table is at the transaction's
-snapshot, its own earlier statements included (:func:`snapshot_df`); outside one, each
-query takes a fresh snapshot.
+snapshot, its own earlier statements included (:func:`snapshot_df`); ``_reads`` makes the
+DataFrames of ``hive_acid.read``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import Iterator, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -58,22 +58,6 @@ def snapshot_df(session: SparkSession, d: Driver, txn: Txn, info: M.TableInfo, *
             .option("txnPartitions", own)
             .option("withRowId", str(with_row_id).lower())
             .option("metastore.uris", d.uri).load(info.full_name))
-
-
-def read(session: SparkSession, table: str, *, columns: Optional[Sequence[str]] = None,
-         with_row_id: bool = False) -> DataFrame:
-    """The table as a DataFrame. Inside ``transaction()``: the transaction's snapshot
-    (including its own earlier statements); otherwise a fresh snapshot per query."""
-    d = registered_driver(session)
-    if d.active is not None:
-        df = snapshot_df(session, d, d.active, acid_table(d, table), with_row_id=with_row_id)
-    else:
-        df = (session.read.format(FORMAT).option("metastore.uris", d.uri)
-              .option("withRowId", str(with_row_id).lower()).load(table))
-    if columns:
-        M.table_info(d.ms, table).check_columns(columns)
-        df = df.select(*columns)
-    return df
 
 
 def source_df(session: SparkSession, d: Driver, txn: Txn, name: str) -> DataFrame:

@@ -108,8 +108,10 @@ def refuse_connect(session) -> None:
             "reach (see docs/spark.md, 'Spark Connect')")
 
 
-def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
-    """The driver of ``uri`` (default: the session's metastore), started on first use."""
+def driver_for(session: SparkSession, uri: Optional[str] = None, *,
+               refresh: bool = False) -> Driver:
+    """The driver of ``uri`` (default: the session's metastore), started on first use;
+    ``refresh``: read the session's file-system keys again (``register`` does)."""
     refuse_connect(session)
     uri = _session_uri(session, uri)
     with _drivers_mu:
@@ -120,14 +122,17 @@ def driver_for(session: SparkSession, uri: Optional[str] = None) -> Driver:
             d = _drivers[uri] = Driver(uri, bind_host=bind, advertised_host=advertised,
                                        options=connection_options(session),
                                        ports=coordinator_ports(conf))
-        d.ms.fs_options = session_fs_options(session)
+            refresh = True
+        if refresh:
+            d.ms.fs_options = session_fs_options(session)
         return d
 
 
 def session_fs_options(session: SparkSession) -> Dict[str, str]:
     """Table locations on s3a://, abfs://...: the Hadoop keys of the Spark conf
-    (``spark.hadoop.fs.s3a.endpoint``, ...; set at start or on the session) configure
-    ``orc_acid.fs`` as they configure Hadoop's file systems in the JVM."""
+    (``spark.hadoop.fs.s3a.endpoint``, ...; set at start or on the session before
+    ``register``, which reads them: reading them takes one py4j call per setting of the
+    session) configure ``orc_acid.fs`` as they configure Hadoop's file systems in the JVM."""
     conf = dict(session.sparkContext.getConf().getAll())
     conf.update(session.conf.getAll)
     return hadoop_options(conf, prefix="spark.hadoop.")
@@ -136,7 +141,7 @@ def session_fs_options(session: SparkSession) -> Dict[str, str]:
 def register(session: SparkSession, uri: Optional[str] = None) -> None:
     """Register the ``hive_acid`` data source on ``session`` (metastore: ``uri`` or the
     session's ``spark.hadoop.hive.metastore.uris``)."""
-    d = driver_for(session, uri)
+    d = driver_for(session, uri, refresh=True)
     cls = type("HiveAcidDataSource", (HiveAcidDataSource,), {
         "_defaults": {"metastore.uris": d.uri, "coordinator": d.address,
                       "authkey": d.authkey, "speculation": speculation_on(session)},

@@ -24,7 +24,7 @@ from hms_txn.clients.acid import metastore as M
 
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError
-from ._scope import read
+from ._reads import read
 from ._session import registered_driver
 
 
@@ -43,7 +43,7 @@ class _Ctx:
         self.session = session
         self.d = registered_driver(session)
         self._infos: Dict[str, Optional[M.TableInfo]] = {}
-        self.views = 0              # ACID table references replaced so far
+        self.views: List[str] = []  # temporary views replacing ACID table references
 
     def acid_info(self, name: str) -> Optional[M.TableInfo]:
         key = name.lower()
@@ -68,8 +68,8 @@ class _Ctx:
                 if info is None:
                     return n
                 view = f"__hive_acid_{info.db}_{info.name}_{next(_view_ids)}"
-                self.views += 1
                 read(self.session, info.full_name).createOrReplaceTempView(view)
+                self.views.append(view)
                 alias = n.alias or info.name
                 return exp.Table(this=exp.to_identifier(view),
                                  alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -101,9 +101,27 @@ def _sql(e: exp.Expression) -> str:
 
 def sql(session, statement: str):
     """Run one SQL statement: INSERT/UPDATE/DELETE/MERGE on ACID tables through hive_acid,
-    anything else through ``session.sql`` (see the module docstring)."""
+    anything else through ``session.sql`` (see the module docstring).
+
+    An ACID table a query reads is read by ``hive_acid.read`` (one snapshot per table
+    reference, taken now) behind a temporary view that is dropped when the statement is
+    done: a returned DataFrame holds its analyzed plan (Spark analyzes eagerly), and its
+    read locks last as long as it is used (``_leases``). A CREATE VIEW keeps them (its
+    definition refers to them)."""
     tree = sqlglot.parse_one(statement, read=DIALECT)
     ctx = _Ctx(session)
+    try:
+        return _run(ctx, tree, statement)
+    finally:
+        # a view created by the statement may refer to them by name: kept (with their locks)
+        if not (isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper()
+                == "VIEW"):
+            for view in ctx.views:
+                session.catalog.dropTempView(view)
+
+
+def _run(ctx: "_Ctx", tree: exp.Expression, statement: str):
+    session = ctx.session
     dml = next((fn for kind, fn in _DML.items() if isinstance(tree, kind)), None)
     if dml is not None:
         info, table, cols = _target(ctx, tree.this)

@@ -19,7 +19,7 @@ from ._dml import delete, insert, merge, update
 from ._driver import Driver
 from ._errors import HiveAcidError
 from ._held_snapshot import Snapshot, snapshot
-from ._scope import read
+from ._reads import read
 from ._session import registered_driver
 from ._sql import sql
 

@@ -2,7 +2,9 @@
 
     from spark import hive_acid
     hive_acid.register(spark)                      # once per session
-    df = spark.read.format("hive_acid").load("db.t")
+    df = hive_acid.read(spark, "db.t")             # JVM reader; lock while df is in use
+    hive_acid.sql(spark, "SELECT p, count(*) FROM db.t GROUP BY p")   # the same reader
+    df = spark.read.format("hive_acid").load("db.t")   # Python data source: half as fast
     df.write.format("hive_acid").mode("append").save("db.t")      # or "overwrite"
     hive_acid.delete(spark, "db.t", "id < 10")
     hive_acid.update(spark, "db.t", set={"qty": "qty + 1"}, condition="id = 3")
@@ -12,20 +14,20 @@
         tx.append("db.a", df); tx.delete("db.b", "x = 1")
     hive_acid.sql(spark, "MERGE INTO db.t USING ... ON ... WHEN MATCHED THEN UPDATE SET ...")
     hive_acid.write_stream(stream_df, "db.t", checkpoint_location="/chk")  # exactly-once sink
-    with hive_acid.snapshot(spark, "db.t") as df:  # Spark's own ORC reader, lock held
+    with hive_acid.snapshot(spark, "db.t") as df:  # read()'s DataFrame, lock for the block
         df.groupBy("day").count().show()
 
-Reads: the driver takes a snapshot (ValidTxnList + the table's ValidWriteIdList) and a
-SHARED_READ lock held while the scan runs; one Spark input partition per (table partition,
-bucket id); executors read with ``orc_acid`` and return Arrow batches. Filters on partition
-columns prune partitions; a user-given schema (``spark.read.schema("a INT, p STRING")``) or the
-``columns`` option projects columns. Options: ``metastore.uris``, ``columns``,
-``withRowId`` (adds ``ROW__ID``).
-
-``snapshot()`` (``_held_snapshot``, ``_native``) reads the same snapshot's files with Spark's
-vectorized ORC reader instead, the snapshot applied by Spark filters and an anti join with
-the delete events; its lock lives as long as the ``with`` block (see docs/spark.md for its
-fallbacks).
+Reads: the driver takes a SHARED_READ lock and then a snapshot (ValidTxnList + the table's
+ValidWriteIdList). ``read()``, the ACID tables of ``sql()`` queries and ``snapshot()``
+(``_reads``, ``_native``) scan the snapshot's files with hive_acid's JVM reader
+(``jvm/AcidOrcSource.java``, compiled in the driver's JVM by ``_jvm``): the table columns
+as flat columns, the snapshot and the deletes applied per file in the reader; their lock
+is a lease held while the DataFrame or one derived from it can be used (``_leases``), or
+the ``with`` block. The Python data source (``spark.read.format("hive_acid")``: one Spark
+input partition per (table partition, bucket id), executors read with ``orc_acid`` and
+return Arrow batches, the lock held while the scan runs) is what the JVM path falls back
+to where it cannot read exactly (see docs/spark.md). Options: ``metastore.uris``,
+``columns``, ``withRowId`` (adds ``ROW__ID``).
 
 Writes: one transaction per job (write id allocated, lock taken, heartbeated from the driver
 process); tasks write ``delta_W_W_S/bucket_<task>`` (``base_W`` for overwrite); the commit
@@ -48,7 +50,9 @@ This module is the public front; the work is done by private modules, each one c
 * ``_datasource`` -- the ``hive_acid`` data source; ``_io`` -- what its tasks run;
 * ``_scope`` -- the transaction and snapshot a statement runs in, and ``read``;
 * ``_dml`` -- insert / update / delete / merge; ``_sql`` -- ``sql()``; ``_ddl`` -- DDL;
-* ``_transaction`` -- ``transaction()``; ``_held_snapshot`` + ``_native`` -- ``snapshot()``;
+* ``_transaction`` -- ``transaction()``; ``_reads`` -- ``read()`` and the DataFrame of
+  ``snapshot()`` (``_held_snapshot``); ``_native`` (+ ``_native_jvm``, ``_jvm``,
+  ``_native_stock``) -- the JVM scan path; ``_leases`` -- read locks as long as a DataFrame;
 * ``_metastore`` (Thrift helpers, ``TableInfo``), ``_types`` (Hive/Spark/Arrow types),
   ``_errors``; ``streaming_sink`` -- the Structured Streaming sink (``write_stream``).
 """
@@ -66,7 +70,7 @@ from ._ddl import create_database, create_table, drop_table
 from ._dml import delete, insert, merge, update
 from ._errors import HiveAcidError, WriteConflictError
 from ._held_snapshot import Snapshot, snapshot
-from ._scope import read
+from ._reads import read
 from ._session import register, shutdown
 from ._sql import sql
 from ._transaction import Transaction, transaction

@@ -1,10 +1,12 @@
-"""hive_acid.snapshot(): the JVM scan path (Spark's own ORC reader, the snapshot applied by
-Spark filters and a delete bitmap or an anti join) returns exactly the rows of the Python
-data source and of orc_acid.read_table; falls back where it cannot; holds its lock for the
-block only. Against the metastore server and Spark session of conftest (no mocks)."""
+"""hive_acid.snapshot(): the JVM scan path (hive_acid's JVM reader; Spark's own ORC reader
+with the snapshot applied by Spark filters and a delete bitmap or an anti join) returns
+exactly the rows of the Python data source and of orc_acid.read_table; falls back where it
+cannot; holds its lock for the block only. Against the metastore server and Spark session
+of conftest (no mocks)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 import orc_acid
 from hms_txn.clients.acid import metastore as M
 from spark import _native as N
+from spark import _native_stock as K
 
 pytestmark = [pytest.mark.spark]
 
@@ -46,28 +49,64 @@ def orc_rows(ms, table, txns, wids, columns=None):
     return srt(out)
 
 
+@contextlib.contextmanager
+def spark_orc_reader(spark):
+    """hive_acid's JVM reader off: the JVM path reads with Spark's own ORC reader."""
+    spark.conf.set(N.JVM_READER_CONF, "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset(N.JVM_READER_CONF)
+
+
 def check_all_paths(spark, ms, table, expect_native=True, **kw):
-    """Native snapshot == Python data source at the same snapshot == orc_acid; -> rows."""
+    """Native snapshot (JVM reader; Spark's ORC reader with a delete bitmap, with an anti
+    join) == Python data source at the same snapshot == orc_acid; -> rows."""
     from spark import hive_acid as H
     snap = H.snapshot(spark, table, **kw)
     with snap as df:
         got = rows(df)
         assert snap.native is expect_native, snap.fallback_reason
         if snap.native:
-            # the same snapshot with the deletes applied by the anti join (the path of
-            # delete sets too large for a bitmap)
-            bound, N.BITMAP_MAX_DELETES = N.BITMAP_MAX_DELETES, -1
+            assert snap.reader == "jvm"
+            with spark_orc_reader(spark), H.snapshot(spark, table, **kw) as stock:
+                assert rows(stock) == got
+            # the same snapshot with the deletes applied by Spark's anti join (the path of
+            # delete sets too large to read on the driver)
+            bound, N.MAX_DELETES = N.MAX_DELETES, -1
             try:
                 with H.snapshot(spark, table, **kw) as joined:
                     assert rows(joined) == got
             finally:
-                N.BITMAP_MAX_DELETES = bound
+                N.MAX_DELETES = bound
         with H.snapshot(spark, table, native=False, **kw) as py:
             assert rows(py) == got
         if not kw:
             assert orc_rows(ms, table, snap.txns, snap.write_ids) == got
             assert rows(spark.read.format("hive_acid").load(table)) == got
     return got
+
+
+@contextlib.contextmanager
+def heartbeating(ms, txn_id):
+    """Heartbeat an open transaction (of the test's own) in the background."""
+    import threading
+    from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
+    from hms_txn.clients.acid import metastore as MM
+    stop = threading.Event()
+    conn = MM.MetastoreConnection(ms.uri)
+
+    def beat():
+        while not stop.wait(1.0):
+            conn.heartbeat(T.HeartbeatRequest(txnid=txn_id))
+    t = threading.Thread(target=beat, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+        conn.close()
 
 
 def test_delete_bitmap_filter_matches_the_delete_set(acid_spark):
@@ -82,24 +121,24 @@ def test_delete_bitmap_filter_matches_the_delete_set(acid_spark):
         (7, 536870912): np.array([big, big + 1, big + 130], dtype=np.int64),
         (9, 537001984): np.array([3], dtype=np.int64),
     }
-    bm = N.delete_bitmap(groups)
+    bm = K.delete_bitmap(groups)
     assert bm is not None and len(bm.pairs) == 4
     pairs = [(o, b) for o in (1, 7, 9, 11) for b in (536870912, 536936448, 537001984)]
     data = [(o, b, r) for o, b in pairs for r in list(range(0, 5200, 3)) + [63, 64, 4999]] + \
            [(7, 536870912, big + d) for d in range(-70, 200)]
     df = acid_spark.createDataFrame(data, "originalTransaction BIGINT, bucket INT, rowId BIGINT")
-    got = sorted(tuple(r) for r in df.where(N._not_deleted(acid_spark, bm)).collect())
+    got = sorted(tuple(r) for r in df.where(K.not_deleted(acid_spark, bm)).collect())
     deleted = {(o, b, int(r)) for (o, b), rs in groups.items() for r in rs}
     want = sorted(r for r in data if r not in deleted)
     assert len(want) < len(data) and got == want
 
-    assert N.delete_bitmap({}) is None
-    assert N.delete_bitmap({(1, k): np.array([k]) for k in range(N.BITMAP_MAX_PAIRS + 1)}) \
+    assert K.delete_bitmap({}) is None
+    assert K.delete_bitmap({(1, k): np.array([k]) for k in range(K.BITMAP_MAX_PAIRS + 1)}) \
         is None
-    assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS])}) is None
-    assert N.delete_bitmap({(1, 0): np.array([0, 64 * N.BITMAP_MAX_WORDS - 1])}) is not None
-    assert N.delete_bitmap({(1, 0): np.array([0, 64 * 9])}, max_words=10) is not None
-    assert N.delete_bitmap({(1, 0): np.array([0, 64 * 10])}, max_words=10) is None
+    assert K.delete_bitmap({(1, 0): np.array([0, 64 * K.BITMAP_MAX_WORDS])}) is None
+    assert K.delete_bitmap({(1, 0): np.array([0, 64 * K.BITMAP_MAX_WORDS - 1])}) is not None
+    assert K.delete_bitmap({(1, 0): np.array([0, 64 * 9])}, max_words=10) is not None
+    assert K.delete_bitmap({(1, 0): np.array([0, 64 * 10])}, max_words=10) is None
 
 
 def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
@@ -143,7 +182,10 @@ def test_appends_aborted_open_deletes_updates(acid_spark, tname, ms):
                                  "bucket_00000"), events, inserts=15)
     ms.commit_txn(T.CommitTxnRequest(txnid=txns[0]))
     ms.abort_txn(T.AbortTxnRequest(txnid=txns[1]))
-    got = check_all_paths(acid_spark, ms, tname)
+    # the third stays open while every path reads (heartbeated: the checks take longer
+    # than hive.txn.timeout on a loaded machine)
+    with heartbeating(ms, txns[2]):
+        got = check_all_paths(acid_spark, ms, tname)
     assert sorted(r[0] for r in got if r[1] and r[1].startswith("s")) == \
         [1000 + i for i in range(5)]
     ms.commit_txn(T.CommitTxnRequest(txnid=txns[2]))
@@ -199,20 +241,27 @@ def test_partitioned_pruning_projection_and_bucketed(acid_spark, tname, ms):
     got = check_all_paths(acid_spark, ms, tname)
     assert got == srt(r for r in data if r[0] % 7)
     # the query's bitmap budget spent by the first partition(s): the others use the join
-    budget, N.BITMAP_MAX_WORDS_PER_QUERY = N.BITMAP_MAX_WORDS_PER_QUERY, 3
+    budget, K.BITMAP_MAX_WORDS_PER_QUERY = K.BITMAP_MAX_WORDS_PER_QUERY, 3
     try:
-        with H.snapshot(acid_spark, tname) as df:
+        with spark_orc_reader(acid_spark), H.snapshot(acid_spark, tname) as df:
             plan = df._jdf.queryExecution().optimizedPlan().toString()
             assert "LeftAnti" in plan and "UnsafeArrayData" in plan, plan
             assert rows(df) == got
     finally:
-        N.BITMAP_MAX_WORDS_PER_QUERY = budget
+        K.BITMAP_MAX_WORDS_PER_QUERY = budget
+    want = srt((r[0], 1) for r in data if r[0] % 7 and r[2] == "2024-01-02" and r[3] == 1)
     with H.snapshot(acid_spark, tname) as df:
         pruned = df.where("day = '2024-01-02' AND n = 1").select("id", "n")
-        assert rows(pruned) == srt((r[0], 1) for r in data
-                                      if r[0] % 7 and r[2] == "2024-01-02" and r[3] == 1)
-        # the optimizer drops the union branches of the other partitions: the scan of one
-        # partition is left, its delete events applied by the bitmap filter (no join)
+        assert rows(pruned) == want
+        # the optimizer drops the union branches of the other partitions: the JVM reader's
+        # scan of one partition is left, which applies its delete events itself
+        plan = pruned._jdf.queryExecution().optimizedPlan().toString()
+        assert plan.count("RelationV2") == 1 and "Join" not in plan, plan
+        assert "Filter" not in plan.replace("Filter (", "") or "element_at" not in plan, plan
+    with spark_orc_reader(acid_spark), H.snapshot(acid_spark, tname) as df:
+        pruned = df.where("day = '2024-01-02' AND n = 1").select("id", "n")
+        assert rows(pruned) == want
+        # the same with Spark's ORC reader: one scan, the bitmap filter (no join)
         plan = pruned._jdf.queryExecution().optimizedPlan().toString()
         assert plan.count("Relation") == 1 and "Join" not in plan, plan
         assert "element_at(org.apache.spark.sql.catalyst.expressions.UnsafeArrayData" in plan

@@ -218,6 +218,14 @@ class TableInfo:
                 "zstd": "zstd"}.get(c, "zlib")
 
     @property
+    def orc_file_version(self) -> str:
+        """The ORC file version written: the table's ``orc.write.format`` (ORC's own table
+        property; 0.11 encodes integers with run-length encoding v1, which pyarrow writes
+        2-3 times faster at about the same size), else 0.12, Hive's default."""
+        v = (self.parameters.get("orc.write.format") or "").strip()
+        return v if v in ("0.11", "0.12") else "0.12"
+
+    @property
     def full_name(self) -> str:
         return f"{self.db}.{self.name}"
 

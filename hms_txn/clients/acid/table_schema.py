@@ -43,4 +43,5 @@ def write_spec(info: M.TableInfo, write_id: int, statement_id: int, mode: str) -
                      part_keys=tuple(info.part_names), write_id=write_id,
                      statement_id=statement_id, mode=mode, insert_only=info.insert_only,
                      file_format=info.file_format, bucketed=info.num_buckets > 0,
-                     compression=info.compression, filesystem=info.fs)
+                     compression=info.compression, filesystem=info.fs,
+                     file_version=info.orc_file_version)
