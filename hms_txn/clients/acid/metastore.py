@@ -219,9 +219,11 @@ class TableInfo:
 
     @property
     def orc_file_version(self) -> str:
-        """The ORC file version written: the table's ``orc.write.format`` (ORC's own table
-        property; 0.11 encodes integers with run-length encoding v1, which pyarrow writes
-        2-3 times faster at about the same size), else 0.12, Hive's default."""
+        """The ORC file version of the files encoded whole (delete deltas, update events,
+        compaction output): the table's ``orc.write.format`` (ORC's own table property; 0.11
+        encodes integers with run-length encoding v1, which pyarrow writes 2-3 times faster
+        at about the same size), else 0.12, Hive's default. Insert files are always 0.12:
+        their ACID columns are spliced in as RLE v2 streams (``orc_acid._insert_file``)."""
         v = (self.parameters.get("orc.write.format") or "").strip()
         return v if v in ("0.11", "0.12") else "0.12"
 
