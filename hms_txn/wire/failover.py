@@ -53,7 +53,7 @@ def connect_failover(uri: str | list[Endpoint], *, options: ClientOptions = Clie
 # WRONG_METHOD_NAME, and 9 and 10 (unsupported client type, loadshedding).
 _FINAL_APPLICATION_ERRORS = frozenset({1, 3, 9, 10})
 _RETRIED_META_ERROR = re.compile(r"(JDO[a-zA-Z]*|TProtocol|TTransport)Exception")
-_CANNOT_RETRY = frozenset({"lock"})
+CANNOT_RETRY = frozenset({"lock"})
 # The generated methods, and the ACID-aware table read our clients use (MetastoreClient).
 _METHODS = frozenset(name for name in dir(ThriftHiveMetastore.Iface)
                      if not name.startswith("_")) | {"get_table_acid_aware"}
@@ -132,7 +132,7 @@ class FailoverClient:
             try:
                 return getattr(self.client, name)(*args, **kwargs)
             except Exception as err:
-                if (name in _CANNOT_RETRY or retries >= self.failure_retries
+                if (name in CANNOT_RETRY or retries >= self.failure_retries
                         or not retryable(err)):
                     raise
                 retries += 1

@@ -63,8 +63,9 @@ AGENT = "hms-txn-spark"      # a connection's default agentInfo (``MetastoreConn
 
 class MetastoreConnection:
     """One Thrift connection (``hms_txn.wire.client.connect``: the URIs of ``uri`` tried in
-    order), usable from several threads: calls are serialized, and a call that finds the
-    connection broken reconnects and is retried once."""
+    order, so a reconnect fails over to the next server that answers), usable from several
+    threads: calls are serialized, and a call that finds the connection broken reconnects
+    and is retried once (but ``lock``: :meth:`call`)."""
 
     def __init__(self, uri: str, timeout_s: float = 120.0, options=None, agent: str = AGENT):
         """``options``: ``hms_txn.wire.client.ClientOptions`` (TLS, SASL, transport) as
@@ -92,15 +93,25 @@ class MetastoreConnection:
         return connect(self._endpoints, options=self._options)
 
     def call(self, name: str, *args):
-        """Call a metastore method; reconnect once on a broken connection."""
+        """Call a metastore method; reconnect once on a broken connection and retry, but
+        never ``lock`` (``wire.failover.CANNOT_RETRY``, as Hive's client: the server may
+        have enqueued the lock before the connection broke, and a retry would enqueue a
+        second one; a txn-less read lock left so would block writers until it timed out)."""
+        from hms_txn.wire.failover import CANNOT_RETRY
         with self._lock:
             for attempt in (0, 1):
                 if self._client is None:
                     self._client = self._open()
                 try:
                     return getattr(self._client, name)(*args)
-                except (TTransportException, OSError, EOFError):
+                except (TTransportException, OSError, EOFError) as e:
                     self.close()
+                    if name in CANNOT_RETRY:
+                        raise HiveAcidError(
+                            f"the connection to the metastore ({self.uri}) broke before it "
+                            f"answered {name} ({type(e).__name__}: {e}); not sent again: "
+                            f"the metastore may hold the request, which expires unless "
+                            f"heartbeated (hive.txn.timeout)") from e
                     if attempt:
                         raise
 
