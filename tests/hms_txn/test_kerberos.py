@@ -27,6 +27,7 @@ import time
 
 import pytest
 from thrift.Thrift import TApplicationException
+from thrift.transport.TTransport import TTransportException
 
 from hms_txn.cli import main as cli_main
 from hms_txn.common import logs
@@ -277,6 +278,43 @@ def test_protection_mismatch(krb_env, tmp_path, server_log):
     server_log.wait(f"alice@{REALM} gave up the SASL GSSAPI handshake after the offer of "
                     f"protection auth-conf (hadoop.rpc.protection): SASL GSSAPI: no common "
                     f"protection")
+
+
+def test_kerberos_inside_tls(krb_env, tmp_path, server_log):
+    """``hive.metastore.use.SSL`` with Kerberos: the SASL GSSAPI exchange and the calls run
+    inside the TLS session (Hive's own server takes one or the other; ours takes both, so
+    both are tested together): a Kerberos client with the CA works and is alice; one
+    without TLS, and a TLS client without a ticket's SASL, are refused."""
+    from hms_txn.wire.tls import TlsClient
+    from tests.support.certs import make_certs
+    certs = make_certs(str(tmp_path / "certs"))
+    server = InProcessServer(str(tmp_path / "data"), kerberos_conf(
+        krb_env, **{"hadoop.rpc.protection": "authentication,privacy",
+                    "hive.metastore.use.SSL": "true",
+                    "hive.metastore.keystore.path": certs.server}))
+    relay = Relay(server.port)
+    try:
+        options = gssapi(krb_env, qop="auth")
+        tls = TlsClient(certs.ca)
+        with connect(f"thrift://127.0.0.1:{relay.port}",
+                     options=ClientOptions(timeout=20, sasl=options.sasl, tls=tls)) as c:
+            c.create_database(t.Database(name="kerberos_in_tls"))
+            assert c.get_database("kerberos_in_tls").ownerName == "alice"
+        # the relay saw TLS records only: neither the database's name nor the mechanism
+        assert b"kerberos_in_tls" not in relay.sent and b"GSSAPI" not in relay.sent
+        server_log.wait(f"authenticated as alice with SASL GSSAPI (alice@{REALM}, auth)")
+        with pytest.raises(MetastoreUnreachable):            # Kerberos without TLS
+            kclient(server, krb_env, qop="auth")
+        server_log.wait("that does not use TLS (hive.metastore.use.SSL is on)")
+        with connect(server.uri, options=ClientOptions(timeout=20, tls=tls)) as plain:
+            with pytest.raises(TTransportException):       # TLS without SASL: no answer
+                plain.get_all_databases()
+        server_log.wait("not a SASL client (status byte 128); this server requires SASL")
+        with connect(server.uri, options=ClientOptions(timeout=20, sasl=options.sasl,
+                                                       tls=tls)) as c:
+            assert "kerberos_in_tls" in c.get_all_databases()   # the server serves on
+    finally:
+        server.stop()
 
 
 FAKETIME = next(iter(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")), "")   # Debian's faketime
