@@ -6,67 +6,19 @@ breaks between a request and its answer: a call is reconnected and retried once,
 retry would enqueue a second one, which nobody heartbeats or releases; the caller gets a
 ``HiveAcidError`` that says so.
 
-A real server behind a TCP relay of the test's that forwards a request and then, when told
-to, drops the connection instead of passing the answer back.
+A real server behind a TCP relay (tests/support/relay.py) that forwards a request and then,
+when told to, drops the connection instead of passing the answer back.
 """
 
 from __future__ import annotations
-
-import socket
-import threading
 
 import pytest
 
 from hms_txn.clients.acid import metastore as M
 from hms_txn.clients.acid.errors import HiveAcidError
 from hms_txn.wire.thrift_gen.hive_metastore import ttypes as T
+from tests.support.relay import Relay
 from tests.support.servers import InProcessServer
-
-
-class DroppingRelay:
-    """Forwards connections to ``upstream``; with ``drop_next_answer`` set, the next answer
-    from the server is discarded and both connections are closed."""
-
-    def __init__(self, upstream: tuple):
-        self.upstream = upstream
-        self.drop_next_answer = threading.Event()
-        self.dropped = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, True), daemon=True).start()
-
-    def _pipe(self, src, dst, answers):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if answers and self.drop_next_answer.is_set():
-                    self.drop_next_answer.clear()
-                    self.dropped += 1
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-    def close(self):
-        self.listener.close()
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +30,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def relay(server):
-    r = DroppingRelay((server.host, server.port))
+    r = Relay(server.port, server.host)
     yield r
     r.close()
 

@@ -22,7 +22,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -41,6 +40,7 @@ from tests.hms_txn.test_catalog import make_table
 from tests.hms_txn.test_streaming import create, ids
 from tests.hms_txn.test_compactor import Engine
 from tests.support.kerberos import REALM, SERVICE, realm_environment
+from tests.support.relay import Relay
 from tests.support.requirements import require, require_module
 from tests.support.servers import REPO_ROOT, InProcessServer, client_for
 
@@ -121,39 +121,6 @@ def gssapi(realm, who: str = "alice", *, qop: str = "auth", service: str = SERVI
 
 def kclient(server, realm, who: str = "alice", *, host: str = "127.0.0.1", **kwargs):
     return connect(f"thrift://{host}:{server.port}", options=gssapi(realm, who, **kwargs))
-
-
-class Relay:
-    """A TCP relay in front of a server that keeps every byte the client sent."""
-
-    def __init__(self, port: int):
-        self.target = port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sent = bytearray()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        client, _ = self.listener.accept()
-        upstream = socket.create_connection(("127.0.0.1", self.target))
-
-        def pump(src, dst, keep) -> None:
-            try:
-                while data := src.recv(65536):
-                    if keep:
-                        self.sent.extend(data)
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-        threading.Thread(target=pump, args=(upstream, client, False), daemon=True).start()
-        pump(client, upstream, True)
 
 
 # ------------------------------------------------------------------------- the handshake

@@ -97,7 +97,6 @@ class MetastoreConnection:
         never ``lock`` (``wire.failover.CANNOT_RETRY``, as Hive's client: the server may
         have enqueued the lock before the connection broke, and a retry would enqueue a
         second one; a txn-less read lock left so would block writers until it timed out)."""
-        from hms_txn.wire.failover import CANNOT_RETRY
         with self._lock:
             for attempt in (0, 1):
                 if self._client is None:
@@ -106,6 +105,7 @@ class MetastoreConnection:
                     return getattr(self._client, name)(*args)
                 except (TTransportException, OSError, EOFError) as e:
                     self.close()
+                    from hms_txn.wire.failover import CANNOT_RETRY   # see _open
                     if name in CANNOT_RETRY:
                         raise HiveAcidError(
                             f"the connection to the metastore ({self.uri}) broke before it "
