@@ -13,8 +13,10 @@ both sides, the same ORC codec on both sides (the ACID table's ``orc.compress``)
 measurement: two warm-up runs of each side, then ``--repeat`` rounds in which the sides run
 in turn (load from other work hits them alike); best wall time, least CPU time of each.
 
-* append: ``df.write.format("hive_acid").mode("append")`` vs ``df.write.orc(dir)``; the
-  ACID tables are created before the clock starts (the native side has no DDL either);
+* append: ``hive_acid.insert(spark, t, df)`` (the JVM insert writer) and
+  ``df.write.format("hive_acid").mode("append")`` (the Python data source) vs
+  ``df.write.orc(dir)``; the ACID tables are created before the clock starts (the native
+  side has no DDL either);
 * scans, each a new DataFrame per run as a user makes it -- for the easy path
   ``hive_acid.read(spark, t)`` (lock, snapshot, listing and planning inside the time), for
   the Python data source ``spark.read.format("hive_acid").load(t)``, natively
@@ -156,8 +158,8 @@ def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict
     # appends: each run writes a fresh table / directory; the ACID tables are created
     # before timing (DDL is not part of an append, and the native side has none)
     n = [0]
-    tables = []
-    for i in range(repeat + WARMUP):
+    tables, inserted = [], []
+    for i in range(2 * (repeat + WARMUP)):
         t = f"{DB}.append_{os.getpid()}_{i}"
         hive_acid.create_table(spark, t, schema, properties=props)
         tables.append(t)
@@ -165,11 +167,18 @@ def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict
     def acid_append():
         df.write.format("hive_acid").mode("append").save(tables.pop())
 
+    def acid_insert():
+        inserted.append(tables.pop())
+        hive_acid.insert(spark, inserted[-1], df)
+
     def native_append():
         n[0] += 1
         df.write.mode("overwrite").orc(os.path.join(work, f"native_append_{n[0]}"))
 
-    _record(res, "append", ["native", "acid"], best(spark, [native_append, acid_append], repeat))
+    _record(res, "append", ["native", "acid", "insert"],
+            best(spark, [native_append, acid_append, acid_insert], repeat))
+    assert hive_acid.read(spark, inserted[-1]).selectExpr(*AGG).collect() == \
+        spark.read.orc(os.path.join(work, f"native_append_{n[0]}")).selectExpr(*AGG).collect()
 
     # scans of the same data
     table = f"{DB}.scan_{os.getpid()}"
@@ -224,7 +233,8 @@ def run(spark, rows: int, repeat: int, work: str, codec: str = "snappy") -> dict
     return res
 
 
-SUMMARY = [("append", "df.write.format('hive_acid')", "append_acid", "ratio_append"),
+SUMMARY = [("append", "hive_acid.insert", "append_insert", "ratio_append_insert"),
+           ("append", "df.write.format('hive_acid')", "append_acid", "ratio_append"),
            ("scan", "hive_acid.read", "scan_read", "ratio_scan"),
            ("projection", "hive_acid.read", "projection_read", "ratio_projection"),
            ("selective", "hive_acid.read", "selective_read", "ratio_selective"),

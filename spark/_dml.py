@@ -1,8 +1,10 @@
 """INSERT, UPDATE, DELETE and MERGE from Python: ``hive_acid.insert/update/delete/merge``.
 
 Each runs as one statement of the calling thread's transaction (``_scope.txn_scope``). The
-rows to write are computed by Spark and written by tasks (``mapInArrow``), each task a task
-attempt of the statement (``_attempts``); the driver records the files they report.
+rows to write are computed by Spark and written by tasks: an INSERT into a table the JVM
+writer takes (``_jvm_insert``) by Spark's JVM tasks, everything else by Python tasks
+(``mapInArrow``), each a task attempt of the statement (``_attempts``); the driver records
+the files they report.
 
 UPDATE/DELETE/MERGE follow Hive's split update: the target is read at the transaction's
 snapshot with its ROW__IDs; a row to delete or update becomes a delete event in
@@ -31,6 +33,7 @@ from hms_txn.clients.acid.table_schema import write_spec
 from hms_txn.clients.acid.txns import Statement, Txn
 from orc_acid import table_io as _io
 
+from . import _jvm_insert
 from . import _types as TY
 from ._attempts import refuse_speculation, run_as_attempt
 from ._driver import Driver
@@ -101,6 +104,10 @@ def insert(session: SparkSession, table: str, df: DataFrame, *, overwrite: bool 
         elif data.rdd.getNumPartitions() > _io.MAX_WRITER_ID + 1:
             data = data.coalesce(_io.MAX_WRITER_ID + 1)
         spec = statement_spec(info, st, "overwrite" if overwrite else "append")
+        if _jvm_insert.unsupported(session, info) is None:
+            refuse_speculation(speculation_on(session))
+            d.finish_statement(txn, st, _jvm_insert.insert(session, info, st.token, spec, data))
+            return
 
         def task(batches, tid):
             return _io.write_inserts(spec, pa.Table.from_batches(batches), tid)

@@ -31,6 +31,7 @@ from hms_txn.clients.acid.txns import Transactions, Txn
 from ._attempts import Attempts
 from ._coordinator import Coordinator
 from ._errors import HiveAcidError
+from ._jvm_insert import table_unsupported
 from ._leases import Leases
 from ._scans import plan_units
 
@@ -42,6 +43,12 @@ PYTHON_SOURCE_WARNING = (
     "source, which Spark bounds at about half the speed of its own ORC scan (docs/spark.md, "
     "Benchmark); hive_acid.read(spark, '%s') or hive_acid.sql(spark, 'SELECT ...') read the "
     "same snapshot with hive_acid's JVM reader")
+
+PYTHON_SINK_WARNING = (
+    "hive_acid: df.write.format('hive_acid').save('%s') writes through Spark's Python data "
+    "source, which hands every row to a Python worker (docs/spark.md, Benchmark); "
+    "hive_acid.insert(spark, '%s', df) writes the same files from Spark's JVM, as fast as "
+    "a plain ORC write")
 
 
 class Driver(Transactions):
@@ -103,7 +110,7 @@ class Driver(Transactions):
             txns, wids = txn.txns, self.snapshot(txn, [info.full_name])[info.full_name]
             txn_parts = self.txn_partitions(txn, info.full_name)
         else:
-            self._warn_python_source(info.full_name)
+            self._warn_once(("read", info.full_name), PYTHON_SOURCE_WARNING, info.full_name)
             snap = self.scans.open([info], held=False)
             scan, txns, wids = snap["scan"], snap["txns"], snap["write_ids"][info.full_name]
             txn_parts = ()
@@ -131,6 +138,8 @@ class Driver(Transactions):
     def rpc_begin_write(self, full_name, overwrite, txn_id, dynamic_overwrite):
         info = M.table_info(self.ms, full_name)
         M.require_acid(info)
+        if table_unsupported(info) is None:
+            self._warn_once(("write", info.full_name), PYTHON_SINK_WARNING, info.full_name)
         txn = self.txn(txn_id) if txn_id else self.open_txn()
         try:
             st = self.begin_statement(txn, info, "overwrite" if overwrite else "insert",
@@ -191,14 +200,15 @@ class Driver(Transactions):
         sweep(self.ms, st.table, st.dir_names, outcome)
         return False
 
-    def _warn_python_source(self, full_name: str) -> None:
-        # a spark.read.format("hive_acid") of the user's (hive_acid's own reads pin their
-        # snapshot or run in a transaction): once per table and driver
+    def _warn_once(self, key, message: str, full_name: str) -> None:
+        # a spark.read/write.format("hive_acid") of the user's where the JVM path would do
+        # (hive_acid's own reads pin their snapshot or run in a transaction): once per
+        # (read or write, table) and driver
         with self._mu:
-            if full_name in self._warned:
+            if key in self._warned:
                 return
-            self._warned.add(full_name)
-        log.warning(PYTHON_SOURCE_WARNING, full_name, full_name)
+            self._warned.add(key)
+        log.warning(message, full_name, full_name)
 
     def close(self):
         self.leases.close()

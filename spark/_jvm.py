@@ -1,7 +1,8 @@
-"""hive_acid's JVM reader (``spark/jvm/AcidOrcSource.java``) in the session's JVM.
+"""hive_acid's JVM reader (``spark/jvm/AcidOrcSource.java``) and insert writer
+(``spark/jvm/AcidOrcSink.java``) in the session's JVM.
 
-The reader is a Spark DataSource V2 source written in Java. There is no jar to build or to
-install: the driver compiles the source with Janino, the Java compiler Spark itself ships
+Each is a Spark DataSource V2 source written in Java. There is no jar to build or to
+install: the driver compiles each source with Janino, the Java compiler Spark itself ships
 (and uses for its whole-stage code generation), in its own JVM through py4j, once per JVM;
 writes the classes into a jar in a temporary directory; adds that jar to the context class
 loader of the driver (so ``spark.read.format(<class>)`` finds it) and, per SparkContext,
@@ -12,8 +13,8 @@ The compiled classes live in a package named after the SHA-1 of the source
 (``hmstxn.spark.h<sha1>``): a JVM that already holds an older build (another version of
 this module in the same driver) can never hand out a class that speaks another plan format.
 
-:func:`reader_class` returns the class to read with, or raises :class:`Unavailable` saying
-why (no py4j gateway: Spark Connect; a driver whose class loader cannot take a jar at run
+:func:`reader_class` returns the class to read with (:func:`sink_class` the one to insert
+with), or raises :class:`Unavailable` saying why (no py4j gateway: Spark Connect; a driver whose class loader cannot take a jar at run
 time; a Spark without Janino or with other ORC internals); callers then read through
 Spark's ORC reader or the Python data source instead.
 """
@@ -33,12 +34,13 @@ from typing import Dict, Optional, Tuple
 from pyspark.sql import SparkSession
 
 SOURCE = "AcidOrcSource.java"
+SINK_SOURCE = "AcidOrcSink.java"
 _PACKAGE = "hmstxn.spark"
 
 _mu = threading.Lock()
-_built: Dict[int, Tuple[str, str]] = {}        # id(gateway) -> (class name, jar path)
-_failed: Dict[int, str] = {}                    # id(gateway) -> why not
-_added: set = set()                             # (id(gateway), applicationId): addJar done
+_built: Dict[Tuple[int, str], Tuple[str, str]] = {}  # (id(gateway), source) -> (class, jar)
+_failed: Dict[Tuple[int, str], str] = {}             # (id(gateway), source) -> why not
+_added: set = set()                     # (id(gateway), source, applicationId): addJar done
 _workdir: Optional[str] = None
 
 
@@ -46,15 +48,16 @@ class Unavailable(Exception):
     """The JVM reader cannot run in this session; the message says why."""
 
 
-def source_text() -> Tuple[str, str]:
+def source_text(source: str = SOURCE) -> Tuple[str, str]:
     """(the Java source with its versioned package, the fully qualified class name)."""
-    text = resources.files("spark").joinpath("jvm", SOURCE).read_text(encoding="utf-8")
+    text = resources.files("spark").joinpath("jvm", source).read_text(encoding="utf-8")
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
     package = f"{_PACKAGE}.h{digest}"
     marker = f"package {_PACKAGE};"
     if marker not in text:
-        raise Unavailable(f"{SOURCE} does not declare {marker}")
-    return text.replace(marker, f"package {package};", 1), f"{package}.AcidOrcSource"
+        raise Unavailable(f"{source} does not declare {marker}")
+    return (text.replace(marker, f"package {package};", 1),
+            f"{package}.{source.rsplit('.', 1)[0]}")
 
 
 def _jar_dir() -> str:
@@ -65,10 +68,10 @@ def _jar_dir() -> str:
     return _workdir
 
 
-def _compile(sc) -> Tuple[str, str]:
-    """Compile the source in the driver's JVM -> (class name, jar path)."""
+def _compile(sc, source: str) -> Tuple[str, str]:
+    """Compile ``source`` in the driver's JVM -> (class name, jar path)."""
     from py4j.protocol import Py4JError
-    text, name = source_text()
+    text, name = source_text(source)
     jvm = sc._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     try:
@@ -78,7 +81,7 @@ def _compile(sc) -> Tuple[str, str]:
         codes = compiler.getBytecodes()
         classes = {str(k): bytes(codes.get(k)) for k in codes.keySet()}
     except Py4JError as e:
-        raise Unavailable(f"compiling the JVM reader with Spark's Janino failed: "
+        raise Unavailable(f"compiling {source} with Spark's Janino failed: "
                           f"{str(e).splitlines()[0][:300]}") from None
     jar = os.path.join(_jar_dir(), f"{name}.jar")
     with zipfile.ZipFile(jar, "w") as z:
@@ -90,30 +93,48 @@ def _compile(sc) -> Tuple[str, str]:
         jvm.java.lang.Class.forName(name, True, loader)
     except Py4JError as e:
         raise Unavailable(f"the driver's class loader ({loader.getClass().getName()}) does "
-                          f"not take the JVM reader's jar at run time: "
+                          f"not take the jar of {source} at run time: "
                           f"{str(e).splitlines()[0][:200]}") from None
     return name, jar
+
+
+def jvm_class(jvm, name: str):
+    """The JVM class ``name`` (a dotted name) in py4j's view (for its static methods)."""
+    obj = jvm
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def reader_class(session: SparkSession) -> str:
     """The JVM reader's class name, usable in ``session.read.format(...)``; raises
     :class:`Unavailable`."""
+    return _class_of(session, SOURCE)
+
+
+def sink_class(session: SparkSession) -> str:
+    """The JVM insert writer's class name, usable in ``df.write.format(...)``; raises
+    :class:`Unavailable`."""
+    return _class_of(session, SINK_SOURCE)
+
+
+def _class_of(session: SparkSession, source: str) -> str:
     sc = getattr(session, "sparkContext", None)
     gateway = getattr(sc, "_gateway", None) if sc is not None else None
     if gateway is None:
         raise Unavailable("no py4j gateway in this session (Spark Connect)")
-    key = id(gateway)
+    key = (id(gateway), source)
     with _mu:
         if key in _failed:
             raise Unavailable(_failed[key])
         if key not in _built:
             try:
-                _built[key] = _compile(sc)
+                _built[key] = _compile(sc, source)
             except Unavailable as e:
                 _failed[key] = str(e)
                 raise
         name, jar = _built[key]
-        app = (key, sc.applicationId)
+        app = key + (sc.applicationId,)
         if app not in _added:
             sc._jsc.sc().addJar(jar)
             _added.add(app)

@@ -37,6 +37,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from ._jvm import jvm_class
+
 log = logging.getLogger("spark.hive_acid")
 
 # py4j releases a Python handle's JVM object from a worker thread that looks for work once
@@ -108,7 +110,7 @@ class Leases:
         jvm = df.sparkSession.sparkContext._jvm
         context = df.sparkSession.sparkContext._jsc.sc()
         if reader is not None:
-            lease = Lease(scan, [], context, jvm, _attr(jvm, reader))
+            lease = Lease(scan, [], context, jvm, jvm_class(jvm, reader))
         else:
             leaves = plan_leaves(df._jdf)
             if not leaves:          # nothing read from files (an empty table)
@@ -198,14 +200,6 @@ class Leases:
         self._wake.set()
         for scan in self.held():
             self._end(scan)
-
-
-def _attr(jvm, name: str):
-    """The JVM class ``name`` (a dotted name) in py4j's view."""
-    obj = jvm
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _cleared(ref) -> bool:

@@ -5,7 +5,8 @@
     df = hive_acid.read(spark, "db.t")             # JVM reader; lock while df is in use
     hive_acid.sql(spark, "SELECT p, count(*) FROM db.t GROUP BY p")   # the same reader
     df = spark.read.format("hive_acid").load("db.t")   # Python data source: half as fast
-    df.write.format("hive_acid").mode("append").save("db.t")      # or "overwrite"
+    hive_acid.insert(spark, "db.t", df)            # JVM writer; overwrite=True: INSERT OVERWRITE
+    df.write.format("hive_acid").mode("append").save("db.t")      # Python data source
     hive_acid.delete(spark, "db.t", "id < 10")
     hive_acid.update(spark, "db.t", set={"qty": "qty + 1"}, condition="id = 3")
     hive_acid.merge(spark, "db.t", src_df, on="t.id = s.id",
@@ -30,7 +31,12 @@ to where it cannot read exactly (see docs/spark.md). Options: ``metastore.uris``
 ``columns``, ``withRowId`` (adds ``ROW__ID``).
 
 Writes: one transaction per job (write id allocated, lock taken, heartbeated from the driver
-process); tasks write ``delta_W_W_S/bucket_<task>`` (``base_W`` for overwrite); the commit
+process); tasks write ``delta_W_W_S/bucket_<task>`` (``base_W`` for overwrite):
+``insert()`` and ``sql("INSERT ...")`` from Spark's JVM (``_jvm_insert``,
+``jvm/AcidOrcSink.java``: as fast as a plain ORC write) where the table allows it
+(unpartitioned, unbucketed, no timestamp column), else, like ``format("hive_acid")``, with
+``orc_acid`` in Python workers (``df.write.format("hive_acid")`` logs a warning naming
+``insert`` where that would be faster); the commit
 removes files of failed task attempts, registers new partitions, records dynamic partitions
 and commits with write events; a failed job aborts its transaction and deletes its files,
 including those of tasks that finish after the abort (``_attempts``).
@@ -49,7 +55,8 @@ This module is the public front; the work is done by private modules, each one c
   attempts);
 * ``_datasource`` -- the ``hive_acid`` data source; ``_io`` -- what its tasks run;
 * ``_scope`` -- the transaction and snapshot a statement runs in, and ``read``;
-* ``_dml`` -- insert / update / delete / merge; ``_sql`` -- ``sql()``; ``_ddl`` -- DDL;
+* ``_dml`` -- insert / update / delete / merge (``_jvm_insert``: inserts in the JVM);
+  ``_sql`` -- ``sql()``; ``_ddl`` -- DDL;
 * ``_transaction`` -- ``transaction()``; ``_reads`` -- ``read()`` and the DataFrame of
   ``snapshot()`` (``_held_snapshot``); ``_native`` (+ ``_native_jvm``, ``_jvm``,
   ``_native_stock``) -- the JVM scan path; ``_leases`` -- read locks as long as a DataFrame;

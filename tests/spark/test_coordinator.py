@@ -206,6 +206,8 @@ SESSION = textwrap.dedent("""
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.hive_acid.coordinator.host", {host!r})
+             # insert() by Python tasks, which call the coordinator (the JVM writer's do not)
+             .config("spark.hive_acid.jvmWriter", "false")
              .config("spark.hadoop.hive.metastore.uris", {uri!r}).getOrCreate())
     hive_acid.register(spark)
     d = registered_driver(spark)

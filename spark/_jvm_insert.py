@@ -1,0 +1,106 @@
+"""INSERT / INSERT OVERWRITE through hive_acid's JVM writer (``jvm/AcidOrcSink.java``).
+
+The Python driver does what needs the metastore and the statement's bookkeeping (the
+transaction, the write id, the lock, the directory with its ``_orc_acid_version`` marker,
+and after the job the commit with the files written); Spark's executors turn the rows into
+ACID insert files in their JVMs, the way Spark's own ORC writer does, without handing the
+rows to Python workers as Arrow: an insert costs about what a plain ORC write costs.
+
+Where the JVM writer does not apply, :func:`unsupported` says why and the caller writes
+with ``orc_acid`` in Python tasks (``_dml``): tables that are bucketed (rows go to their
+bucket's file: a shuffle), partitioned (one file per table partition and task, named by
+partition values, which ``orc_acid.layout`` formats), insert-only (plain files), not ORC,
+with a timestamp column (see :func:`unsupported`);
+a session without the JVM writer (Spark Connect, ``spark.hive_acid.jvmWriter=false``, a
+driver whose class loader takes no jar) or without a Hadoop file system for the table's
+location.
+
+Task attempts: the JVM tasks do not report to the coordinator's attempt bookkeeping
+(``_attempts``); Spark's output commit coordinator lets one attempt per task publish its file
+(a hidden temporary renamed at commit) and no attempt after the job ended, so a failed job's
+directory, removed by the statement's abort, gets no file afterwards but an orphaned hidden
+temporary of a task killed while writing, which every reader skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional, Tuple
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as S
+
+from hms_txn.clients.acid import metastore as M
+from orc_acid import layout
+from orc_acid import table_io as _io
+from orc_acid.writer import ensure_acid_dir
+
+from . import _jvm
+from ._errors import HiveAcidError
+from ._native import hadoop_connector_missing
+
+JVM_WRITER_CONF = "spark.hive_acid.jvmWriter"
+PLAN = "hive_acid.write"              # the option of AcidOrcSink
+
+
+def table_unsupported(info: M.TableInfo) -> Optional[str]:
+    """Why ``info``'s inserts cannot go through the JVM writer in any session, or None."""
+    if info.num_buckets and info.num_buckets > 0:
+        return "bucketed table"
+    if info.part_names:
+        return "partitioned table"
+    if info.insert_only or info.file_format != "orc":
+        return "not a full ACID ORC table"
+    if any("timestamp" in t.lower() for _, t in info.columns):
+        # Spark's ORC conversion writes TIMESTAMP_NTZ (what hive_acid reads a Hive timestamp
+        # as) as a bigint, not as ORC's timestamp; as the JVM reader, leave them to orc_acid
+        return "timestamp column"
+    return None
+
+
+def unsupported(session: SparkSession, info: M.TableInfo) -> Optional[str]:
+    """Why ``info``'s inserts cannot go through the JVM writer in ``session``, or None."""
+    if str(session.conf.get(JVM_WRITER_CONF, "true")).strip().lower() == "false":
+        return f"{JVM_WRITER_CONF}=false"
+    why = table_unsupported(info) or hadoop_connector_missing(session, info)
+    if why:
+        return why
+    try:
+        _jvm.sink_class(session)
+    except _jvm.Unavailable as e:
+        return str(e)
+    return None
+
+
+def _statement_dir(spec: _io.WriteSpec) -> str:
+    if spec.mode == "overwrite":
+        return layout.format_base(spec.write_id)
+    return layout.format_delta(spec.write_id, spec.write_id, spec.statement_id)
+
+
+def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.WriteSpec,
+           rows: DataFrame) -> List[Tuple[str, str, int]]:
+    """Write ``rows`` (the table's data columns, in order, of the table's types) as the
+    statement's insert files -> [(partition name "", path relative to the table, rows)]."""
+    d = _statement_dir(spec)
+    # the directory and its marker first: an overwrite's base hides older data even empty
+    ensure_acid_dir(os.path.join(spec.location, d), spec.filesystem)
+    nullable = S.StructType([S.StructField(f.name, f.dataType, True)
+                             for f in rows.schema.fields])
+    plan = {"token": token, "dir": info.uri_of(os.path.join(spec.location, d))
+            if info.fs is not None else "file:" + os.path.join(spec.location, d),
+            "writeId": spec.write_id, "statementId": spec.statement_id,
+            "schema": json.loads(nullable.json()),
+            "compression": str(spec.compression).upper()}
+    sink = _jvm.sink_class(session)
+    rows.write.format(sink).option(PLAN, json.dumps(plan, separators=(",", ":"))) \
+        .mode("append").save()
+    got = _jvm.jvm_class(session.sparkContext._jvm, sink).takeCommitted(token)
+    if got is None:
+        raise HiveAcidError(f"the insert job into {info.full_name} ended without committing")
+    out = []
+    for line in str(got).splitlines():
+        name, n = line.split("\t")
+        out.append(("", f"{d}/{name}", int(n)))
+    return out

@@ -1,0 +1,410 @@
+/*
+ * The JVM writer of hive_acid's inserts (spark/_jvm.py compiles this file with Janino inside
+ * the driver's JVM, as it compiles the reader, AcidOrcSource.java).
+ *
+ * A Spark DataSource V2 sink that writes the rows of one INSERT (or INSERT OVERWRITE)
+ * statement into the statement's directory, which the Python driver has opened
+ * (spark/_jvm_insert.py: transaction, write id, lock, the directory and its
+ * _orc_acid_version marker), as Hive's ACID insert files: one file per Spark task,
+ * `bucket_<task>`, each row an insert event
+ *   struct<operation:int, originalTransaction:bigint, bucket:int, rowId:bigint,
+ *          currentTransaction:bigint, row:struct<the table's columns>>
+ * with operation 0, originalTransaction = currentTransaction = the write id, bucket = the
+ * bucket property of (task, statement id) (BucketCodec V1: 1<<29 | task<<16 | statement),
+ * rowId 0..n-1; and the footer metadata Hive's writers put there (orc_acid/writer.py's
+ * acid_footer_items): hive.acid.key.index (the last key of each stripe), hive.acid.stats
+ * (inserts,updates,deletes) and hive.acid.version = 2.
+ *
+ * Why in the JVM: the rows go from Spark's InternalRow to ORC column vectors the way Spark's
+ * own ORC writer takes them (Spark's OrcSerializer, ORC's OrcMapredRecordWriter.setColumn),
+ * with no Arrow transfer to a Python worker and no second encoder: an insert costs what a
+ * plain ORC write of the same rows costs, plus four constant columns (written as repeating
+ * vectors) and one counter.
+ *
+ * Publishing: a task writes a hidden file (".bucket_N.<attempt>.tmp", which every ACID
+ * reader skips) and renames it to bucket_N in DataWriter.commit, which Spark calls only for
+ * the one attempt its output commit coordinator allows; other attempts delete theirs. The
+ * driver's BatchWrite.commit records the files for the Python driver (takeCommitted), which
+ * commits the transaction with them; a failed job leaves its files to the Python driver's
+ * abort, which removes the statement's directory.
+ *
+ * The plan arrives as the option "hive_acid.write" (JSON):
+ *   {"token": the statement's id, "dir": the statement directory's URI,
+ *    "writeId": W, "statementId": S, "schema": Spark's JSON of the rows' struct type (the
+ *    table's data columns, in order), "compression": ORC's kind name (ZLIB, SNAPPY, ...)}
+ * The other ORC settings (stripe size, compression block size, row index stride, ...) come
+ * from the Hadoop configuration, as for Spark's own ORC writer (orc.stripe.size etc.; by
+ * default ORC's: 64 MiB stripes, 256 KiB blocks, which Hive's base writer uses too). Hive's
+ * delta writer divides the stripe and block sizes by orc.base.delta.ratio (8) to bound the
+ * memory of the many writers a Hive task may hold open; a Spark task holds one, and the
+ * smaller blocks and stripes cost a fifth more CPU per row written (measured).
+ *
+ * Written for Janino: no lambdas, no generic type inference (raw types and casts).
+ */
+package hmstxn.spark;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hive.ql.exec.vector.LongColumnVector;
+import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
+import org.apache.orc.CompressionKind;
+import org.apache.orc.OrcFile;
+import org.apache.orc.TypeDescription;
+import org.apache.orc.Writer;
+import org.apache.orc.mapred.OrcMapredRecordWriter;
+import org.apache.orc.mapred.OrcStruct;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.execution.datasources.orc.OrcSerializer;
+import org.apache.spark.sql.execution.datasources.orc.OrcUtils;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.util.SerializableConfiguration;
+
+public class AcidOrcSink implements TableProvider {
+
+    public static final String PLAN = "hive_acid.write";
+
+    // statement token -> the files its job committed ("name\trows" strings), until the
+    // Python driver takes them
+    static final java.util.concurrent.ConcurrentHashMap COMMITTED =
+            new java.util.concurrent.ConcurrentHashMap();
+
+    /** The files the job of statement ``token`` committed, one "name\trows" per line, or
+     *  null if no job of it committed; forgets them. */
+    public static String takeCommitted(String token) {
+        return (String) COMMITTED.remove(token);
+    }
+
+    static JsonNode plan(String text) {
+        try {
+            return new ObjectMapper().readTree(text);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("hive_acid: unreadable write plan", e);
+        }
+    }
+
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        return (StructType) DataType.fromJson(plan(options.get(PLAN)).get("schema").toString());
+    }
+
+    public boolean supportsExternalMetadata() {
+        return true;
+    }
+
+    public Table getTable(StructType schema, Transform[] partitioning, Map properties) {
+        return new SinkTable(schema, (String) properties.get(PLAN));
+    }
+
+    /** The rows of one statement. */
+    public static class SinkTable implements SupportsWrite {
+        private final StructType schema;
+        private final String plan;
+
+        SinkTable(StructType schema, String plan) {
+            this.schema = schema;
+            this.plan = plan;
+        }
+
+        public String name() {
+            return "hive_acid insert " + plan(plan).get("dir").asText();
+        }
+
+        public StructType schema() {
+            return schema;
+        }
+
+        public Set capabilities() {
+            return EnumSet.of(TableCapability.BATCH_WRITE);
+        }
+
+        public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+            return new SinkWriteBuilder(schema, plan);
+        }
+    }
+
+    public static class SinkWriteBuilder implements WriteBuilder, Write {
+        private final StructType schema;
+        private final String plan;
+
+        SinkWriteBuilder(StructType schema, String plan) {
+            this.schema = schema;
+            this.plan = plan;
+        }
+
+        public Write build() {
+            return this;
+        }
+
+        public BatchWrite toBatch() {
+            return new InsertBatch(schema, plan);
+        }
+    }
+
+    public static class InsertBatch implements BatchWrite {
+        private final StructType schema;
+        private final String plan;
+
+        InsertBatch(StructType schema, String plan) {
+            this.schema = schema;
+            this.plan = plan;
+        }
+
+        public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+            Configuration conf;
+            try {
+                conf = org.apache.spark.sql.classic.SparkSession.active().sessionState()
+                        .newHadoopConf();
+            } catch (Throwable t) {
+                conf = org.apache.spark.SparkContext.getOrCreate().hadoopConfiguration();
+            }
+            return new InsertWriterFactory(schema, plan, new SerializableConfiguration(conf));
+        }
+
+        public void commit(WriterCommitMessage[] messages) {
+            StringBuilder out = new StringBuilder();
+            for (int i = 0; i < messages.length; i++) {
+                InsertFile f = (InsertFile) messages[i];
+                if (f != null && f.name != null) {
+                    out.append(f.name).append('\t').append(f.rows).append('\n');
+                }
+            }
+            COMMITTED.put(plan(plan).get("token").asText(), out.toString());
+        }
+
+        public void abort(WriterCommitMessage[] messages) {
+            // the Python driver aborts the statement and removes its directory
+        }
+    }
+
+    /** What a task committed: its file's name in the statement directory (null: no rows). */
+    public static class InsertFile implements WriterCommitMessage {
+        final String name;
+        final long rows;
+
+        InsertFile(String name, long rows) {
+            this.name = name;
+            this.rows = rows;
+        }
+    }
+
+    public static class InsertWriterFactory implements DataWriterFactory {
+        final StructType schema;
+        final String plan;
+        final SerializableConfiguration conf;
+
+        InsertWriterFactory(StructType schema, String plan, SerializableConfiguration conf) {
+            this.schema = schema;
+            this.plan = plan;
+            this.conf = conf;
+        }
+
+        public DataWriter createWriter(int partitionId, long taskId) {
+            return new InsertWriter(this, partitionId, taskId);
+        }
+    }
+
+    /** One task's file. */
+    public static class InsertWriter implements DataWriter {
+        private static final int BATCH = 1024;     // what Spark's ORC writer batches
+
+        private final InsertWriterFactory f;
+        private final int task;
+        private final long attempt;
+        private final JsonNode plan;
+        private FileSystem fs;
+        private Path tmp;
+        private Writer writer;
+        private OrcSerializer serializer;
+        private TypeDescription rowType;
+        private VectorizedRowBatch batch;
+        private LongColumnVector rowIds;
+        private final List variable = new ArrayList();
+        private long writeId;
+        private int bucket;
+        private long rows;
+        // the key of the last row handed to the ORC writer, and one per stripe written
+        private long lastRowId = -1;
+        private long indexedRowId = -1;
+        private final StringBuilder keyIndex = new StringBuilder();
+
+        InsertWriter(InsertWriterFactory f, int task, long attempt) {
+            this.f = f;
+            this.task = task;
+            this.attempt = attempt;
+            this.plan = plan(f.plan);
+        }
+
+        static String bucketFile(int task) {
+            // orc_acid.layout.format_bucket_file
+            return String.format("bucket_%05d", new Object[] {Integer.valueOf(task)});
+        }
+
+        private void open() throws IOException {
+            writeId = plan.get("writeId").asLong();
+            int statement = plan.get("statementId").asInt();
+            if (task > 4095) {
+                throw new IOException("hive_acid: writer id " + task + " > 4095: reduce the "
+                        + "number of Spark partitions of the data written");
+            }
+            bucket = (1 << 29) | (task << 16) | statement;
+            Configuration conf = f.conf.value();
+            Path dir = new Path(plan.get("dir").asText());
+            fs = dir.getFileSystem(conf);
+            if (fs instanceof LocalFileSystem) {
+                fs = ((LocalFileSystem) fs).getRaw();      // no .crc files beside ours
+            }
+            tmp = new Path(dir, "." + bucketFile(task) + "." + attempt + ".tmp");
+            // Spark's ORC type of the rows, from its string (which has no Spark attributes)
+            rowType = TypeDescription.fromString(OrcUtils.getOrcSchemaString(f.schema));
+            TypeDescription schema = TypeDescription.createStruct()
+                    .addField("operation", TypeDescription.createInt())
+                    .addField("originalTransaction", TypeDescription.createLong())
+                    .addField("bucket", TypeDescription.createInt())
+                    .addField("rowId", TypeDescription.createLong())
+                    .addField("currentTransaction", TypeDescription.createLong())
+                    .addField("row", rowType);
+            final InsertWriter self = this;
+            OrcFile.WriterOptions options = OrcFile.writerOptions(conf)
+                    .fileSystem(fs)
+                    .setSchema(schema)
+                    .compress(CompressionKind.valueOf(plan.get("compression").asText()))
+                    .version(OrcFile.Version.V_0_12)
+                    .useUTCTimestamp(true)
+                    .overwrite(true)
+                    .callback(new OrcFile.WriterCallback() {
+                        public void preStripeWrite(OrcFile.WriterContext context) {
+                            self.indexKey();
+                        }
+
+                        public void preFooterWrite(OrcFile.WriterContext context) {
+                            // ORC 2 calls this before it writes the last stripe: its key is
+                            // the file's last row, added here unless a stripe ended there
+                            self.lastRowId = self.rows - 1;
+                            self.indexKey();
+                            Writer w = context.getWriter();
+                            w.addUserMetadata("hive.acid.key.index", utf8(self.keyIndex.toString()));
+                            w.addUserMetadata("hive.acid.stats", utf8(self.rows + ",0,0"));
+                            w.addUserMetadata("hive.acid.version", utf8("2"));
+                        }
+                    });
+            writer = OrcFile.createWriter(tmp, options);
+            serializer = new OrcSerializer(f.schema);
+            batch = schema.createRowBatch(BATCH);
+            OrcMapredRecordWriter.addVariableLengthColumns(variable, batch);
+            rowIds = (LongColumnVector) batch.cols[3];
+            constants();
+        }
+
+        // the key of the last row handed to the ORC writer ends the stripe being written
+        private void indexKey() {
+            if (lastRowId > indexedRowId) {
+                keyIndex.append(writeId).append(',').append(bucket).append(',').append(lastRowId)
+                        .append(';');
+                indexedRowId = lastRowId;
+            }
+        }
+
+        static java.nio.ByteBuffer utf8(String s) {
+            return java.nio.ByteBuffer.wrap(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+
+        private void constant(int col, long value) {
+            LongColumnVector v = (LongColumnVector) batch.cols[col];
+            v.isRepeating = true;
+            v.noNulls = true;
+            v.vector[0] = value;
+        }
+
+        // the columns every event of the file shares (reset with the batch)
+        private void constants() {
+            constant(0, 0);              // operation: insert
+            constant(1, writeId);        // originalTransaction
+            constant(2, bucket);
+            constant(4, writeId);        // currentTransaction
+        }
+
+        public void write(Object record) throws IOException {
+            if (writer == null) {
+                open();
+            }
+            int r = batch.size++;
+            OrcStruct value = serializer.serialize((InternalRow) record);
+            OrcMapredRecordWriter.setColumn(rowType, batch.cols[5], r, value);
+            rowIds.vector[r] = rows++;
+            if (batch.size == batch.getMaxSize() || (!variable.isEmpty()
+                    && OrcMapredRecordWriter.getMaxChildLength(variable) >= batch.getMaxSize())) {
+                flush();
+            }
+        }
+
+        private void flush() throws IOException {
+            if (batch.size > 0) {
+                lastRowId = rows - 1;
+                writer.addRowBatch(batch);
+                batch.reset();
+                constants();
+            }
+        }
+
+        public WriterCommitMessage commit() throws IOException {
+            if (writer == null) {
+                return new InsertFile(null, 0);
+            }
+            flush();
+            writer.close();
+            writer = null;
+            Path dst = new Path(tmp.getParent(), bucketFile(task));
+            // an earlier attempt of this task that committed and then failed left its file:
+            // this attempt's rows replace it (the same task of the same statement)
+            fs.delete(dst, false);
+            if (!fs.rename(tmp, dst)) {
+                throw new IOException("hive_acid: could not rename " + tmp + " to " + dst);
+            }
+            return new InsertFile(dst.getName(), rows);
+        }
+
+        public void abort() throws IOException {
+            if (tmp != null) {
+                try {
+                    if (writer != null) {
+                        writer.close();
+                    }
+                } finally {
+                    writer = null;
+                    fs.delete(tmp, false);
+                }
+            }
+        }
+
+        public void close() throws IOException {
+            if (writer != null) {
+                abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+"""hive_acid.insert through the JVM insert writer (spark/jvm/AcidOrcSink.java, issue 44's
+append): the files it writes hold what the Python writer (orc_acid) writes for the same rows
+-- the same ORC schema, ACID columns, ROW__IDs, footer metadata Hive reads
+(hive.acid.key.index, hive.acid.stats, hive.acid.version), directory marker -- for every
+type, append and overwrite; deletes and updates find its rows; a failed job commits
+nothing and leaves no file; where it does not apply (partitioned, bucketed tables, the
+setting off), the Python writer writes. Against the metastore server and the one Spark
+session of conftest."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+
+import pyarrow.orc as po
+import pytest
+
+from hms_txn.clients.acid import metastore as M
+from tests.spark.test_hive_acid_read import ALL_TYPES, all_types_rows, python_source, rows
+
+pytestmark = [pytest.mark.spark]
+
+JVM_WRITER = "spark.hive_acid.jvmWriter"
+TYPES = ALL_TYPES + ", c CHAR(3), vc VARCHAR(5)"
+DF_TYPES = ALL_TYPES + ", c STRING, vc STRING"     # Spark has no CHAR rows
+
+
+def typed_rows(n):
+    return [r + (None if i % 5 == 1 else f"c{i % 10}", f"v{i}"[:5])
+            for i, r in enumerate(all_types_rows(n))]
+
+
+class python_writer:
+    """The Python writer (orc_acid in Spark's Python workers) for the block."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def __enter__(self):
+        self.spark.conf.set(JVM_WRITER, "false")
+
+    def __exit__(self, *exc):
+        self.spark.conf.unset(JVM_WRITER)
+
+
+def data_files(ms, table):
+    """{path relative to the table: ORCFile} of every file under the table's location."""
+    root = M.table_info(ms, table).location
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            out[os.path.relpath(os.path.join(d, n), root)] = os.path.join(d, n)
+    return out
+
+
+def describe(path):
+    """What a reader of the file sees besides the rows: schema, rows, ACID metadata."""
+    f = po.ORCFile(path)
+    meta = {k.decode(): v.decode() for k, v in f.metadata.items()}
+    return {"schema": str(f.schema), "rows": f.nrows, "version": f.file_version,
+            "compression": f.compression, "writer": f.writer,
+            "key_index": meta.get("hive.acid.key.index"), "stats": meta.get("hive.acid.stats"),
+            "acid_version": meta.get("hive.acid.version")}
+
+
+def events(path):
+    """The ACID columns of every event of the file, in file order."""
+    t = po.ORCFile(path).read(columns=["operation", "originalTransaction", "bucket", "rowId",
+                                       "currentTransaction"])
+    return list(zip(*[t.column(i).to_pylist() for i in range(5)]))
+
+
+def test_jvm_insert_writes_what_the_python_writer_writes(acid_spark, tname, ms):
+    from spark import hive_acid as H
+    jvm, py = tname, tname + "_py"
+    for t in (jvm, py):
+        H.create_table(acid_spark, t, TYPES, properties={"orc.compress": "SNAPPY"})
+    data = acid_spark.createDataFrame(typed_rows(90), DF_TYPES).repartition(3)
+    H.insert(acid_spark, jvm, data)
+    with python_writer(acid_spark):
+        H.insert(acid_spark, py, data)
+    files_j, files_p = data_files(ms, jvm), data_files(ms, py)
+    assert sorted(files_j) == sorted(files_p) == [
+        "delta_0000001_0000001_0000/_orc_acid_version",
+        "delta_0000001_0000001_0000/bucket_00000", "delta_0000001_0000001_0000/bucket_00001",
+        "delta_0000001_0000001_0000/bucket_00002"]
+    for name in files_j:
+        if name.endswith("_orc_acid_version"):
+            assert open(files_j[name], "rb").read() == open(files_p[name], "rb").read() == b"2"
+            continue
+        dj, dp = describe(files_j[name]), describe(files_p[name])
+        assert dj["writer"] == "ORC_JAVA" and dp["writer"] != "ORC_JAVA"    # who wrote it
+        for key in ("schema", "rows", "version", "compression", "key_index", "stats",
+                    "acid_version"):
+            assert dj[key] == dp[key], (name, key)
+        n = dj["rows"]
+        bucket = 1 << 29 | int(name[-5:]) << 16
+        assert dj["key_index"] == f"1,{bucket},{n - 1};" and dj["stats"] == f"{n},0,0"
+        assert events(files_j[name]) == events(files_p[name]) == \
+            [(0, 1, bucket, i, 1) for i in range(n)]
+    # the rows, as the Python reader and the JVM reader read them, with their ROW__IDs
+    assert rows(python_source(acid_spark, jvm)) == rows(python_source(acid_spark, py))
+    assert len(rows(python_source(acid_spark, jvm))) == 90
+    assert rows(H.read(acid_spark, jvm, with_row_id=True, columns=["id", "dec", "m"])) == \
+        rows(H.read(acid_spark, py, with_row_id=True, columns=["id", "dec", "m"]))
+
+
+def test_overwrite_deletes_updates_and_sql_on_jvm_written_files(acid_spark, tname, ms):
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id BIGINT, v STRING")
+    H.insert(acid_spark, tname, acid_spark.range(0, 1000, numPartitions=2)
+             .selectExpr("id", "CAST(id AS STRING) v"))
+    H.delete(acid_spark, tname, "id % 10 = 0")
+    H.update(acid_spark, tname, {"v": "concat(v, '!')"}, "id < 5")
+    H.sql(acid_spark, f"INSERT INTO {tname} VALUES (5000, 'x')")
+    got = dict((r.id, r.v) for r in H.read(acid_spark, tname).collect())
+    assert len(got) == 901 and got[3] == "3!" and got[5000] == "x" and 10 not in got
+    assert got == dict((r.id, r.v) for r in python_source(acid_spark, tname).collect())
+    H.insert(acid_spark, tname, acid_spark.createDataFrame([(7, "seven")], "id BIGINT, v STRING")
+             .coalesce(1), overwrite=True)
+    assert [tuple(r) for r in H.read(acid_spark, tname).collect()] == [(7, "seven")]
+    files = data_files(ms, tname)
+    base = sorted(f for f in files if f.startswith("base_"))
+    assert base == ["base_0000005/_orc_acid_version", "base_0000005/bucket_00000"], files
+    assert describe(files[base[1]])["writer"] == "ORC_JAVA"
+    # an overwrite with no rows still hides everything (its base directory exists)
+    H.insert(acid_spark, tname, acid_spark.createDataFrame([], "id BIGINT, v STRING"),
+             overwrite=True)
+    assert H.read(acid_spark, tname).count() == 0
+    assert python_source(acid_spark, tname).count() == 0
+
+
+def test_a_failed_jvm_insert_commits_nothing_and_leaves_no_file(acid_spark, tname, ms):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as S
+    from spark import hive_acid as H
+    H.create_table(acid_spark, tname, "id BIGINT")
+    H.insert(acid_spark, tname, acid_spark.range(0, 10, numPartitions=1))
+
+    @F.udf(S.LongType())
+    def boom(i):
+        if i == 1500:
+            raise ValueError("boom")
+        return i
+
+    bad = acid_spark.range(0, 2000, numPartitions=2).select(boom("id").alias("id"))
+    with pytest.raises(Exception, match="boom"):
+        H.insert(acid_spark, tname, bad)
+    assert H.read(acid_spark, tname).count() == 10
+    # the aborted statement's directory is gone: only the first insert's files remain
+    assert sorted(data_files(ms, tname)) == ["delta_0000001_0000001_0000/_orc_acid_version",
+                                              "delta_0000001_0000001_0000/bucket_00000"]
+    H.insert(acid_spark, tname, acid_spark.range(10, 20, numPartitions=1))
+    assert H.read(acid_spark, tname).count() == 20
+
+
+def test_where_the_jvm_writer_does_not_apply_the_python_writer_writes(acid_spark, tname, ms):
+    from spark import _jvm_insert
+    from spark import hive_acid as H
+    part, buck, tst = tname + "_p", tname + "_b", tname + "_t"
+    H.create_table(acid_spark, part, "id INT, p STRING", partition_by=["p"])
+    H.create_table(acid_spark, buck, "id INT", buckets=2, bucket_by=["id"])
+    H.create_table(acid_spark, tst, "id INT, a ARRAY<TIMESTAMP>")
+    for t, why in ((part, "partitioned table"), (buck, "bucketed table"),
+                   (tst, "timestamp column")):
+        assert _jvm_insert.unsupported(acid_spark, M.table_info(ms, t)) == why
+    H.insert(acid_spark, part, acid_spark.createDataFrame([(1, "a"), (2, "b")], "id INT, p STRING"))
+    H.insert(acid_spark, buck, acid_spark.createDataFrame([(1,), (2,), (3,)], "id INT"))
+    ts = datetime.datetime(2024, 2, 29, 12, 30, 1, 5)
+    H.insert(acid_spark, tst, acid_spark.createDataFrame([(1, [ts, None])],
+                                                         "id INT, a ARRAY<TIMESTAMP_NTZ>"))
+    assert [tuple(r) for r in H.read(acid_spark, tst).collect()] == [(1, [ts, None])]
+    for t in (part, buck, tst):
+        for name, path in data_files(ms, t).items():
+            if "bucket_" in name:
+                assert describe(path)["writer"] != "ORC_JAVA", name
+    assert sorted(tuple(r) for r in H.read(acid_spark, part).collect()) == [(1, "a"), (2, "b")]
+    assert H.read(acid_spark, buck).count() == 3
+    with python_writer(acid_spark):
+        assert _jvm_insert.unsupported(acid_spark, M.table_info(ms, tname + "_p")) == \
+            f"{JVM_WRITER}=false"
+
+
+def test_python_source_writes_say_how_to_write_fast(acid_spark, tname, caplog):
+    """df.write.format("hive_acid") warns, once per table, that hive_acid.insert writes the
+    same files from the JVM -- where it would (not for a partitioned table)."""
+    from spark import hive_acid as H
+    part = tname + "_p"
+    H.create_table(acid_spark, tname, "id INT")
+    H.create_table(acid_spark, part, "id INT, p INT", partition_by=["p"])
+    one = acid_spark.createDataFrame([(1, 2)], "id INT, p INT")
+    with caplog.at_level(logging.WARNING, logger="spark.hive_acid"):
+        for _ in range(2):
+            one.select("id").write.format("hive_acid").mode("append").save(tname)
+            one.write.format("hive_acid").mode("append").save(part)
+        H.insert(acid_spark, tname, one.select("id"))
+    said = [r.getMessage() for r in caplog.records if "hive_acid.insert(spark" in r.getMessage()]
+    assert len(said) == 1 and f"save('{tname}')" in said[0], said
+    assert H.read(acid_spark, tname).count() == 3 and H.read(acid_spark, part).count() == 2
