@@ -17,7 +17,8 @@ import pyarrow.orc as po
 import pytest
 
 from hms_txn.clients.acid import metastore as M
-from tests.spark.test_hive_acid_read import ALL_TYPES, all_types_rows, python_source, rows
+from tests.spark.test_hive_acid_read import (ALL_TYPES, all_types_rows, canon, python_source,
+                                             rows)
 
 pytestmark = [pytest.mark.spark]
 
@@ -64,6 +65,13 @@ def describe(path):
             "acid_version": meta.get("hive.acid.version")}
 
 
+def file_rows(path):
+    """The ``row`` structs of the file's events, in file order, comparable (NaN == NaN, a
+    map's entries in any order)."""
+    return [canon(tuple(r.values())) for r in po.ORCFile(path).read(columns=["row"])
+            .column(0).to_pylist(maps_as_pydicts="strict")]
+
+
 def events(path):
     """The ACID columns of every event of the file, in file order."""
     t = po.ORCFile(path).read(columns=["operation", "originalTransaction", "bucket", "rowId",
@@ -71,20 +79,21 @@ def events(path):
     return list(zip(*[t.column(i).to_pylist() for i in range(5)]))
 
 
-def test_jvm_insert_writes_what_the_python_writer_writes(acid_spark, tname, ms):
+def written_both_ways(spark, ms, table, types, df_types, data, partitions=3):
+    """``data`` inserted into ``table`` by the JVM writer and into ``table + "_py"`` by the
+    Python writer; asserts that the files hold the same -> the rows read back."""
     from spark import hive_acid as H
-    jvm, py = tname, tname + "_py"
+    jvm, py = table, table + "_py"
     for t in (jvm, py):
-        H.create_table(acid_spark, t, TYPES, properties={"orc.compress": "SNAPPY"})
-    data = acid_spark.createDataFrame(typed_rows(90), DF_TYPES).repartition(3)
-    H.insert(acid_spark, jvm, data)
-    with python_writer(acid_spark):
-        H.insert(acid_spark, py, data)
+        H.create_table(spark, t, types, properties={"orc.compress": "SNAPPY"})
+    df = spark.createDataFrame(data, df_types).repartition(partitions)
+    H.insert(spark, jvm, df)
+    with python_writer(spark):
+        H.insert(spark, py, df)
     files_j, files_p = data_files(ms, jvm), data_files(ms, py)
-    assert sorted(files_j) == sorted(files_p) == [
-        "delta_0000001_0000001_0000/_orc_acid_version",
-        "delta_0000001_0000001_0000/bucket_00000", "delta_0000001_0000001_0000/bucket_00001",
-        "delta_0000001_0000001_0000/bucket_00002"]
+    d = "delta_0000001_0000001_0000/"
+    assert sorted(files_j) == sorted(files_p) == [d + "_orc_acid_version"] + [
+        f"{d}bucket_{b:05d}" for b in range(partitions)]
     for name in files_j:
         if name.endswith("_orc_acid_version"):
             assert open(files_j[name], "rb").read() == open(files_p[name], "rb").read() == b"2"
@@ -99,11 +108,42 @@ def test_jvm_insert_writes_what_the_python_writer_writes(acid_spark, tname, ms):
         assert dj["key_index"] == f"1,{bucket},{n - 1};" and dj["stats"] == f"{n},0,0"
         assert events(files_j[name]) == events(files_p[name]) == \
             [(0, 1, bucket, i, 1) for i in range(n)]
+        # the rows of each file, as ORC readers see them
+        assert file_rows(files_j[name]) == file_rows(files_p[name]), name
     # the rows, as the Python reader and the JVM reader read them, with their ROW__IDs
-    assert rows(python_source(acid_spark, jvm)) == rows(python_source(acid_spark, py))
-    assert len(rows(python_source(acid_spark, jvm))) == 90
-    assert rows(H.read(acid_spark, jvm, with_row_id=True, columns=["id", "dec", "m"])) == \
-        rows(H.read(acid_spark, py, with_row_id=True, columns=["id", "dec", "m"]))
+    got = rows(python_source(spark, jvm))
+    assert got == rows(python_source(spark, py)) and len(got) == len(data)
+    assert rows(H.read(spark, jvm, with_row_id=True)) == rows(H.read(spark, py, with_row_id=True))
+    return got
+
+
+def test_jvm_insert_writes_what_the_python_writer_writes(acid_spark, tname, ms):
+    """Every type through Spark's ORC conversion (decimals, dates, nested types)."""
+    written_both_ways(acid_spark, ms, tname, TYPES, DF_TYPES, typed_rows(90))
+
+
+FLAT = ("id BIGINT, i INT, sh SMALLINT, b TINYINT, ok BOOLEAN, d DOUBLE, f FLOAT, s STRING, "
+        "bin BINARY, c CHAR(3), vc VARCHAR(5)")
+DF_FLAT = FLAT.replace("CHAR(3)", "STRING").replace("VARCHAR(5)", "STRING")
+
+
+def test_flat_rows_copied_directly_write_the_same(acid_spark, tname, ms):
+    """Tables of numbers, booleans, strings and binaries only: the rows are copied into the
+    vectors directly (no OrcSerializer), nulls, NaN, -0.0, empty and multi-byte strings."""
+    data = []
+    for i in range(200):
+        null = i % 7 == 3
+        data.append((
+            None if null else (1 << 62) - i, None if null else -i * 1000,
+            None if i % 5 == 0 else i % 32768 - 16000, None if i % 6 == 0 else i % 256 - 128,
+            None if i % 4 == 0 else i % 3 == 0,
+            [float("nan"), -0.0, float("inf"), 1e300, None][i % 5],
+            [float("-inf"), 0.0, 1.5, None][i % 4],
+            [None, "", "ü€𝄞", f"value-{i}" * (i % 9)][i % 4],
+            None if i % 3 == 0 else bytes([i % 256, 0, 255]) * (i % 4),
+            None if i % 8 == 0 else f"c{i % 10}", f"v{i}"[:5]))
+    got = written_both_ways(acid_spark, ms, tname, FLAT, DF_FLAT, data, partitions=2)
+    assert sum(1 for r in got if r[0] is None) == sum(1 for i in range(200) if i % 7 == 3)
 
 
 def test_overwrite_deletes_updates_and_sql_on_jvm_written_files(acid_spark, tname, ms):
