@@ -74,17 +74,35 @@ def task_cpu_s(spark) -> float:
     return total / 1e9
 
 
+def settle(spark, step_s: float = 0.1, busy_s: float = 0.02, max_s: float = 3.0) -> None:
+    """Collect the Spark JVM's garbage, then wait (at most ``max_s``) until this process tree
+    is idle (at most ``busy_s`` CPU seconds in ``step_s``): what one side leaves running (a
+    collection, Python workers exiting, the metastore finishing a commit) is not timed as
+    the next side's. The sides run in turn, so each gets the same treatment."""
+    spark.sparkContext._jvm.System.gc()
+    deadline = time.monotonic() + max_s
+    last = tree_cpu_s()
+    while time.monotonic() < deadline:
+        time.sleep(step_s)
+        now = tree_cpu_s()
+        if now - last <= busy_s:
+            return
+        last = now
+
+
 def best(spark, fns: Sequence[Callable[[], object]], repeat: int) -> List[Dict[str, float]]:
     """``WARMUP`` warm-up runs of each function, then ``repeat`` rounds running them in turn
-    -> per function {"wall": best wall time, "cpu": median process tree CPU time,
-    "task_cpu": median task CPU time}, in seconds (medians: a process exiting while the tree
-    is read can make one reading low; see tree_cpu_s)."""
+    (each run after :func:`settle`) -> per function {"wall": best wall time, "cpu": median
+    process tree CPU time, "task_cpu": median task CPU time}, in seconds (medians: a process
+    exiting while the tree is read can make one reading low; see tree_cpu_s)."""
     for _ in range(WARMUP):
         for fn in fns:
+            settle(spark)
             fn()
     runs: List[List[tuple]] = [[] for _ in fns]
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            settle(spark)
             t0, c0, k0 = time.perf_counter(), tree_cpu_s(), task_cpu_s(spark)
             fn()
             wall = time.perf_counter() - t0
