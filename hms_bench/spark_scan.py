@@ -11,7 +11,8 @@ files then live in a directory every executor must see (one machine, or a shared
 Rows of ``id BIGINT, k INT, s STRING, d DOUBLE`` from one cached DataFrame, as many tasks on
 both sides, the same ORC codec on both sides (the ACID table's ``orc.compress``). Each
 measurement: two warm-up runs of each side, then ``--repeat`` rounds in which the sides run
-in turn (load from other work hits them alike); best wall time, least CPU time of each.
+in turn (load from other work hits them alike), each run once the JVM's garbage is collected
+and the process tree is idle (``spark_measure.settle``); best wall time, median CPU times.
 
 * append: ``hive_acid.insert(spark, t, df)`` (the JVM insert writer) and
   ``df.write.format("hive_acid").mode("append")`` (the Python data source) vs
