@@ -84,12 +84,14 @@ def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.Write
     """Write ``rows`` (the table's data columns, in order, of the table's types) as the
     statement's insert files -> [(partition name "", path relative to the table, rows)]."""
     d = _statement_dir(spec)
-    # the directory and its marker first: an overwrite's base hides older data even empty
-    ensure_acid_dir(os.path.join(spec.location, d), spec.filesystem)
+    where = os.path.join(spec.location, d)
+    if spec.mode == "overwrite":
+        # an overwrite's base hides older data even without rows: it exists whatever happens
+        ensure_acid_dir(where, spec.filesystem)
     nullable = S.StructType([S.StructField(f.name, f.dataType, True)
                              for f in rows.schema.fields])
-    plan = {"token": token, "dir": info.uri_of(os.path.join(spec.location, d))
-            if info.fs is not None else "file:" + os.path.join(spec.location, d),
+    plan = {"token": token, "dir": info.uri_of(where) if info.fs is not None
+            else "file:" + where,
             "writeId": spec.write_id, "statementId": spec.statement_id,
             "schema": json.loads(nullable.json()),
             "compression": str(spec.compression).upper()}
@@ -103,4 +105,8 @@ def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.Write
     for line in str(got).splitlines():
         name, n = line.split("\t")
         out.append(("", f"{d}/{name}", int(n)))
+    if out and spec.mode != "overwrite":
+        # an append's delta exists only with rows, as orc_acid writes it (the files are
+        # invisible until the transaction commits, after this)
+        ensure_acid_dir(where, spec.filesystem)
     return out

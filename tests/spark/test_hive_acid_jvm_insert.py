@@ -164,6 +164,10 @@ def test_overwrite_deletes_updates_and_sql_on_jvm_written_files(acid_spark, tnam
     base = sorted(f for f in files if f.startswith("base_"))
     assert base == ["base_0000005/_orc_acid_version", "base_0000005/bucket_00000"], files
     assert describe(files[base[1]])["writer"] == "ORC_JAVA"
+    # an append of no rows writes nothing (no directory), as orc_acid's writer
+    before = sorted(data_files(ms, tname))
+    H.insert(acid_spark, tname, acid_spark.createDataFrame([], "id BIGINT, v STRING"))
+    assert sorted(data_files(ms, tname)) == before
     # an overwrite with no rows still hides everything (its base directory exists)
     H.insert(acid_spark, tname, acid_spark.createDataFrame([], "id BIGINT, v STRING"),
              overwrite=True)
