@@ -8,9 +8,9 @@ rows to Python workers as Arrow: an insert costs about what a plain ORC write co
 
 Where the JVM writer does not apply, :func:`unsupported` says why and the caller writes
 with ``orc_acid`` in Python tasks (``_dml``): tables that are bucketed (rows go to their
-bucket's file: a shuffle), partitioned (one file per table partition and task, named by
-partition values, which ``orc_acid.layout`` formats), insert-only (plain files), not ORC,
-with a timestamp column (see :func:`unsupported`);
+bucket's file: a shuffle), partitioned by a column that is not a string, integer or
+boolean (partition values are directory names: Spark and Arrow render those alike),
+insert-only (plain files), not ORC, with a timestamp column (see :func:`table_unsupported`);
 a session without the JVM writer (Spark Connect, ``spark.hive_acid.jvmWriter=false``, a
 driver whose class loader takes no jar) or without a Hadoop file system for the table's
 location.
@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
 from hms_txn.clients.acid import metastore as M
@@ -41,6 +43,8 @@ from ._errors import HiveAcidError
 from ._native import hadoop_connector_missing
 
 JVM_WRITER_CONF = "spark.hive_acid.jvmWriter"
+_PARTITION_TYPE = re.compile(
+    r"(?i)^(string|varchar\(\d+\)|char\(\d+\)|tinyint|smallint|int|integer|bigint|boolean)$")
 PLAN = "hive_acid.write"              # the option of AcidOrcSink
 
 
@@ -48,8 +52,12 @@ def table_unsupported(info: M.TableInfo) -> Optional[str]:
     """Why ``info``'s inserts cannot go through the JVM writer in any session, or None."""
     if info.num_buckets and info.num_buckets > 0:
         return "bucketed table"
-    if info.part_names:
-        return "partitioned table"
+    parts = dict(info.partition_keys)
+    odd = [k for k in info.part_names if _PARTITION_TYPE.match(parts[k].strip()) is None]
+    if odd:
+        # partition values become directory names; these types are rendered alike by Spark
+        # (the JVM writer) and Arrow (orc_acid's part_value_strings)
+        return f"partition column of type {parts[odd[0]]}"
     if info.insert_only or info.file_format != "orc":
         return "not a full ACID ORC table"
     if any("timestamp" in t.lower() for _, t in info.columns):
@@ -81,19 +89,24 @@ def _statement_dir(spec: _io.WriteSpec) -> str:
 
 def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.WriteSpec,
            rows: DataFrame) -> List[Tuple[str, str, int]]:
-    """Write ``rows`` (the table's data columns, in order, of the table's types) as the
-    statement's insert files -> [(partition name "", path relative to the table, rows)]."""
+    """Write ``rows`` (the table's data columns, in order, of the table's types, then its
+    partition columns) as the statement's insert files -> [(partition name, path relative to
+    the table, rows)]."""
     d = _statement_dir(spec)
-    where = os.path.join(spec.location, d)
-    if spec.mode == "overwrite":
+    if spec.mode == "overwrite" and not info.part_names:
         # an overwrite's base hides older data even without rows: it exists whatever happens
-        ensure_acid_dir(where, spec.filesystem)
+        # (a partitioned table's overwritten partitions without rows get theirs at the commit)
+        ensure_acid_dir(os.path.join(spec.location, d), spec.filesystem)
+    if info.part_names:
+        # one file open per task: its rows grouped by partition, as Spark's writer does
+        rows = rows.sortWithinPartitions(*[F.col(f"`{p}`") for p in info.part_names])
     nullable = S.StructType([S.StructField(f.name, f.dataType, True)
                              for f in rows.schema.fields])
-    plan = {"token": token, "dir": info.uri_of(where) if info.fs is not None
-            else "file:" + where,
+    plan = {"token": token, "statementDir": d,
+            "dir": info.uri_of(spec.location) if info.fs is not None
+            else "file:" + spec.location,
             "writeId": spec.write_id, "statementId": spec.statement_id,
-            "schema": json.loads(nullable.json()),
+            "schema": json.loads(nullable.json()), "partitionKeys": list(info.part_names),
             "compression": str(spec.compression).upper()}
     sink = _jvm.sink_class(session)
     rows.write.format(sink).option(PLAN, json.dumps(plan, separators=(",", ":"))) \
@@ -103,10 +116,11 @@ def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.Write
         raise HiveAcidError(f"the insert job into {info.full_name} ended without committing")
     out = []
     for line in str(got).splitlines():
-        name, n = line.split("\t")
-        out.append(("", f"{d}/{name}", int(n)))
-    if out and spec.mode != "overwrite":
-        # an append's delta exists only with rows, as orc_acid writes it (the files are
-        # invisible until the transaction commits, after this)
-        ensure_acid_dir(where, spec.filesystem)
+        part, name, n = line.split("\t")
+        out.append((part, f"{part}/{d}/{name}" if part else f"{d}/{name}", int(n)))
+    # a delta (or a partition's base) exists only with rows, as orc_acid writes it; the
+    # files are invisible until the transaction commits, after this
+    for part in sorted({p for p, _, _ in out}):
+        if part or spec.mode != "overwrite":
+            ensure_acid_dir(os.path.join(spec.location, part, d), spec.filesystem)
     return out

@@ -34,7 +34,8 @@ Writes: one transaction per job (write id allocated, lock taken, heartbeated fro
 process); tasks write ``delta_W_W_S/bucket_<task>`` (``base_W`` for overwrite):
 ``insert()`` and ``sql("INSERT ...")`` from Spark's JVM (``_jvm_insert``,
 ``jvm/AcidOrcSink.java``: as fast as a plain ORC write) where the table allows it
-(unpartitioned, unbucketed, no timestamp column), else, like ``format("hive_acid")``, with
+(unbucketed, no timestamp column, partitioned by strings, integers or booleans if at all),
+else, like ``format("hive_acid")``, with
 ``orc_acid`` in Python workers (``df.write.format("hive_acid")`` logs a warning naming
 ``insert`` where that would be faster); the commit
 removes files of failed task attempts, registers new partitions, records dynamic partitions

@@ -3,10 +3,11 @@
  * the driver's JVM, as it compiles the reader, AcidOrcSource.java).
  *
  * A Spark DataSource V2 sink that writes the rows of one INSERT (or INSERT OVERWRITE)
- * statement into the statement's directory, which the Python driver has opened
- * (spark/_jvm_insert.py: transaction, write id, lock, the directory and its
- * _orc_acid_version marker), as Hive's ACID insert files: one file per Spark task,
- * `bucket_<task>`, each row an insert event
+ * statement, which the Python driver has opened (spark/_jvm_insert.py: transaction, write
+ * id, lock; the directories' _orc_acid_version markers), as Hive's ACID insert files: one
+ * file per Spark task and table partition, `<partition>/<statement dir>/bucket_<task>`
+ * (the partition's name escaped as Hive and Spark escape it; the rows arrive sorted by the
+ * partition columns, so a task has one file open at a time), each row an insert event
  *   struct<operation:int, originalTransaction:bigint, bucket:int, rowId:bigint,
  *          currentTransaction:bigint, row:struct<the table's columns>>
  * with operation 0, originalTransaction = currentTransaction = the write id, bucket = the
@@ -27,14 +28,17 @@
  * Publishing: a task writes a hidden file (".bucket_N.<attempt>.tmp", which every ACID
  * reader skips) and renames it to bucket_N in DataWriter.commit, which Spark calls only for
  * the one attempt its output commit coordinator allows; other attempts delete theirs. The
- * driver's BatchWrite.commit records the files for the Python driver (takeCommitted), which
+ * driver's BatchWrite.commit records the files ("partition\tname\trows" lines) for the
+ * Python driver (takeCommitted), which
  * commits the transaction with them; a failed job leaves its files to the Python driver's
  * abort, which removes the statement's directory.
  *
  * The plan arrives as the option "hive_acid.write" (JSON):
- *   {"token": the statement's id, "dir": the statement directory's URI,
- *    "writeId": W, "statementId": S, "schema": Spark's JSON of the rows' struct type (the
- *    table's data columns, in order), "compression": ORC's kind name (ZLIB, SNAPPY, ...)}
+ *   {"token": the statement's id, "dir": the table's location (URI), "statementDir":
+ *    delta_W_W_S or base_W, "writeId": W, "statementId": S, "schema": Spark's JSON of the
+ *    rows' struct type (the table's data columns, in order, then the partition columns),
+ *    "partitionKeys": [the partition columns' names] (strings, integers or booleans),
+ *    "compression": ORC's kind name (ZLIB, SNAPPY, ...)}
  * The other ORC settings (stripe size, compression block size, row index stride, ...) come
  * from the Hadoop configuration, as for Spark's own ORC writer (orc.stripe.size etc.; by
  * default ORC's: 64 MiB stripes, 256 KiB blocks, which Hive's base writer uses too). Hive's
@@ -48,6 +52,7 @@ package hmstxn.spark;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -71,6 +76,7 @@ import org.apache.orc.TypeDescription;
 import org.apache.orc.Writer;
 import org.apache.orc.mapred.OrcMapredRecordWriter;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -206,9 +212,9 @@ public class AcidOrcSink implements TableProvider {
         public void commit(WriterCommitMessage[] messages) {
             StringBuilder out = new StringBuilder();
             for (int i = 0; i < messages.length; i++) {
-                InsertFile f = (InsertFile) messages[i];
-                if (f != null && f.name != null) {
-                    out.append(f.name).append('\t').append(f.rows).append('\n');
+                InsertFiles f = (InsertFiles) messages[i];
+                for (int j = 0; f != null && j < f.files.length; j++) {
+                    out.append(f.files[j]).append('\n');
                 }
             }
             COMMITTED.put(plan(plan).get("token").asText(), out.toString());
@@ -219,14 +225,12 @@ public class AcidOrcSink implements TableProvider {
         }
     }
 
-    /** What a task committed: its file's name in the statement directory (null: no rows). */
-    public static class InsertFile implements WriterCommitMessage {
-        final String name;
-        final long rows;
+    /** What a task committed: its files, "partition\tname\trows" each. */
+    public static class InsertFiles implements WriterCommitMessage {
+        final String[] files;
 
-        InsertFile(String name, long rows) {
-            this.name = name;
-            this.rows = rows;
+        InsertFiles(String[] files) {
+            this.files = files;
         }
     }
 
@@ -242,63 +246,184 @@ public class AcidOrcSink implements TableProvider {
         }
 
         public DataWriter createWriter(int partitionId, long taskId) {
-            return new InsertWriter(this, partitionId, taskId);
+            try {
+                return new InsertWriter(this, partitionId, taskId);
+            } catch (IOException e) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
         }
     }
 
-    /** One task's file. */
+    /** One task's files: one per table partition its rows belong to (rows arrive sorted by
+     *  the partition columns, so one file is open at a time), or one. */
     public static class InsertWriter implements DataWriter {
-        private static final int BATCH = 1024;     // what Spark's ORC writer batches
-
         private final InsertWriterFactory f;
         private final int task;
         private final long attempt;
         private final JsonNode plan;
+        private final String[] keys;        // the partition columns, last in the rows
+        private final int first;            // the first partition column's ordinal
+        private final Path table;
         private FileSystem fs;
-        private Path tmp;
+        private AcidFile current;
+        private String currentPart;
+        private final List done = new ArrayList();
+
+        InsertWriter(InsertWriterFactory f, int task, long attempt) throws IOException {
+            this.f = f;
+            this.task = task;
+            this.attempt = attempt;
+            this.plan = plan(f.plan);
+            if (task > 4095) {
+                throw new IOException("hive_acid: writer id " + task + " > 4095: reduce the "
+                        + "number of Spark partitions of the data written");
+            }
+            JsonNode ks = plan.get("partitionKeys");
+            keys = new String[ks == null ? 0 : ks.size()];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = ((JsonNode) ks.get(i)).asText();
+            }
+            first = f.schema.fields().length - keys.length;
+            table = new Path(plan.get("dir").asText());
+        }
+
+        public void write(Object record) throws IOException {
+            InternalRow row = (InternalRow) record;
+            String part = keys.length == 0 ? "" : partitionName(row);
+            if (current == null || !part.equals(currentPart)) {
+                if (current != null) {
+                    current.close();
+                    done.add(current);
+                }
+                if (fs == null) {
+                    fs = table.getFileSystem(f.conf.value());
+                    if (fs instanceof LocalFileSystem) {
+                        fs = ((LocalFileSystem) fs).getRaw();      // no .crc files beside ours
+                    }
+                }
+                Path dir = new Path(part.isEmpty() ? table : new Path(table, part),
+                        plan.get("statementDir").asText());
+                current = new AcidFile(f, plan, fs, dir, part, task, attempt);
+                currentPart = part;
+            }
+            current.write(row);
+        }
+
+        // the partition's name, k1=v1/k2=v2, escaped as Hive (and Spark) escape them
+        private String partitionName(InternalRow row) {
+            StringBuilder out = new StringBuilder();
+            StructField[] fields = f.schema.fields();
+            for (int j = 0; j < keys.length; j++) {
+                int i = first + j;
+                String v = null;
+                if (!row.isNullAt(i)) {
+                    DataType t = fields[i].dataType();
+                    if (t instanceof StringType) {
+                        v = row.getUTF8String(i).toString();
+                    } else if (t instanceof LongType) {
+                        v = String.valueOf(row.getLong(i));
+                    } else if (t instanceof IntegerType) {
+                        v = String.valueOf(row.getInt(i));
+                    } else if (t instanceof ShortType) {
+                        v = String.valueOf(row.getShort(i));
+                    } else if (t instanceof ByteType) {
+                        v = String.valueOf(row.getByte(i));
+                    } else if (t instanceof BooleanType) {
+                        v = String.valueOf(row.getBoolean(i));
+                    } else {
+                        throw new IllegalArgumentException("hive_acid: partition column "
+                                + keys[j] + " of type " + t.simpleString());
+                    }
+                }
+                if (j > 0) {
+                    out.append('/');
+                }
+                out.append(ExternalCatalogUtils.getPartitionPathString(keys[j], v));
+            }
+            return out.toString();
+        }
+
+        public WriterCommitMessage commit() throws IOException {
+            if (current != null) {
+                current.close();
+                done.add(current);
+                current = null;
+            }
+            List files = new ArrayList();
+            for (int i = 0; i < done.size(); i++) {
+                AcidFile a = (AcidFile) done.get(i);
+                files.add(a.publish());
+            }
+            return new InsertFiles((String[]) files.toArray(new String[0]));
+        }
+
+        public void abort() throws IOException {
+            if (current != null) {
+                done.add(current);
+                current = null;
+            }
+            IOException failed = null;
+            for (int i = 0; i < done.size(); i++) {
+                try {
+                    ((AcidFile) done.get(i)).discard();
+                } catch (IOException e) {
+                    failed = e;
+                }
+            }
+            done.clear();
+            if (failed != null) {
+                throw failed;
+            }
+        }
+
+        public void close() throws IOException {
+            if (current != null || !done.isEmpty()) {
+                abort();
+            }
+        }
+    }
+
+    /** One file of insert events: bucket_<task> in one statement directory. */
+    static class AcidFile {
+        private static final int BATCH = 1024;     // what Spark's ORC writer batches
+
+        private final FileSystem fs;
+        private final Path tmp;
+        private final String part;
+        private final int task;
         private Writer writer;
         private OrcSerializer serializer;
         private TypeDescription rowType;
         private VectorizedRowBatch batch;
         private LongColumnVector rowIds;
         private final List variable = new ArrayList();
-        private long writeId;
-        private int bucket;
+        private final long writeId;
+        private final int bucket;
         private long rows;
         // the key of the last row handed to the ORC writer, and one per stripe written
         private long lastRowId = -1;
         private long indexedRowId = -1;
         private final StringBuilder keyIndex = new StringBuilder();
 
-        InsertWriter(InsertWriterFactory f, int task, long attempt) {
-            this.f = f;
-            this.task = task;
-            this.attempt = attempt;
-            this.plan = plan(f.plan);
-        }
-
         static String bucketFile(int task) {
             // orc_acid.layout.format_bucket_file
             return String.format("bucket_%05d", new Object[] {Integer.valueOf(task)});
         }
 
-        private void open() throws IOException {
+        AcidFile(InsertWriterFactory f, JsonNode plan, FileSystem fs, Path dir, String part,
+                 int task, long attempt) throws IOException {
+            this.fs = fs;
+            this.part = part;
+            this.task = task;
             writeId = plan.get("writeId").asLong();
-            int statement = plan.get("statementId").asInt();
-            if (task > 4095) {
-                throw new IOException("hive_acid: writer id " + task + " > 4095: reduce the "
-                        + "number of Spark partitions of the data written");
-            }
-            bucket = (1 << 29) | (task << 16) | statement;
-            Configuration conf = f.conf.value();
-            Path dir = new Path(plan.get("dir").asText());
-            fs = dir.getFileSystem(conf);
-            if (fs instanceof LocalFileSystem) {
-                fs = ((LocalFileSystem) fs).getRaw();      // no .crc files beside ours
-            }
+            bucket = (1 << 29) | (task << 16) | plan.get("statementId").asInt();
             tmp = new Path(dir, "." + bucketFile(task) + "." + attempt + ".tmp");
+            // the table's data columns: the rows' first fields (the partition columns follow)
+            StructField[] all = f.schema.fields();
+            StructType data = new StructType((StructField[]) Arrays.copyOf(all,
+                    all.length - (plan.has("partitionKeys") ? plan.get("partitionKeys").size() : 0)));
             // Spark's ORC type of the rows, from its string (which has no Spark attributes)
-            rowType = TypeDescription.fromString(OrcUtils.getOrcSchemaString(f.schema));
+            rowType = TypeDescription.fromString(OrcUtils.getOrcSchemaString(data));
             TypeDescription schema = TypeDescription.createStruct()
                     .addField("operation", TypeDescription.createInt())
                     .addField("originalTransaction", TypeDescription.createLong())
@@ -306,8 +431,8 @@ public class AcidOrcSink implements TableProvider {
                     .addField("rowId", TypeDescription.createLong())
                     .addField("currentTransaction", TypeDescription.createLong())
                     .addField("row", rowType);
-            final InsertWriter self = this;
-            OrcFile.WriterOptions options = OrcFile.writerOptions(conf)
+            final AcidFile self = this;
+            OrcFile.WriterOptions options = OrcFile.writerOptions(f.conf.value())
                     .fileSystem(fs)
                     .setSchema(schema)
                     .compress(CompressionKind.valueOf(plan.get("compression").asText()))
@@ -331,8 +456,8 @@ public class AcidOrcSink implements TableProvider {
                         }
                     });
             writer = OrcFile.createWriter(tmp, options);
-            kinds = directKinds(f.schema);
-            serializer = kinds == null ? new OrcSerializer(f.schema) : null;
+            kinds = directKinds(data);
+            serializer = kinds == null ? new OrcSerializer(data) : null;
             batch = schema.createRowBatch(BATCH);
             OrcMapredRecordWriter.addVariableLengthColumns(variable, batch);
             rowIds = (LongColumnVector) batch.cols[3];
@@ -367,12 +492,8 @@ public class AcidOrcSink implements TableProvider {
             constant(4, writeId);        // currentTransaction
         }
 
-        public void write(Object record) throws IOException {
-            if (writer == null) {
-                open();
-            }
+        void write(InternalRow row) throws IOException {
             int r = batch.size++;
-            InternalRow row = (InternalRow) record;
             if (kinds != null) {
                 copy(row, r);
             } else {
@@ -485,13 +606,15 @@ public class AcidOrcSink implements TableProvider {
             }
         }
 
-        public WriterCommitMessage commit() throws IOException {
-            if (writer == null) {
-                return new InsertFile(null, 0);
-            }
+        /** Write the last rows and the footer (the file stays under its hidden name). */
+        void close() throws IOException {
             flush();
             writer.close();
             writer = null;
+        }
+
+        /** Give the closed file its name -> "partition\tname\trows". */
+        String publish() throws IOException {
             Path dst = new Path(tmp.getParent(), bucketFile(task));
             // an earlier attempt of this task that committed and then failed left its file:
             // this attempt's rows replace it (the same task of the same statement)
@@ -499,25 +622,17 @@ public class AcidOrcSink implements TableProvider {
             if (!fs.rename(tmp, dst)) {
                 throw new IOException("hive_acid: could not rename " + tmp + " to " + dst);
             }
-            return new InsertFile(dst.getName(), rows);
+            return part + "\t" + dst.getName() + "\t" + rows;
         }
 
-        public void abort() throws IOException {
-            if (tmp != null) {
-                try {
-                    if (writer != null) {
-                        writer.close();
-                    }
-                } finally {
-                    writer = null;
-                    fs.delete(tmp, false);
+        void discard() throws IOException {
+            try {
+                if (writer != null) {
+                    writer.close();
                 }
-            }
-        }
-
-        public void close() throws IOException {
-            if (writer != null) {
-                abort();
+            } finally {
+                writer = null;
+                fs.delete(tmp, false);
             }
         }
     }

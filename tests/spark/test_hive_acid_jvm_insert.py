@@ -45,6 +45,11 @@ class python_writer:
         self.spark.conf.unset(JVM_WRITER)
 
 
+def partition_names(ms, table):
+    db, name = table.split(".")
+    return sorted(ms.get_partition_names(db, name, -1))
+
+
 def data_files(ms, table):
     """{path relative to the table: ORCFile} of every file under the table's location."""
     root = M.table_info(ms, table).location
@@ -79,21 +84,25 @@ def events(path):
     return list(zip(*[t.column(i).to_pylist() for i in range(5)]))
 
 
-def written_both_ways(spark, ms, table, types, df_types, data, partitions=3):
+def written_both_ways(spark, ms, table, types, df_types, data, partitions=3,
+                      partition_by=None):
     """``data`` inserted into ``table`` by the JVM writer and into ``table + "_py"`` by the
     Python writer; asserts that the files hold the same -> the rows read back."""
     from spark import hive_acid as H
     jvm, py = table, table + "_py"
     for t in (jvm, py):
-        H.create_table(spark, t, types, properties={"orc.compress": "SNAPPY"})
+        H.create_table(spark, t, types, properties={"orc.compress": "SNAPPY"},
+                       partition_by=partition_by or ())
     df = spark.createDataFrame(data, df_types).repartition(partitions)
     H.insert(spark, jvm, df)
     with python_writer(spark):
         H.insert(spark, py, df)
     files_j, files_p = data_files(ms, jvm), data_files(ms, py)
-    d = "delta_0000001_0000001_0000/"
-    assert sorted(files_j) == sorted(files_p) == [d + "_orc_acid_version"] + [
-        f"{d}bucket_{b:05d}" for b in range(partitions)]
+    assert sorted(files_j) == sorted(files_p)
+    if partition_by is None:
+        d = "delta_0000001_0000001_0000/"
+        assert sorted(files_j) == [d + "_orc_acid_version"] + [
+            f"{d}bucket_{b:05d}" for b in range(partitions)]
     for name in files_j:
         if name.endswith("_orc_acid_version"):
             assert open(files_j[name], "rb").read() == open(files_p[name], "rb").read() == b"2"
@@ -105,6 +114,7 @@ def written_both_ways(spark, ms, table, types, df_types, data, partitions=3):
             assert dj[key] == dp[key], (name, key)
         n = dj["rows"]
         bucket = 1 << 29 | int(name[-5:]) << 16
+        assert name.split("/")[-2] == "delta_0000001_0000001_0000"
         assert dj["key_index"] == f"1,{bucket},{n - 1};" and dj["stats"] == f"{n},0,0"
         assert events(files_j[name]) == events(files_p[name]) == \
             [(0, 1, bucket, i, 1) for i in range(n)]
@@ -113,6 +123,8 @@ def written_both_ways(spark, ms, table, types, df_types, data, partitions=3):
     # the rows, as the Python reader and the JVM reader read them, with their ROW__IDs
     got = rows(python_source(spark, jvm))
     assert got == rows(python_source(spark, py)) and len(got) == len(data)
+    if partition_by:
+        assert partition_names(ms, jvm) == partition_names(ms, py)
     assert rows(H.read(spark, jvm, with_row_id=True)) == rows(H.read(spark, py, with_row_id=True))
     return got
 
@@ -144,6 +156,36 @@ def test_flat_rows_copied_directly_write_the_same(acid_spark, tname, ms):
             None if i % 8 == 0 else f"c{i % 10}", f"v{i}"[:5]))
     got = written_both_ways(acid_spark, ms, tname, FLAT, DF_FLAT, data, partitions=2)
     assert sum(1 for r in got if r[0] is None) == sum(1 for i in range(200) if i % 7 == 3)
+
+
+def test_partitioned_tables_get_the_same_partitions_and_files(acid_spark, tname, ms):
+    """Partition values with characters Hive escapes, empty and null (the default
+    partition), several partition columns: the same directories, files and metastore
+    partitions as the Python writer's; overwrites, static and dynamic."""
+    from spark import hive_acid as H
+    values = ["a", "b/c", "x=y:z", "", None, "ü %"]
+    data = [(i, f"v{i}", values[i % len(values)], i % 3 - 1, i % 2 == 0) for i in range(120)]
+    types = "id BIGINT, v STRING, p STRING, q INT, r BOOLEAN"
+    got = written_both_ways(acid_spark, ms, tname, types, types, data, partitions=2,
+                            partition_by=["p", "q", "r"])
+    assert len(got) == 120
+    names = partition_names(ms, tname)
+    assert names == ["p=__HIVE_DEFAULT_PARTITION__/q=-1/r=false",     # the empty string
+                     "p=__HIVE_DEFAULT_PARTITION__/q=0/r=true",       # null
+                     "p=a/q=-1/r=true", "p=b%2Fc/q=0/r=false", "p=x%3Dy%3Az/q=1/r=true",
+                     "p=ü %25/q=1/r=false"], names
+    for name, path in data_files(ms, tname).items():
+        if "bucket_" in name:
+            assert describe(path)["writer"] == "ORC_JAVA", name
+    # a dynamic overwrite replaces the partitions it writes, a static one all of them
+    one = acid_spark.createDataFrame([(500, "new", "a", 0, True)], types)
+    H.insert(acid_spark, tname, one, overwrite=True, dynamic_partition_overwrite=True)
+    rows_now = {r.id for r in H.read(acid_spark, tname).collect()}
+    gone = {i for i, _, p, q, r in data if (p, q, r) == ("a", 0, True)}
+    assert rows_now == ({i for i in range(120)} - gone) | {500}
+    H.insert(acid_spark, tname, one, overwrite=True)
+    assert [r.id for r in H.read(acid_spark, tname).collect()] == [500]
+    assert [r.id for r in python_source(acid_spark, tname).collect()] == [500]
 
 
 def test_overwrite_deletes_updates_and_sql_on_jvm_written_files(acid_spark, tname, ms):
@@ -203,13 +245,15 @@ def test_where_the_jvm_writer_does_not_apply_the_python_writer_writes(acid_spark
     from spark import _jvm_insert
     from spark import hive_acid as H
     part, buck, tst = tname + "_p", tname + "_b", tname + "_t"
-    H.create_table(acid_spark, part, "id INT, p STRING", partition_by=["p"])
+    H.create_table(acid_spark, part, "id INT, p DATE", partition_by=["p"])
     H.create_table(acid_spark, buck, "id INT", buckets=2, bucket_by=["id"])
     H.create_table(acid_spark, tst, "id INT, a ARRAY<TIMESTAMP>")
-    for t, why in ((part, "partitioned table"), (buck, "bucketed table"),
+    for t, why in ((part, "partition column of type date"), (buck, "bucketed table"),
                    (tst, "timestamp column")):
         assert _jvm_insert.unsupported(acid_spark, M.table_info(ms, t)) == why
-    H.insert(acid_spark, part, acid_spark.createDataFrame([(1, "a"), (2, "b")], "id INT, p STRING"))
+    days = [datetime.date(2024, 2, 29), datetime.date(1999, 1, 1)]
+    H.insert(acid_spark, part, acid_spark.createDataFrame(list(zip([1, 2], days)),
+                                                          "id INT, p DATE"))
     H.insert(acid_spark, buck, acid_spark.createDataFrame([(1,), (2,), (3,)], "id INT"))
     ts = datetime.datetime(2024, 2, 29, 12, 30, 1, 5)
     H.insert(acid_spark, tst, acid_spark.createDataFrame([(1, [ts, None])],
@@ -219,7 +263,8 @@ def test_where_the_jvm_writer_does_not_apply_the_python_writer_writes(acid_spark
         for name, path in data_files(ms, t).items():
             if "bucket_" in name:
                 assert describe(path)["writer"] != "ORC_JAVA", name
-    assert sorted(tuple(r) for r in H.read(acid_spark, part).collect()) == [(1, "a"), (2, "b")]
+    assert sorted(tuple(r) for r in H.read(acid_spark, part).collect()) == \
+        list(zip([1, 2], days))
     assert H.read(acid_spark, buck).count() == 3
     with python_writer(acid_spark):
         assert _jvm_insert.unsupported(acid_spark, M.table_info(ms, tname + "_p")) == \
@@ -228,17 +273,20 @@ def test_where_the_jvm_writer_does_not_apply_the_python_writer_writes(acid_spark
 
 def test_python_source_writes_say_how_to_write_fast(acid_spark, tname, caplog):
     """df.write.format("hive_acid") warns, once per table, that hive_acid.insert writes the
-    same files from the JVM -- where it would (not for a partitioned table)."""
+    same files from the JVM -- where it would (not for a table partitioned by a date)."""
     from spark import hive_acid as H
-    part = tname + "_p"
+    part, dated = tname + "_p", tname + "_d"
     H.create_table(acid_spark, tname, "id INT")
     H.create_table(acid_spark, part, "id INT, p INT", partition_by=["p"])
+    H.create_table(acid_spark, dated, "id INT, p DATE", partition_by=["p"])
     one = acid_spark.createDataFrame([(1, 2)], "id INT, p INT")
     with caplog.at_level(logging.WARNING, logger="spark.hive_acid"):
         for _ in range(2):
             one.select("id").write.format("hive_acid").mode("append").save(tname)
             one.write.format("hive_acid").mode("append").save(part)
+            one.selectExpr("id", "DATE'2024-02-29' AS p").write.format("hive_acid") \
+                .mode("append").save(dated)
         H.insert(acid_spark, tname, one.select("id"))
     said = [r.getMessage() for r in caplog.records if "hive_acid.insert(spark" in r.getMessage()]
-    assert len(said) == 1 and f"save('{tname}')" in said[0], said
+    assert len(said) == 2 and f"save('{tname}')" in said[0] and f"save('{part}')" in said[1], said
     assert H.read(acid_spark, tname).count() == 3 and H.read(acid_spark, part).count() == 2
