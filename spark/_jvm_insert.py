@@ -25,6 +25,7 @@ temporary of a task killed while writing, which every reader skips.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from typing import List, Optional, Tuple
@@ -42,10 +43,15 @@ from . import _jvm
 from ._errors import HiveAcidError
 from ._native import hadoop_connector_missing
 
+log = logging.getLogger("spark.hive_acid")
+
 JVM_WRITER_CONF = "spark.hive_acid.jvmWriter"
 _PARTITION_TYPE = re.compile(
     r"(?i)^(string|varchar\(\d+\)|char\(\d+\)|tinyint|smallint|int|integer|bigint|boolean)$")
 PLAN = "hive_acid.write"              # the option of AcidOrcSink
+
+
+_warned: set = set()          # the reasons logged, once each
 
 
 def table_unsupported(info: M.TableInfo) -> Optional[str]:
@@ -77,6 +83,10 @@ def unsupported(session: SparkSession, info: M.TableInfo) -> Optional[str]:
     try:
         _jvm.sink_class(session)
     except _jvm.Unavailable as e:
+        if str(e) not in _warned:
+            _warned.add(str(e))
+            log.warning("hive_acid: the JVM insert writer is not available (%s); inserting "
+                        "with orc_acid in Python workers (slower: see docs/spark.md)", e)
         return str(e)
     return None
 
