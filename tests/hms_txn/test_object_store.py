@@ -154,9 +154,10 @@ def test_automatic_compaction_and_cleaning_on_s3(hms_factory, moto_s3, s3_bucket
     # a major compaction on request: one base, everything else cleaned
     e.insert("events", rows(range(7)))
     expected = e.read("events")
-    # (the initiator may still be running one of its own: Hive 4 refuses a second request
-    # for a queued object, so the request waits for it)
-    wait_until(lambda: all(c.state not in ("initiated", "working")
+    # (the initiator may still have one of its own queued: Hive 4 refuses a second request
+    # for an object with a compaction initiated, working or ready for cleaning, so the
+    # request waits for it to be cleaned)
+    wait_until(lambda: all(c.state not in ("initiated", "working", "ready for cleaning")
                            for c in e.compactions("events")),
                timeout=120, what="the initiator's compactions on S3 to finish")
     cid = e.compact("events", MAJOR)

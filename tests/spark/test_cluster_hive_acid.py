@@ -168,6 +168,38 @@ def test_create_append_merge_delete_read_on_both_workers(driver, cluster, hms, c
     assert (cluster.host, ports["coordinator"]) in listening_addresses(driver.pid)
 
 
+def _jvm_paths_on_shared_disk(spark, location, rows):
+    """hive_acid's JVM writer and reader on the executors (the jars they fetch from the
+    driver): a table on the disk every namespace shares (network namespaces share the mount
+    table), where the executors' Hadoop opens the files itself."""
+    import pyarrow.orc as po
+    from spark import hive_acid as H
+    H.create_database(spark, "shared_disk", location="file:" + location)
+    table = "shared_disk.events"
+    H.create_table(spark, table, "id INT, v STRING, p STRING", partition_by=["p"])
+    df = spark.createDataFrame(rows, "id INT, v STRING, p STRING").repartition(4)
+    H.insert(spark, table, df)
+    writers = set()
+    for d, _, names in os.walk(location):
+        for n in names:
+            if n.startswith("bucket_"):
+                writers.add(po.ORCFile(os.path.join(d, n)).writer)
+    got = H.read(spark, table)
+    reader = "jvm" if "BatchScan" in got._jdf.queryExecution().executedPlan().toString() \
+        else "other"
+    return {"rows": sorted(tuple(r) for r in got.collect()), "writers": sorted(writers),
+            "reader": reader}
+
+
+def test_jvm_insert_and_read_on_the_executors(driver, cluster, tmp_path):
+    rows = [(i, f"v{i}", ["a", "b/c", None][i % 3]) for i in range(300)]
+    location = str(tmp_path / "shared")
+    os.makedirs(location)
+    got = driver.call(_jvm_paths_on_shared_disk, location, rows)
+    assert got["writers"] == ["ORC_JAVA"] and got["reader"] == "jvm", got
+    assert got["rows"] == sorted(rows)
+
+
 def _transactions(spark, a, b, rows_a, rows_b, more):
     from spark import hive_acid as H
     for t, rows in ((a, rows_a), (b, rows_b)):
