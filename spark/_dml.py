@@ -106,7 +106,7 @@ def insert(session: SparkSession, table: str, df: DataFrame, *, overwrite: bool 
         spec = statement_spec(info, st, "overwrite" if overwrite else "append")
         if _jvm_insert.unsupported(session, info) is None:
             refuse_speculation(speculation_on(session))
-            d.finish_statement(txn, st, _jvm_insert.insert(session, info, st.token, spec, data))
+            d.finish_statement(txn, st, _jvm_insert.insert(session, info, st, spec, data))
             return
 
         def task(batches, tid):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from typing import List, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
@@ -35,19 +34,21 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as S
 
 from hms_txn.clients.acid import metastore as M
-from orc_acid import layout
+from hms_txn.clients.acid.txns import Statement
 from orc_acid import table_io as _io
 from orc_acid.writer import ensure_acid_dir
 
 from . import _jvm
+from . import _types as TY
 from ._errors import HiveAcidError
 from ._native import hadoop_connector_missing
 
 log = logging.getLogger("spark.hive_acid")
 
 JVM_WRITER_CONF = "spark.hive_acid.jvmWriter"
-_PARTITION_TYPE = re.compile(
-    r"(?i)^(string|varchar\(\d+\)|char\(\d+\)|tinyint|smallint|int|integer|bigint|boolean)$")
+# what partition columns may be (the JVM writer renders their values as directory names)
+_PARTITION_TYPES = (S.StringType, S.ByteType, S.ShortType, S.IntegerType, S.LongType,
+                    S.BooleanType)
 PLAN = "hive_acid.write"              # the option of AcidOrcSink
 
 
@@ -58,12 +59,12 @@ def table_unsupported(info: M.TableInfo) -> Optional[str]:
     """Why ``info``'s inserts cannot go through the JVM writer in any session, or None."""
     if info.num_buckets and info.num_buckets > 0:
         return "bucketed table"
-    parts = dict(info.partition_keys)
-    odd = [k for k in info.part_names if _PARTITION_TYPE.match(parts[k].strip()) is None]
+    odd = [t for _, t in info.partition_keys
+           if not isinstance(TY.hive_to_spark(t), _PARTITION_TYPES)]
     if odd:
         # partition values become directory names; these types are rendered alike by Spark
         # (the JVM writer) and Arrow (orc_acid's part_value_strings)
-        return f"partition column of type {parts[odd[0]]}"
+        return f"partition column of type {odd[0]}"
     if info.insert_only or info.file_format != "orc":
         return "not a full ACID ORC table"
     if any("timestamp" in t.lower() for _, t in info.columns):
@@ -91,18 +92,12 @@ def unsupported(session: SparkSession, info: M.TableInfo) -> Optional[str]:
     return None
 
 
-def _statement_dir(spec: _io.WriteSpec) -> str:
-    if spec.mode == "overwrite":
-        return layout.format_base(spec.write_id)
-    return layout.format_delta(spec.write_id, spec.write_id, spec.statement_id)
-
-
-def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.WriteSpec,
+def insert(session: SparkSession, info: M.TableInfo, st: Statement, spec: _io.WriteSpec,
            rows: DataFrame) -> List[Tuple[str, str, int]]:
     """Write ``rows`` (the table's data columns, in order, of the table's types, then its
-    partition columns) as the statement's insert files -> [(partition name, path relative to
-    the table, rows)]."""
-    d = _statement_dir(spec)
+    partition columns) as the files of statement ``st`` (an insert or an overwrite) ->
+    [(partition name, path relative to the table, rows)]."""
+    d, = st.dir_names          # delta_W_W_S, or base_W for an overwrite
     if spec.mode == "overwrite" and not info.part_names:
         # an overwrite's base hides older data even without rows: it exists whatever happens
         # (a partitioned table's overwritten partitions without rows get theirs at the commit)
@@ -112,7 +107,7 @@ def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.Write
         rows = rows.sortWithinPartitions(*[F.col(f"`{p}`") for p in info.part_names])
     nullable = S.StructType([S.StructField(f.name, f.dataType, True)
                              for f in rows.schema.fields])
-    plan = {"token": token, "statementDir": d,
+    plan = {"token": st.token, "statementDir": d,
             "dir": info.uri_of(spec.location) if info.fs is not None
             else "file:" + spec.location,
             "writeId": spec.write_id, "statementId": spec.statement_id,
@@ -121,7 +116,7 @@ def insert(session: SparkSession, info: M.TableInfo, token: str, spec: _io.Write
     sink = _jvm.sink_class(session)
     rows.write.format(sink).option(PLAN, json.dumps(plan, separators=(",", ":"))) \
         .mode("append").save()
-    got = _jvm.jvm_class(session.sparkContext._jvm, sink).takeCommitted(token)
+    got = _jvm.jvm_class(session.sparkContext._jvm, sink).takeCommitted(st.token)
     if got is None:
         raise HiveAcidError(f"the insert job into {info.full_name} ended without committing")
     out = []
